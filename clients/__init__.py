@@ -1,0 +1,1 @@
+"""Thin clients of the BrainCue daemon."""

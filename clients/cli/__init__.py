@@ -1,0 +1,1 @@
+"""Command groups of the `braincue` shell client, one module per area."""

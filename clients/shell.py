@@ -1,0 +1,67 @@
+"""`braincue` — the shell client.
+
+Every command documents itself: `braincue --help`, `braincue COMMAND --help`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from daemon.config import DEFAULT_PROFILE, Config
+from daemon.errors import BrainCueError
+
+
+class Context:
+    """What every command gets: the profile's config and the output mode."""
+
+    def __init__(self, profile: str) -> None:
+        self.profile = profile
+        self._config: Config | None = None
+
+    @property
+    def config(self) -> Config:
+        if self._config is None:
+            self._config = Config.load(self.profile)
+        return self._config
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--profile", default=DEFAULT_PROFILE, show_default=True, envvar="BRAINCUE_PROFILE",
+              help="Profile to use; each profile has its own database.")
+@click.version_option(package_name="braincue")
+@click.pass_context
+def cli(ctx: click.Context, profile: str) -> None:
+    """BrainCue: a private, always-on memory of your conversations."""
+    ctx.obj = Context(profile)
+
+
+def _register() -> None:
+    from clients.cli import models
+
+    cli.add_command(models.models)
+    cli.add_command(models.transcribe)
+
+
+_register()
+
+
+def main() -> None:
+    """Entry point: one-line errors for everything BrainCue raises, exit code 1."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except BrainCueError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,187 @@
+"""Settings and paths.
+
+Settings are a msgspec Struct with a default for every field, read from ``config.toml`` in the
+user config directory. ``BRAINCUE_HOME`` relocates every directory (data, config, runtime,
+cache, models) under one root, which is what tests use. Each profile has its own data directory.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import platformdirs
+
+from daemon.errors import ConfigError
+
+APP_NAME = "braincue"
+DEFAULT_PROFILE = "default"
+
+
+def _default_asr_threads() -> int:
+    # One core stays free for capture and the event loop (notes/platform.md: an oversubscribed
+    # whisper ran 10-20x slower).
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
+class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Everything configurable, each with a sensible default.
+
+    Model names refer to the registry (`braincue models list`); an empty name means "the best
+    installed model of that role".
+    """
+
+    asr_model: str = ""
+    llm_model: str = ""
+    embed_model: str = ""
+    asr_threads: int = msgspec.field(default_factory=_default_asr_threads)
+    llm_threads: int = msgspec.field(default_factory=lambda: max(1, os.cpu_count() or 2))
+    llm_context: int = 4096
+    llm_idle_unload_s: float = 300.0
+    embed_batch: int = 32
+    # capture
+    mic_device: str = ""  # empty: follow the system default
+    loopback_device: str = ""  # empty: the monitor of the default output
+    auto_start: bool = True
+    auto_end_silence_min: float = 5.0
+    # what is remembered (seed 000 §14: two independent switches)
+    session_archive_enabled: bool = True
+    memory_enabled: bool = False
+    reconcile_distance: float = 0.25
+    # search
+    search_k: int = 5
+    per_session_cap: int = 2
+    archive_cap: int = 2
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where BrainCue keeps things for one profile."""
+
+    profile: str
+    config_dir: Path
+    data_root: Path
+    runtime_root: Path
+    cache_dir: Path
+    models_dir: Path
+
+    @property
+    def config_file(self) -> Path:
+        return self.config_dir / "config.toml"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.data_root / "profiles" / self.profile
+
+    @property
+    def runtime_dir(self) -> Path:
+        return self.runtime_root / self.profile
+
+    @classmethod
+    def resolve(cls, profile: str = DEFAULT_PROFILE) -> Paths:
+        validate_profile_name(profile)
+        home = os.environ.get("BRAINCUE_HOME")
+        models_env = os.environ.get("BRAINCUE_MODELS")
+        if home:
+            root = Path(home).expanduser().absolute()
+            paths = cls(
+                profile=profile,
+                config_dir=root / "config",
+                data_root=root / "data",
+                runtime_root=root / "run",
+                cache_dir=root / "cache",
+                models_dir=root / "models",
+            )
+        else:
+            dirs = platformdirs.PlatformDirs(APP_NAME, appauthor=False)
+            paths = cls(
+                profile=profile,
+                config_dir=Path(dirs.user_config_dir),
+                data_root=Path(dirs.user_data_dir),
+                runtime_root=Path(dirs.user_runtime_dir),
+                cache_dir=Path(dirs.user_cache_dir),
+                models_dir=Path(dirs.user_data_dir) / "models",
+            )
+        if models_env:
+            paths = cls(**{**paths.__dict__, "models_dir": Path(models_env).expanduser().absolute()})
+        return paths
+
+    def ensure(self) -> None:
+        """Create the directories this profile writes to (runtime dir private to the user)."""
+        for d in (self.config_dir, self.data_dir, self.cache_dir, self.models_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        self.runtime_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.runtime_root, 0o700)
+        os.chmod(self.runtime_dir, 0o700)
+
+
+def validate_profile_name(profile: str) -> None:
+    if not profile or not all(c.isalnum() or c in "-_" for c in profile) or len(profile) > 40:
+        raise ConfigError(
+            f"invalid profile name {profile!r}",
+            fix="use letters, digits, '-' or '_' (at most 40 characters)",
+        )
+
+
+def load_settings(paths: Paths) -> Settings:
+    """Read ``config.toml``; a missing file means all defaults."""
+    try:
+        raw = paths.config_file.read_bytes()
+    except FileNotFoundError:
+        return Settings()
+    except OSError as e:
+        raise ConfigError(f"cannot read {paths.config_file}: {e.strerror}") from e
+    try:
+        data: dict[str, Any] = tomllib.loads(raw.decode("utf-8"))
+        return msgspec.convert(data, Settings)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, msgspec.ValidationError) as e:
+        raise ConfigError(
+            f"invalid settings in {paths.config_file}: {e}",
+            fix="fix or delete the file (defaults are used for anything left out)",
+        ) from e
+
+
+def save_settings(paths: Paths, settings: Settings) -> None:
+    """Write only the settings that differ from the defaults, atomically."""
+    import tomli_w
+
+    defaults = msgspec.to_builtins(Settings())
+    current = msgspec.to_builtins(settings)
+    changed = {k: v for k, v in current.items() if defaults.get(k) != v}
+    paths.config_dir.mkdir(parents=True, exist_ok=True)
+    tmp = paths.config_file.with_suffix(".toml.tmp")
+    tmp.write_text(tomli_w.dumps(changed), encoding="utf-8")
+    os.replace(tmp, paths.config_file)
+
+
+def set_setting(settings: Settings, key: str, value: str) -> Settings:
+    """Return a copy of ``settings`` with ``key`` parsed from its string form."""
+    fields = {f.name: f for f in msgspec.structs.fields(Settings)}
+    if key not in fields:
+        raise ConfigError(f"unknown setting {key!r}", fix=f"one of: {', '.join(sorted(fields))}")
+    data = msgspec.to_builtins(settings)
+    try:
+        data[key] = tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        data[key] = value  # a bare string
+    try:
+        return msgspec.convert(data, Settings)
+    except msgspec.ValidationError as e:
+        raise ConfigError(f"invalid value for {key}: {e}") from e
+
+
+@dataclass(frozen=True)
+class Config:
+    """What a running daemon or client needs: the profile's paths and its settings."""
+
+    paths: Paths
+    settings: Settings
+
+    @classmethod
+    def load(cls, profile: str = DEFAULT_PROFILE) -> Config:
+        paths = Paths.resolve(profile)
+        return cls(paths=paths, settings=load_settings(paths))

@@ -1,0 +1,75 @@
+"""The one exception hierarchy of BrainCue.
+
+Every error a user can cause or meet derives from :class:`BrainCueError` and carries a
+one-line message that names the problem and, where there is one, the fix.
+
+    BrainCueError
+    ├── ConfigError            settings file unreadable or invalid
+    ├── ModelError             anything about model files
+    │   ├── UnknownModel       a name not in the registry
+    │   ├── ModelNotInstalled  the file is missing (run `braincue models install`)
+    │   ├── ChecksumMismatch   the sha256 of a download/conversion differs from the pin
+    │   └── DownloadError      network or source failure while fetching
+    ├── AudioError             unreadable audio file, no audio server
+    ├── StoreError             database problems
+    │   └── NotFound           a session, Space, chunk ... does not exist
+    ├── InvalidInput           user input that fails validation (names the field)
+    └── EngineError            a model failed while running (transcribe, embed, generate)
+"""
+
+from __future__ import annotations
+
+
+class BrainCueError(Exception):
+    """Base of every BrainCue error; ``str(err)`` is a one-line message for the user."""
+
+    code = "error"
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        self.message = message
+        self.fix = fix
+        super().__init__(f"{message} — {fix}" if fix else message)
+
+
+class ConfigError(BrainCueError):
+    code = "config"
+
+
+class ModelError(BrainCueError):
+    code = "model"
+
+
+class UnknownModel(ModelError):
+    code = "unknown_model"
+
+
+class ModelNotInstalled(ModelError):
+    code = "model_not_installed"
+
+
+class ChecksumMismatch(ModelError):
+    code = "checksum"
+
+
+class DownloadError(ModelError):
+    code = "download"
+
+
+class AudioError(BrainCueError):
+    code = "audio"
+
+
+class StoreError(BrainCueError):
+    code = "store"
+
+
+class NotFound(StoreError):
+    code = "not_found"
+
+
+class InvalidInput(BrainCueError):
+    code = "invalid"
+
+
+class EngineError(BrainCueError):
+    code = "engine"

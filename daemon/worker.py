@@ -1,0 +1,112 @@
+"""A dedicated worker thread, awaitable from trio.
+
+Each model engine (whisper, llama generation, llama embeddings) owns one thread: the model is
+loaded, used and freed there, calls are served one at a time in submission order, and the trio
+event loop never blocks on them. Cancelling the awaiting trio task abandons the result (the
+call already running finishes in the background); long streaming calls check a cancel flag.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, TypeVar
+
+import outcome
+import trio
+
+T = TypeVar("T")
+
+_STOP = object()
+
+
+class WorkerThread:
+    """One long-lived thread that runs submitted callables in order."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            fn, deliver = item
+            deliver(outcome.capture(fn))
+
+    def call_sync(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the worker and wait (for synchronous callers such as the CLI)."""
+        done = threading.Event()
+        box: list[outcome.Outcome[T]] = []
+
+        def deliver(result: outcome.Outcome[T]) -> None:
+            box.append(result)
+            done.set()
+
+        self._queue.put((fn, deliver))
+        done.wait()
+        return box[0].unwrap()
+
+    async def call(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the worker; the awaiting task sleeps without blocking the loop."""
+        token = trio.lowlevel.current_trio_token()
+        send, recv = trio.open_memory_channel[outcome.Outcome[T]](1)
+
+        def deliver(result: outcome.Outcome[T]) -> None:
+            try:
+                token.run_sync_soon(send.send_nowait, result)
+            except trio.RunFinishedError:
+                pass
+
+        self._queue.put((fn, deliver))
+        async with recv:
+            result = await recv.receive()
+        return result.unwrap()
+
+    async def stream(self, produce: Callable[[threading.Event], Iterator[T]]) -> AsyncIterator[T]:
+        """Iterate ``produce(cancelled)`` on the worker, yielding its items in trio.
+
+        When the consumer stops early (break, cancellation, error), ``cancelled`` is set so the
+        producer can stop at its next item.
+        """
+        token = trio.lowlevel.current_trio_token()
+        send, recv = trio.open_memory_channel[outcome.Outcome[T] | None](64)
+        cancelled = threading.Event()
+
+        def put(item: outcome.Outcome[T] | None) -> None:
+            try:
+                trio.from_thread.run(send.send, item, trio_token=token)
+            except (trio.RunFinishedError, trio.Cancelled, trio.ClosedResourceError,
+                    trio.BrokenResourceError):
+                cancelled.set()
+
+        def run() -> None:
+            try:
+                for item in produce(cancelled):
+                    if cancelled.is_set():
+                        break
+                    put(outcome.Value(item))
+            except BaseException as e:  # delivered to the consumer, never swallowed
+                put(outcome.Error(e))
+            put(None)
+
+        self._queue.put((run, lambda _result: None))
+        try:
+            async with recv:
+                while True:
+                    item = await recv.receive()
+                    if item is None:
+                        return
+                    yield item.unwrap()
+        finally:
+            cancelled.set()
+
+    def close(self) -> None:
+        self._queue.put(_STOP)
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
