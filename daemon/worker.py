@@ -8,6 +8,7 @@ call already running finishes in the background); long streaming calls check a c
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -57,10 +58,8 @@ class WorkerThread:
         send, recv = trio.open_memory_channel[outcome.Outcome[T]](1)
 
         def deliver(result: outcome.Outcome[T]) -> None:
-            try:
+            with contextlib.suppress(trio.RunFinishedError):
                 token.run_sync_soon(send.send_nowait, result)
-            except trio.RunFinishedError:
-                pass
 
         self._queue.put((fn, deliver))
         async with recv:
