@@ -7,6 +7,7 @@ cache, models) under one root, which is what tests use. Each profile has its own
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tomllib
 from dataclasses import dataclass
@@ -107,7 +108,8 @@ class Paths:
                 models_dir=Path(dirs.user_data_dir) / "models",
             )
         if models_env:
-            paths = cls(**{**paths.__dict__, "models_dir": Path(models_env).expanduser().absolute()})
+            models_dir = Path(models_env).expanduser().absolute()
+            paths = dataclasses.replace(paths, models_dir=models_dir)
         return paths
 
     def ensure(self) -> None:
