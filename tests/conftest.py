@@ -9,6 +9,7 @@ read-only.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +21,9 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 if not SHARED.is_dir():  # a CI clone sits beside shared/ too; fall back to the workspace copy
     SHARED = Path("/work/shared")
 
-_MODELS_DIR = Path(os.environ.get("BRAINCUE_MODELS") or Paths.resolve().models_dir)
+with warnings.catch_warnings():  # platformdirs warns about an unset XDG_RUNTIME_DIR
+    warnings.simplefilter("ignore")
+    _MODELS_DIR = Path(os.environ.get("BRAINCUE_MODELS") or Paths.resolve().models_dir)
 
 
 @pytest.fixture(autouse=True)

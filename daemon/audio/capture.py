@@ -1,0 +1,227 @@
+"""Capture threads: the default microphone ("me") and the loopback of the default output
+("them"), as 16 kHz mono float32 blocks of 100 ms.
+
+`soundcard` connects to the audio server when it is imported and raises a bare AssertionError
+when none runs (notes/platform.md), so it is imported only inside the capture threads and a
+missing server is a state ("no audio"), never a crash. When the server or the device goes away
+the thread retries with backoff and resumes; a change of the default device is followed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Literal
+
+import numpy as np
+import trio
+
+log = logging.getLogger(__name__)
+
+SAMPLE_RATE = 16000
+BLOCK = 1600  # 100 ms
+Source = Literal["mic", "loopback"]
+SPEAKER: dict[Source, str] = {"mic": "me", "loopback": "them"}
+CaptureState = Literal["stopped", "starting", "capturing", "no audio"]
+
+
+@dataclass(frozen=True)
+class Block:
+    """100 ms of audio from one source; ``t`` is the wall-clock time of its first sample and
+    ``epoch`` changes whenever the device was (re)opened, so a gap is never mistaken for
+    continuous audio."""
+
+    source: Source
+    t: float
+    epoch: int
+    samples: np.ndarray
+
+
+# -- the soundcard connection, shared by the capture threads ----------------------------------
+
+_connection_lock = threading.Lock()
+_generation = 0
+
+
+def _soundcard(failed_generation: int | None = None) -> tuple[ModuleType, int]:
+    """Import soundcard (connecting to the server); after a failure, reconnect once."""
+    global _generation
+    with _connection_lock:
+        import soundcard  # connects at import: only ever inside capture threads
+
+        if failed_generation is not None and failed_generation == _generation:
+            from soundcard import pulseaudio
+
+            pulseaudio._pulse = pulseaudio._PulseAudio()
+            _generation += 1
+        return soundcard, _generation
+
+
+def _check_connected() -> None:
+    """Raise unless the server connection is up.
+
+    soundcard unreferences a NULL operation when a query runs on a dead connection, and
+    libpulse then aborts the whole process; checking the context state first keeps a vanished
+    server an exception in this thread.
+    """
+    from soundcard import pulseaudio
+
+    pulse = pulseaudio._pulse
+    state = pulse._pa_context_get_state(pulse.context)
+    if state != pulseaudio._pa.PA_CONTEXT_READY:
+        raise ConnectionError("the audio server connection is gone")
+
+
+def _open_device(sc: ModuleType, source: Source, device: str) -> Any:
+    _check_connected()
+    if source == "mic":
+        return sc.get_microphone(id=device) if device else sc.default_microphone()
+    name = device or str(sc.default_speaker().name)
+    return sc.get_microphone(id=name, include_loopback=True)
+
+
+def _current_default(sc: ModuleType, source: Source) -> str:
+    _check_connected()
+    if source == "mic":
+        return str(sc.default_microphone().id)
+    return str(sc.default_speaker().id)
+
+
+class CaptureThread:
+    """Records one source on its own thread and hands each block to ``deliver``.
+
+    ``deliver`` must not block (see :class:`BlockChannel`); ``on_state`` is told of every
+    state change with a human-readable detail.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        deliver: Callable[[Block], None],
+        *,
+        device: str = "",
+        on_state: Callable[[Source, CaptureState, str], None] | None = None,
+        max_backoff_s: float = 10.0,
+    ) -> None:
+        self.source = source
+        self.device = device
+        self._deliver = deliver
+        self._on_state = on_state
+        self._max_backoff = max_backoff_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.state: CaptureState = "stopped"
+        self.detail = ""
+        self.device_name = ""
+        self.blocks = 0
+
+    def start(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._run, name=f"capture-{self.source}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout: float = 3.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._set_state("stopped", "")
+
+    def _set_state(self, state: CaptureState, detail: str) -> None:
+        if (state, detail) == (self.state, self.detail):
+            return
+        self.state, self.detail = state, detail
+        if state == "no audio":
+            log.warning("capture %s: no audio (%s)", self.source, detail)
+        else:
+            log.info("capture %s: %s %s", self.source, state, detail)
+        if self._on_state is not None:
+            self._on_state(self.source, state, detail)
+
+    def _run(self) -> None:
+        backoff = 0.5
+        generation: int | None = None
+        failed = False
+        epoch = 0
+        while not self._stop.is_set():
+            if not failed:
+                self._set_state("starting", "")
+            try:
+                sc, generation = _soundcard(generation if failed else None)
+                device = _open_device(sc, self.source, self.device)
+                default_at_open = "" if self.device else _current_default(sc, self.source)
+                epoch += 1
+                failed = False
+                self._record(sc, device, default_at_open, epoch)
+                backoff = 0.5  # a clean return: the default device changed, reopen at once
+            except Exception as e:  # the server or device went away: a state, not a crash
+                failed = True
+                # soundcard says "no server" with a bare AssertionError
+                reason = "no audio server" if isinstance(e, AssertionError) else str(e) or repr(e)
+                self._set_state("no audio", reason)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, self._max_backoff)
+
+    def _record(self, sc: ModuleType, device: Any, default_at_open: str, epoch: int) -> None:
+        self.device_name = str(device.name)
+        with device.recorder(samplerate=SAMPLE_RATE, channels=1, blocksize=BLOCK) as recorder:
+            self._set_state("capturing", self.device_name)
+            opened = time.time()
+            frames = 0
+            while not self._stop.is_set():
+                data = recorder.record(numframes=BLOCK)
+                samples = np.ascontiguousarray(data[:, 0], dtype=np.float32)
+                self._deliver(Block(self.source, opened + frames / SAMPLE_RATE, epoch, samples))
+                frames += len(samples)
+                self.blocks += 1
+                # every 2 s, follow a change of the default device
+                if (
+                    default_at_open
+                    and self.blocks % 20 == 0
+                    and _current_default(sc, self.source) != default_at_open
+                ):
+                    log.info("capture %s: default device changed, reopening", self.source)
+                    return
+
+
+class BlockChannel:
+    """A bounded trio memory channel fed from a capture thread that never blocks it.
+
+    When the consumer falls behind, the oldest block is dropped and counted.
+    """
+
+    def __init__(self, capacity: int, token: trio.lowlevel.TrioToken | None = None) -> None:
+        self._token = token or trio.lowlevel.current_trio_token()
+        self._send, self.receive = trio.open_memory_channel[Block](capacity)
+        self.dropped = 0
+
+    def put_threadsafe(self, block: Block) -> None:
+        with contextlib.suppress(trio.RunFinishedError):
+            self._token.run_sync_soon(self._put, block)
+
+    def _put(self, block: Block) -> None:
+        try:
+            self._send.send_nowait(block)
+        except trio.WouldBlock:
+            try:
+                self.receive.receive_nowait()
+                self.dropped += 1
+            except trio.WouldBlock:
+                pass
+            self._send.send_nowait(block)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+
+    def pending(self) -> int:
+        return self._send.statistics().current_buffer_used
+
+    def close(self) -> None:
+        self._send.close()

@@ -1,0 +1,223 @@
+"""Voice activity detection: cut a stream of 16 kHz mono blocks into utterances.
+
+An energy detector with a hangover, over a noise floor estimated by minimum statistics (the
+quietest frame of the last few seconds: speech always pauses within that time, steady noise
+never does, so noise becomes the floor and stays below the voicing threshold).
+
+Why not Silero or webrtcvad: Silero needs a model file that only the hub carries (not the
+package registries), and webrtcvad is an unmaintained C extension. On call audio an energy gate
+over a tracked noise floor separates speech from silence and steady noise well, costs nothing,
+and is deterministic to test. Whisper then sees only the voiced spans, and `is_phantom` filters
+what it still invents.
+
+Pure: no threads, no I/O. Feed blocks with :meth:`Segmenter.feed`; it returns finished
+utterances.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SAMPLE_RATE = 16000
+FRAME = 320  # 20 ms analysis frames
+
+
+@dataclass(frozen=True)
+class VadConfig:
+    end_silence_s: float = 0.6  # an utterance ends after this much silence
+    max_utterance_s: float = 15.0  # ... or at this length, cut at the quietest point
+    cut_window_s: float = 3.0  # where to look for that quiet point, before the maximum
+    min_speech_s: float = 0.25  # shorter bursts (clicks, coughs) are not utterances
+    start_frames: int = 3  # consecutive voiced frames that start an utterance
+    pre_roll_s: float = 0.2  # audio kept before the detected start (soft onsets)
+    post_roll_s: float = 0.15  # audio kept after the last voiced frame
+    margin_db: float = 12.0  # voiced = this far above the noise floor ...
+    min_db: float = -48.0  # ... and above this absolute level (dBFS)
+    floor_window_s: float = 3.0  # the noise floor is the quietest level over this window
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """A voiced span: ``start``/``end`` in seconds of stream time, ``audio`` float32 16 kHz."""
+
+    start: float
+    end: float
+    audio: np.ndarray = field(repr=False)
+
+
+def frame_db(frames: np.ndarray) -> np.ndarray:
+    """RMS level in dBFS of each row of ``frames`` (shape (n, FRAME))."""
+    rms = np.sqrt(np.mean(np.square(frames, dtype=np.float64), axis=1))
+    levels: np.ndarray = 20.0 * np.log10(np.maximum(rms, 1e-5))
+    return levels
+
+
+class Segmenter:
+    """Stateful utterance segmenter for one source."""
+
+    def __init__(self, config: VadConfig | None = None) -> None:
+        self.config = config or VadConfig()
+        c = self.config
+        self._recent: deque[float] = deque(
+            maxlen=max(1, round(c.floor_window_s * SAMPLE_RATE / FRAME))
+        )
+        self._pending = np.zeros(0, dtype=np.float32)  # samples not yet framed
+        self._samples_seen = 0  # samples framed so far (stream clock)
+        # the buffer of the current (or candidate) utterance, with one level per frame
+        self._buf: list[np.ndarray] = []
+        self._levels: list[float] = []
+        self._voiced: list[bool] = []
+        self._buf_start = 0  # stream sample index of self._buf[0]
+        self._in_speech = False
+        self._run = 0  # consecutive voiced frames
+        self._silence = 0  # consecutive unvoiced frames while in speech
+        self._pre_frames = max(1, round(c.pre_roll_s * SAMPLE_RATE / FRAME))
+        self._end_frames = max(1, round(c.end_silence_s * SAMPLE_RATE / FRAME))
+        self._post_frames = round(c.post_roll_s * SAMPLE_RATE / FRAME)
+        self._max_frames = round(c.max_utterance_s * SAMPLE_RATE / FRAME)
+        self._cut_frames = round(c.cut_window_s * SAMPLE_RATE / FRAME)
+        self._min_voiced = max(1, round(c.min_speech_s * SAMPLE_RATE / FRAME))
+
+    @property
+    def in_speech(self) -> bool:
+        return self._in_speech
+
+    @property
+    def noise_floor_db(self) -> float:
+        return min(self._recent, default=-100.0)
+
+    def feed(self, block: np.ndarray) -> list[Utterance]:
+        """Add samples; return the utterances that ended within them."""
+        samples = np.concatenate([self._pending, np.asarray(block, dtype=np.float32).ravel()])
+        n = len(samples) // FRAME
+        self._pending = samples[n * FRAME :]
+        if n == 0:
+            return []
+        frames = samples[: n * FRAME].reshape(n, FRAME)
+        out: list[Utterance] = []
+        for frame, level in zip(frames, frame_db(frames), strict=True):
+            utterance = self._step(frame, float(level))
+            if utterance is not None:
+                out.append(utterance)
+        return out
+
+    def flush(self) -> list[Utterance]:
+        """End of stream: return what is still open, if it is speech."""
+        if not self._in_speech:
+            return []
+        return [u for u in [self._emit(len(self._buf))] if u is not None]
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _step(self, frame: np.ndarray, level: float) -> Utterance | None:
+        self._recent.append(level)
+        voiced = level > max(self.noise_floor_db + self.config.margin_db, self.config.min_db)
+        self._buf.append(frame)
+        self._levels.append(level)
+        self._voiced.append(voiced)
+        self._samples_seen += FRAME
+        if not self._in_speech:
+            self._run = self._run + 1 if voiced else 0
+            if self._run >= self.config.start_frames:
+                self._in_speech = True
+                self._silence = 0
+            # keep only the pre-roll plus the candidate run
+            keep = self._pre_frames + self._run
+            if len(self._buf) > keep:
+                drop = len(self._buf) - keep
+                del self._buf[:drop], self._levels[:drop], self._voiced[:drop]
+                self._buf_start += drop * FRAME
+            return None
+        self._silence = 0 if voiced else self._silence + 1
+        if self._silence >= self._end_frames:
+            return self._emit(len(self._buf) - self._silence + self._post_frames)
+        if len(self._buf) >= self._max_frames:
+            return self._emit(self._quiet_cut())
+        return None
+
+    def _quiet_cut(self) -> int:
+        """Frame index to cut a too-long utterance at: the quietest point near its end."""
+        lo = max(self._pre_frames + 1, len(self._levels) - self._cut_frames)
+        window = np.asarray(self._levels[lo:])
+        # smooth over ~100 ms so a single quiet frame inside a word is not chosen
+        smooth = np.convolve(window, np.ones(5) / 5, mode="same") if len(window) >= 5 else window
+        return lo + int(np.argmin(smooth)) + 1
+
+    def _emit(self, cut: int) -> Utterance | None:
+        cut = max(1, min(cut, len(self._buf)))
+        voiced = sum(self._voiced[:cut])
+        start = self._buf_start / SAMPLE_RATE
+        audio = np.concatenate(self._buf[:cut])
+        utterance = (
+            Utterance(start=start, end=start + len(audio) / SAMPLE_RATE, audio=audio)
+            if voiced >= self._min_voiced
+            else None
+        )
+        # what follows the cut stays buffered: silence is dropped, a too-long utterance goes on
+        rest_voiced = self._voiced[cut:]
+        self._buf_start += cut * FRAME
+        del self._buf[:cut], self._levels[:cut], self._voiced[:cut]
+        if self._silence >= self._end_frames or not any(rest_voiced):
+            self._in_speech = False
+            self._run = 0
+            keep = min(len(self._buf), self._pre_frames)
+            drop = len(self._buf) - keep
+            del self._buf[:drop], self._levels[:drop], self._voiced[:drop]
+            self._buf_start += drop * FRAME
+        self._silence = 0
+        return utterance
+
+
+# -- what whisper invents ----------------------------------------------------------------------
+
+_PHANTOMS = {
+    "you", "thank you", "thanks", "thank you for watching", "thanks for watching",
+    "thank you so much for watching", "please subscribe", "subscribe", "bye", "so",
+    "the end", "okay", "oh", "uh", "um", "hmm", "silence", "music", "applause",
+    "i'm going to go ahead and do it", "subtitles by the amara.org community",
+}
+
+
+def _normalise(text: str) -> str:
+    kept = "".join(c.lower() if c.isalnum() or c in " '" else " " for c in text)
+    return " ".join(kept.split())
+
+
+def is_phantom(text: str) -> bool:
+    """True for text whisper produces from silence or noise rather than from speech.
+
+    Non-speech tags ("[BLANK_AUDIO]", "(music)"), the stock phrases of its training captions,
+    and degenerate repetitions ("the the the the ...").
+    """
+    stripped = text.strip()
+    if not stripped:
+        return True
+    if stripped[0] in "[(*♪" and stripped[-1] in "])*♪":
+        return True
+    norm = _normalise(stripped)
+    if not norm or norm in _PHANTOMS:
+        return True
+    return is_degenerate(norm)
+
+
+def is_degenerate(norm: str) -> bool:
+    """A text that is mostly one short phrase repeated, the way a looping decoder writes."""
+    words = norm.split()
+    if len(words) < 6:
+        return False
+    for size in (1, 2, 3, 4):
+        grams = [" ".join(words[i : i + size]) for i in range(0, len(words) - size + 1, size)]
+        if len(grams) >= 4:
+            top = max(grams.count(g) for g in set(grams))
+            if top / len(grams) >= 0.6:
+                return True
+    distinct = len(set(words)) / len(words)
+    return distinct < 0.2 and len(words) >= 10
+
+
+def db_to_amplitude(db: float) -> float:
+    return math.pow(10.0, db / 20.0)

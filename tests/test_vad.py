@@ -1,0 +1,120 @@
+"""The utterance segmenter and the phantom-text filter, on synthetic signals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from daemon.audio.vad import SAMPLE_RATE, Segmenter, VadConfig, is_degenerate, is_phantom
+
+
+def tone(seconds: float, amplitude: float = 0.1, freq: float = 220.0) -> np.ndarray:
+    t = np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
+    # amplitude-modulated like syllables, never fully silent inside
+    envelope = 0.6 + 0.4 * np.sin(2 * np.pi * 4 * t)
+    return (amplitude * envelope * np.sin(2 * np.pi * freq * t)).astype(np.float32)
+
+
+def silence(seconds: float) -> np.ndarray:
+    return np.zeros(int(seconds * SAMPLE_RATE), dtype=np.float32)
+
+
+def noise(seconds: float, rms: float, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.normal(0, rms, int(seconds * SAMPLE_RATE)).astype(np.float32)
+
+
+def segment(signal: np.ndarray, config: VadConfig | None = None, block: int = 1600) -> list:
+    seg = Segmenter(config)
+    out = []
+    for i in range(0, len(signal), block):
+        out += seg.feed(signal[i : i + block])
+    return out + seg.flush()
+
+
+def test_two_utterances_separated_by_silence() -> None:
+    signal = np.concatenate([silence(1), tone(2), silence(1.5), tone(1), silence(1)])
+    utterances = segment(signal)
+    assert len(utterances) == 2
+    first, second = utterances
+    assert first.start == pytest.approx(1.0, abs=0.25)
+    assert first.end == pytest.approx(3.0, abs=0.25)
+    assert second.start == pytest.approx(4.5, abs=0.25)
+    assert second.end == pytest.approx(5.5, abs=0.25)
+    assert len(first.audio) == pytest.approx((first.end - first.start) * SAMPLE_RATE, abs=1)
+
+
+def test_short_pause_does_not_split_but_long_pause_does() -> None:
+    short = np.concatenate([tone(1), silence(0.3), tone(1), silence(1)])
+    assert len(segment(short)) == 1
+    long = np.concatenate([tone(1), silence(0.9), tone(1), silence(1)])
+    assert len(segment(long)) == 2
+
+
+@pytest.mark.parametrize(
+    "signal",
+    [silence(60), noise(60, rms=0.003), noise(60, rms=0.02, seed=1)],
+    ids=["digital silence", "low noise", "steady noise"],
+)
+def test_silence_and_steady_noise_give_no_utterance(signal: np.ndarray) -> None:
+    assert segment(signal) == []
+
+
+def test_speech_over_steady_noise_is_found() -> None:
+    background = noise(8, rms=0.01)
+    speech = np.concatenate([silence(4), tone(2, amplitude=0.15), silence(2)])
+    utterances = segment(background + speech)
+    assert len(utterances) == 1
+    assert utterances[0].start == pytest.approx(4.0, abs=0.3)
+
+
+def test_long_speech_is_cut_at_the_maximum_at_a_quiet_point() -> None:
+    parts = []
+    for _ in range(12):  # 12 x 2.1 s of speech with 0.25 s dips: no pause long enough to end
+        parts += [tone(2.1), tone(0.25, amplitude=0.004)]
+    signal = np.concatenate([*parts, silence(1)])
+    utterances = segment(signal)
+    assert len(utterances) >= 2
+    assert all(u.end - u.start <= 15.0 + 1e-6 for u in utterances)
+    # nothing lost: the pieces are contiguous
+    for a, b in zip(utterances, utterances[1:], strict=False):
+        assert b.start == pytest.approx(a.end, abs=0.05)
+    # the cut lands in a quiet dip, not in the middle of a word
+    cut = utterances[0].end
+    period = 2.35
+    assert (cut % period) == pytest.approx(2.2, abs=0.2)
+
+
+def test_a_click_is_not_an_utterance() -> None:
+    signal = np.concatenate([silence(1), tone(0.08, amplitude=0.5), silence(1)])
+    assert segment(signal) == []
+
+
+def test_block_size_does_not_change_the_result() -> None:
+    signal = np.concatenate([silence(1), tone(2), silence(1.5), tone(1), silence(1)])
+    a = [(u.start, u.end) for u in segment(signal, block=1600)]
+    b = [(u.start, u.end) for u in segment(signal, block=517)]
+    assert a == b
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "  ", "you", "You.", "Thank you.", "Thanks for watching!", "[BLANK_AUDIO]", "(music)",
+     "the the the the the the the the", "I'm sorry. I'm sorry. I'm sorry. I'm sorry. I'm sorry."],
+)
+def test_phantoms_are_recognised(text: str) -> None:
+    assert is_phantom(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Alice will send the report by Friday.", "Thank you, that settles the pricing question.",
+     "Yes", "We agreed on the second option, not the first one, because it is cheaper."],
+)
+def test_real_speech_is_kept(text: str) -> None:
+    assert not is_phantom(text)
+
+
+def test_degenerate_needs_enough_words() -> None:
+    assert not is_degenerate("no no no")
+    assert is_degenerate("no no no no no no no")
