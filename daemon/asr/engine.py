@@ -1,0 +1,201 @@
+"""Transcription: the :class:`Transcriber` protocol, whisper.cpp and scripted implementations.
+
+Input is 16 kHz mono float32 audio, typically one utterance cut by the VAD; output is a list of
+segments with times in seconds from the start of that audio.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgspec
+import numpy as np
+import trio
+
+from daemon.errors import EngineError, ModelNotInstalled
+from daemon.worker import WorkerThread
+
+SAMPLE_RATE = 16000
+
+# Below this RMS (-60 dBFS) there is nothing to transcribe, and whisper given near-silence
+# invents text ("Thank you.").
+SILENCE_RMS = 1e-3
+
+_log = logging.getLogger("braincue.whisper")
+
+
+class Segment(msgspec.Struct, frozen=True):
+    start: float  # seconds
+    end: float
+    text: str
+
+
+class Transcriber(Protocol):
+    model_id: str
+
+    async def transcribe(self, audio: np.ndarray) -> list[Segment]: ...
+
+    def transcribe_sync(self, audio: np.ndarray) -> list[Segment]: ...
+
+    def close(self) -> None: ...
+
+
+# -- pure helpers ------------------------------------------------------------------------------
+
+
+def as_mono_float32(audio: np.ndarray) -> np.ndarray:
+    audio = np.ascontiguousarray(audio, dtype=np.float32)
+    if audio.ndim != 1:
+        raise ValueError(f"expected mono audio (one dimension), got shape {audio.shape}")
+    return audio
+
+
+def is_silent(audio: np.ndarray) -> bool:
+    if audio.size == 0:
+        return True
+    return float(np.sqrt(np.mean(np.square(audio, dtype=np.float64)))) < SILENCE_RMS
+
+
+_NON_SPEECH = re.compile(r"^\s*(\[[^\]]*\]|\([^)]*\)|\*[^*]*\*)\s*$")
+
+
+def clean_segments(raw: Iterable[tuple[float, float, str]]) -> list[Segment]:
+    """Strip text and drop empty segments and whole-segment annotations like ``[BLANK_AUDIO]``."""
+    segments = []
+    for start, end, text in raw:
+        text = text.strip()
+        if text and not _NON_SPEECH.match(text):
+            segments.append(Segment(start=start, end=end, text=text))
+    return segments
+
+
+# -- whisper.cpp -------------------------------------------------------------------------------
+
+_logs_routed = False
+
+
+def _route_whisper_logs() -> None:
+    """Send whisper.cpp's stderr chatter to the debug log instead.
+
+    The default C logger is restored at exit: a Python callback invoked while the interpreter
+    finalises (a model freed by the garbage collector) aborts the process.
+    """
+    global _logs_routed
+    if _logs_routed:
+        return
+    import _pywhispercpp  # type: ignore[import-not-found]
+
+    def forward(_level: int, text: str) -> None:
+        _log.debug("%s", text.rstrip())
+
+    _pywhispercpp.whisper_log_set(forward)
+    atexit.register(_pywhispercpp.whisper_log_set, None)
+    _logs_routed = True
+
+
+class WhisperTranscriber:
+    """A whisper.cpp ggml model on its own thread, loaded on first use."""
+
+    def __init__(self, model_path: Path, *, threads: int, language: str = "en") -> None:
+        if not model_path.is_file():
+            raise ModelNotInstalled(
+                f"speech model file {model_path} not found",
+                fix="install one with `braincue models install`",
+            )
+        self.model_path = model_path
+        self.model_id = model_path.stem
+        self.threads = threads
+        self.language = language
+        self._model: Any = None
+        self._worker = WorkerThread(f"asr-{self.model_id}")
+
+    def _load(self) -> Any:
+        if self._model is None:
+            _route_whisper_logs()
+            from pywhispercpp.model import Model
+
+            self._model = Model(
+                str(self.model_path),
+                n_threads=self.threads,
+                language=self.language,
+                no_context=True,  # utterances are independent; carried text feeds hallucinations
+                single_segment=False,
+                suppress_blank=True,
+                suppress_nst=True,
+                print_progress=False,
+                print_realtime=False,
+                print_timestamps=False,
+            )
+            if getattr(self._model, "_ctx", None) is None:
+                self._model = None
+                raise EngineError(
+                    f"cannot load speech model {self.model_path.name}",
+                    fix="the file may be damaged; reinstall it with `braincue models install`",
+                )
+        return self._model
+
+    def _transcribe(self, audio: np.ndarray) -> list[Segment]:
+        if is_silent(audio):
+            return []
+        segments = self._load().transcribe(audio)
+        # whisper.cpp times are in units of 10 ms
+        return clean_segments((s.t0 / 100, s.t1 / 100, s.text) for s in segments)
+
+    async def transcribe(self, audio: np.ndarray) -> list[Segment]:
+        audio = as_mono_float32(audio)
+        return await self._worker.call(lambda: self._transcribe(audio))
+
+    def transcribe_sync(self, audio: np.ndarray) -> list[Segment]:
+        audio = as_mono_float32(audio)
+        return self._worker.call_sync(lambda: self._transcribe(audio))
+
+    def close(self) -> None:
+        def free() -> None:
+            self._model = None  # pywhispercpp frees the context when the model is collected
+
+        self._worker.call_sync(free)
+        self._worker.close()
+
+
+# -- scripted (tests) --------------------------------------------------------------------------
+
+
+class ScriptedTranscriber:
+    """Returns scripted segments, for tests: the next list per call, or ``script(audio)``.
+
+    ``calls`` records the audio of every call.
+    """
+
+    def __init__(
+        self,
+        script: list[list[Segment]] | Callable[[np.ndarray], list[Segment]],
+        *,
+        model_id: str = "scripted",
+    ) -> None:
+        self.model_id = model_id
+        self._script = script
+        self._next = 0
+        self.calls: list[np.ndarray] = []
+
+    def transcribe_sync(self, audio: np.ndarray) -> list[Segment]:
+        audio = as_mono_float32(audio)
+        self.calls.append(audio)
+        if callable(self._script):
+            return self._script(audio)
+        if self._next >= len(self._script):
+            raise EngineError(f"scripted transcriber has no result left for call {self._next + 1}")
+        result = self._script[self._next]
+        self._next += 1
+        return result
+
+    async def transcribe(self, audio: np.ndarray) -> list[Segment]:
+        await trio.lowlevel.checkpoint()
+        return self.transcribe_sync(audio)
+
+    def close(self) -> None:
+        pass

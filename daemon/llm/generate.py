@@ -1,0 +1,348 @@
+"""Text generation: the :class:`Generator` protocol, llama.cpp and scripted implementations.
+
+``generate`` returns a typed value: the model's output is constrained by the JSON schema of the
+requested msgspec type and decoded into it. ``stream`` yields free text token by token and stops
+the model at the next token when the consumer stops iterating.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any, Protocol, TypeVar, cast
+
+import msgspec
+import trio
+
+from daemon.errors import EngineError, ModelNotInstalled
+from daemon.worker import WorkerThread
+
+T = TypeVar("T")
+
+
+class ChatMessage(msgspec.Struct):
+    role: str  # "system", "user" or "assistant"
+    content: str
+
+
+class Generator(Protocol):
+    model_id: str
+
+    @property
+    def loaded(self) -> bool: ...
+
+    @property
+    def last_used(self) -> float: ...
+
+    async def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        output_type: type[T],
+        *,
+        max_tokens: int = 1024,
+        temperature: float = 0.2,
+    ) -> T: ...
+
+    def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.2,
+    ) -> AsyncIterator[str]: ...
+
+    def unload(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+# -- pure helpers ------------------------------------------------------------------------------
+
+
+def output_schema(output_type: type[Any]) -> dict[str, Any]:
+    """The JSON schema of ``output_type`` with every ``$ref`` inlined.
+
+    llama-cpp-python's schema-to-grammar conversion ignores ``$defs``, so a referenced struct
+    would be generated as an unconstrained value.
+    """
+    schema = msgspec.json.schema(output_type)
+    defs: dict[str, Any] = schema.pop("$defs", {})
+
+    def inline(node: Any, expanding: frozenset[str]) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                name = ref.removeprefix("#/$defs/")
+                if name in expanding:
+                    raise TypeError(f"recursive type {name} cannot be a generated output")
+                return inline(defs[name], expanding | {name})
+            return {key: inline(value, expanding) for key, value in node.items()}
+        if isinstance(node, list):
+            return [inline(value, expanding) for value in node]
+        return node
+
+    inlined: dict[str, Any] = inline(schema, frozenset())
+    return inlined
+
+
+def with_schema_instruction(
+    messages: Sequence[ChatMessage], schema: dict[str, Any]
+) -> list[ChatMessage]:
+    """Tell the model the schema too: the grammar alone makes a small model fill fields blindly."""
+    instruction = "Reply with JSON only, matching this JSON schema: " + json.dumps(schema)
+    if messages and messages[0].role == "system":
+        first = ChatMessage("system", f"{messages[0].content}\n\n{instruction}")
+        return [first, *messages[1:]]
+    return [ChatMessage("system", instruction), *messages]
+
+
+def decode_output(raw: str | bytes, output_type: type[T]) -> T:
+    """Decode a model's JSON answer into ``output_type``; anything else is an EngineError."""
+    try:
+        return msgspec.json.decode(raw, type=output_type)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        name = getattr(output_type, "__name__", str(output_type))
+        raise EngineError(f"the model's answer is not a valid {name}: {e}") from e
+
+
+def split_tokens(text: str) -> list[str]:
+    """Words with their trailing whitespace: how the scripted generator streams a text."""
+    return re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
+
+
+# -- llama.cpp ---------------------------------------------------------------------------------
+
+
+class LlamaGenerator:
+    """A GGUF instruct model run by llama.cpp on its own thread, loaded on first use."""
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        threads: int,
+        n_ctx: int,
+        idle_unload_s: float | None = None,
+    ) -> None:
+        if not model_path.is_file():
+            raise ModelNotInstalled(
+                f"language model file {model_path} not found",
+                fix="install one with `braincue models install`",
+            )
+        self.model_path = model_path
+        self.model_id = model_path.stem
+        self.threads = threads
+        self.n_ctx = n_ctx
+        self.idle_unload_s = idle_unload_s
+        self._llm: Any = None
+        self._last_used = time.monotonic()
+        self._worker = WorkerThread(f"llm-{self.model_id}")
+
+    @property
+    def loaded(self) -> bool:
+        return self._llm is not None
+
+    @property
+    def last_used(self) -> float:
+        """``time.monotonic()`` when the model last finished or started work."""
+        return self._last_used
+
+    def _model(self) -> Any:
+        self._last_used = time.monotonic()
+        if self._llm is None:
+            from llama_cpp import Llama
+
+            try:
+                self._llm = Llama(
+                    str(self.model_path),
+                    n_ctx=self.n_ctx,
+                    n_threads=self.threads,
+                    verbose=False,
+                )
+            except ValueError as e:
+                raise EngineError(
+                    f"cannot load language model {self.model_path.name}: {e}",
+                    fix="the file may be damaged; reinstall it with `braincue models install`",
+                ) from e
+        return self._llm
+
+    def _complete(self, messages: list[dict[str, str]], **kwargs: Any) -> Any:
+        try:
+            return self._model().create_chat_completion(messages, **kwargs)
+        except ValueError as e:  # e.g. the prompt does not fit the context
+            raise EngineError(f"generation failed: {e}") from e
+        finally:
+            self._last_used = time.monotonic()
+
+    async def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        output_type: type[T],
+        *,
+        max_tokens: int = 1024,
+        temperature: float = 0.2,
+    ) -> T:
+        schema = output_schema(output_type)
+        prompt = _as_dicts(with_schema_instruction(messages, schema))
+        response = await self._worker.call(
+            lambda: self._complete(
+                prompt,
+                response_format={"type": "json_object", "schema": schema},
+                max_tokens=max_tokens,
+                temperature=temperature,
+            )
+        )
+        choice = response["choices"][0]
+        if choice.get("finish_reason") == "length":
+            raise EngineError(
+                f"the model's answer was cut off after {max_tokens} tokens",
+                fix="allow more tokens or ask for less",
+            )
+        return decode_output(choice["message"]["content"] or "", output_type)
+
+    async def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.2,
+    ) -> AsyncIterator[str]:
+        prompt = _as_dicts(messages)
+
+        def produce(cancelled: threading.Event) -> Iterator[str]:
+            chunks = self._complete(
+                prompt, max_tokens=max_tokens, temperature=temperature, stream=True
+            )
+            try:
+                for chunk in chunks:
+                    if cancelled.is_set():
+                        return
+                    text = chunk["choices"][0]["delta"].get("content")
+                    if text:
+                        yield text
+            except ValueError as e:  # raised lazily, while the prompt is evaluated
+                raise EngineError(f"generation failed: {e}") from e
+            finally:
+                chunks.close()
+                self._last_used = time.monotonic()
+
+        # an async generator, though typed as an iterator: closing it stops the model
+        tokens = cast(AsyncGenerator[str, None], self._worker.stream(produce))
+        async with aclosing(tokens):
+            async for token in tokens:
+                yield token
+
+    def unload(self) -> None:
+        """Free the model's memory (it loads again on the next use); waits for running work."""
+
+        def free() -> None:
+            if self._llm is not None:
+                self._llm.close()
+                self._llm = None
+
+        self._worker.call_sync(free)
+
+    def unload_if_idle(self) -> bool:
+        """Unload when unused for ``idle_unload_s``; returns whether it did."""
+        if self.idle_unload_s is None or not self.loaded:
+            return False
+        if time.monotonic() - self._last_used < self.idle_unload_s:
+            return False
+        self.unload()
+        return True
+
+    def close(self) -> None:
+        self.unload()
+        self._worker.close()
+
+
+def _as_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+# -- scripted (tests) --------------------------------------------------------------------------
+
+ScriptedResponse = str | object
+ScriptedResponder = Callable[[Sequence[ChatMessage]], ScriptedResponse]
+
+
+class ScriptedGenerator:
+    """Answers from a script, for tests.
+
+    Each call takes the next response (or asks ``responses(messages)``): a string is the model's
+    raw output (JSON for ``generate``), any other object is encoded to JSON first, and an
+    exception instance is raised. ``calls`` records the messages of every call; ``streamed``
+    counts the tokens handed out by ``stream``.
+    """
+
+    def __init__(
+        self, responses: list[ScriptedResponse] | ScriptedResponder, *, model_id: str = "scripted"
+    ) -> None:
+        self.model_id = model_id
+        self._responses = responses
+        self._next = 0
+        self.calls: list[list[ChatMessage]] = []
+        self.streamed = 0
+        self.unloads = 0
+        self._loaded = False
+        self._last_used = time.monotonic()
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    @property
+    def last_used(self) -> float:
+        return self._last_used
+
+    def _respond(self, messages: Sequence[ChatMessage]) -> str:
+        self.calls.append(list(messages))
+        self._loaded = True
+        self._last_used = time.monotonic()
+        if callable(self._responses):
+            response = self._responses(messages)
+        else:
+            if self._next >= len(self._responses):
+                raise EngineError(f"scripted generator has no response for call {self._next + 1}")
+            response = self._responses[self._next]
+            self._next += 1
+        if isinstance(response, BaseException):
+            raise response
+        if isinstance(response, str):
+            return response
+        return msgspec.json.encode(response).decode()
+
+    async def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        output_type: type[T],
+        *,
+        max_tokens: int = 1024,
+        temperature: float = 0.2,
+    ) -> T:
+        await trio.lowlevel.checkpoint()
+        return decode_output(self._respond(messages), output_type)
+
+    async def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.2,
+    ) -> AsyncIterator[str]:
+        for token in split_tokens(self._respond(messages))[:max_tokens]:
+            await trio.lowlevel.checkpoint()
+            self.streamed += 1
+            yield token
+
+    def unload(self) -> None:
+        self._loaded = False
+        self.unloads += 1
+
+    def close(self) -> None:
+        self.unload()
