@@ -1,0 +1,249 @@
+"""Archive formats: one structured summary per kept session, shaped by its activity.
+
+The format of an activity (seed 000 §12) generates both the JSON schema the summariser is
+constrained to and the prompt that asks for it, so the keys asked for and the keys kept cannot
+drift apart. :func:`take_sections` is the real validator: it keeps only the format's keys, in
+the format's order, each capped; anything else the model wrote is dropped. Key quotes are kept
+only when they are (case- and whitespace-normalised) inside one real turn, and their speaker
+is read off that turn, never off the model (seed 000 §10).
+
+Pure: no model, no database.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+MAX_QUOTES = 6
+MAX_ITEMS = 8
+MAX_ITEM_CHARS = 400
+MAX_SUMMARY_CHARS = 1200
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str  # the JSON key the model fills
+    title: str  # how the rendered archive names it
+    hint: str  # what belongs in it, for the prompt
+    cap: int = MAX_ITEMS
+
+
+@dataclass(frozen=True)
+class ArchiveFormat:
+    activity: str
+    sections: tuple[Section, ...]
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(s.key for s in self.sections)
+
+
+def _s(key: str, title: str, hint: str, cap: int = MAX_ITEMS) -> Section:
+    return Section(key, title, hint, cap)
+
+
+_DECIDED = _s("decided", "Decided", "decisions that were made, with what was chosen")
+_ACTIONS = _s("action_items", "Action items", "who will do what, and by when if said")
+_OPEN = _s("still_open", "Still open", "questions raised and not settled")
+
+FORMATS: dict[str, ArchiveFormat] = {
+    "meeting": ArchiveFormat("meeting", (_DECIDED, _ACTIONS, _OPEN)),
+    "custom": ArchiveFormat("custom", (_DECIDED, _ACTIONS, _OPEN)),
+    "project": ArchiveFormat(
+        "project",
+        (_DECIDED, _ACTIONS, _OPEN,
+         _s("changed_since_last_time", "Changed since last time",
+            "what is different from before: plans, dates, scope, people")),
+    ),
+    "job": ArchiveFormat(
+        "job",
+        (_s("they_asked", "They asked", "the questions the interviewers asked"),
+         _s("you_said", "You said", "what the candidate claimed or answered, briefly"),
+         _s("they_emphasised", "They emphasised", "what the interviewers stressed or probed"),
+         _s("next_steps", "Next steps", "what happens next in the process")),
+    ),
+    "subject": ArchiveFormat(
+        "subject",
+        (_s("covered", "Covered", "topics and ideas that were covered"),
+         _s("did_not_land", "Did not land", "what stayed unclear or was misunderstood"),
+         _s("still_unresolved", "Still unresolved", "open questions about the subject"),
+         _s("to_review", "To review", "what to go over again")),
+    ),
+    "personal": ArchiveFormat(
+        "personal",
+        (_DECIDED, _ACTIONS, _OPEN,
+         _s("dates_and_amounts", "Dates and amounts", "dates, prices and amounts mentioned")),
+    ),
+    "game": ArchiveFormat(
+        "game",
+        (_s("what_happened", "What happened", "the events of the session"),
+         _s("chose", "Chose", "choices that were made"),
+         _s("unfinished", "Unfinished", "what was left to do")),
+    ),
+    "solo": ArchiveFormat(
+        "solo",
+        (_s("worked_out", "Worked out", "what was figured out"),
+         _s("to_do", "To do", "what remains to be done"),
+         _OPEN),
+    ),
+}
+
+
+def format_for(activity: str) -> ArchiveFormat:
+    """The format of an activity; unknown activities use the meeting format."""
+    return FORMATS.get(activity, FORMATS["meeting"])
+
+
+class Quote(msgspec.Struct, frozen=True):
+    text: str
+    speaker: str
+    turn_id: int
+
+
+class Archive(msgspec.Struct, frozen=True):
+    """What is kept of one session, after validation."""
+
+    activity: str
+    topic: str
+    summary: str
+    participants: list[str]
+    sections: dict[str, list[str]]
+    quotes: list[Quote]
+
+
+class ArchiveEnvelope(msgspec.Struct, frozen=True):
+    """The shape every format shares; ``sections`` is a record the format then filters."""
+
+    topic: str = ""
+    summary: str = ""
+    participants: list[str] = []
+    sections: dict[str, Any] = {}
+    key_quotes: list[str] = []
+
+
+def output_type(fmt: ArchiveFormat) -> type[msgspec.Struct]:
+    """The msgspec type the summariser fills for ``fmt`` (its JSON schema constrains decoding)."""
+    sections = msgspec.defstruct(
+        f"{fmt.activity.title()}Sections", [(s.key, list[str]) for s in fmt.sections]
+    )
+    return msgspec.defstruct(
+        f"{fmt.activity.title()}Archive",
+        [("topic", str), ("summary", str), ("participants", list[str]),
+         ("sections", sections), ("key_quotes", list[str])],
+    )
+
+
+def schema(fmt: ArchiveFormat) -> dict[str, Any]:
+    return msgspec.json.schema(output_type(fmt))
+
+
+def prompt(fmt: ArchiveFormat, title: str, transcript: str) -> list[dict[str, str]]:
+    """Chat messages asking for the archive of ``transcript`` in ``fmt``."""
+    lines = "\n".join(f'- "{s.key}": {s.hint} (at most {s.cap} short items)'
+                      for s in fmt.sections)
+    system = (
+        "You write the archive of one conversation so that it can be found and trusted later. "
+        "Use only what the transcript says; never invent names, numbers or events. "
+        "Reply with JSON only."
+    )
+    user = (
+        f"Conversation: {title}\nActivity: {fmt.activity}\n\n"
+        f"Transcript (speaker: words):\n{transcript}\n\n"
+        "Write:\n"
+        '- "topic": a few words naming what it was about\n'
+        '- "summary": two to four sentences\n'
+        '- "participants": who took part, as named in the transcript\n'
+        f'- "sections": an object with exactly these keys, each a list of strings (empty if '
+        f"nothing fits):\n{lines}\n"
+        f'- "key_quotes": up to {MAX_QUOTES} short lines copied character for character '
+        "from the transcript (words only, no speaker name), the ones worth keeping verbatim"
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def _clean_items(value: Any, cap: int) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return []
+    items = [" ".join(str(v).split())[:MAX_ITEM_CHARS] for v in value if isinstance(v, str)]
+    return [i for i in items if i][:cap]
+
+
+def take_sections(fmt: ArchiveFormat, raw: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Keep the format's keys only, in its order, each a capped list of clean strings."""
+    return {s.key: _clean_items(raw.get(s.key), s.cap) for s in fmt.sections}
+
+
+@dataclass(frozen=True)
+class TranscriptTurn:
+    id: int
+    speaker: str
+    text: str
+
+
+def normalise(text: str) -> str:
+    """Case- and whitespace-insensitive form used to match quotes against turns."""
+    return " ".join(text.casefold().split())
+
+
+_EDGE_PUNCT = re.compile(r"^[\s\"'“”‘’«»]+|[\s\"'“”‘’«»]+$")
+
+
+def verify_quotes(candidates: Sequence[str], turns: Sequence[TranscriptTurn]) -> list[Quote]:
+    """Keep a candidate only if it lies inside one turn; its speaker comes from that turn."""
+    normalised_turns = [(t, normalise(t.text)) for t in turns]
+    kept: list[Quote] = []
+    seen: set[str] = set()
+    for candidate in candidates:
+        text = _EDGE_PUNCT.sub("", candidate)
+        needle = normalise(text)
+        if len(needle) < 3 or needle in seen:
+            continue
+        for turn, haystack in normalised_turns:
+            if needle in haystack:
+                kept.append(Quote(text=" ".join(text.split()), speaker=turn.speaker,
+                                  turn_id=turn.id))
+                seen.add(needle)
+                break
+        if len(kept) == MAX_QUOTES:
+            break
+    return kept
+
+
+def build_archive(
+    fmt: ArchiveFormat, envelope: ArchiveEnvelope, turns: Sequence[TranscriptTurn]
+) -> Archive:
+    """Validate what the summariser returned into an :class:`Archive`."""
+    return Archive(
+        activity=fmt.activity,
+        topic=" ".join(envelope.topic.split())[:200],
+        summary=" ".join(envelope.summary.split())[:MAX_SUMMARY_CHARS],
+        participants=_clean_items(envelope.participants, 20),
+        sections=take_sections(fmt, envelope.sections),
+        quotes=verify_quotes(envelope.key_quotes, turns),
+    )
+
+
+def render(archive: Archive, fmt: ArchiveFormat | None = None) -> str:
+    """The archive as the text that is indexed (a `session` chunk body)."""
+    fmt = fmt or format_for(archive.activity)
+    out = [f"Topic: {archive.topic}" if archive.topic else "Topic: (none)"]
+    if archive.summary:
+        out.append(f"Summary: {archive.summary}")
+    if archive.participants:
+        out.append(f"Who: {', '.join(archive.participants)}")
+    for section in fmt.sections:
+        items = archive.sections.get(section.key) or []
+        if items:
+            out.append(f"{section.title}:")
+            out += [f"- {item}" for item in items]
+    if archive.quotes:
+        out.append("In their own words:")
+        out += [f'- {q.speaker}: "{q.text}"' for q in archive.quotes]
+    return "\n".join(out)
