@@ -41,10 +41,10 @@ def cli(ctx: click.Context, profile: str) -> None:
 
 
 def _register() -> None:
-    from clients.cli import models
+    from clients.cli import audio, models
 
     cli.add_command(models.models)
-    cli.add_command(models.transcribe)
+    cli.add_command(audio.transcribe)
 
 
 _register()
