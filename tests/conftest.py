@@ -14,8 +14,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from daemon.config import Paths
+
+# Two cores shared with model tests: judge properties, not the speed of data generation.
+settings.register_profile(
+    "braincue", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("braincue")
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 if not SHARED.is_dir():  # a CI clone sits beside shared/ too; fall back to the workspace copy
