@@ -1,0 +1,57 @@
+"""`braincue transcribe FILE`: transcribe an audio file locally, without the daemon."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+import msgspec
+
+from daemon.asr import Segment, WhisperTranscriber
+from daemon.audio import load_audio
+from daemon.models.registry import resolve_model
+
+if TYPE_CHECKING:
+    from clients.shell import Context
+
+
+def format_timestamp(seconds: float) -> str:
+    """``mm:ss.cc``, with hours in front once there are any (``h:mm:ss.cc``)."""
+    centiseconds = round(seconds * 100)
+    minutes, cs = divmod(centiseconds, 6000)
+    hours, minutes = divmod(minutes, 60)
+    clock = f"{minutes:02d}:{cs // 100:02d}.{cs % 100:02d}"
+    return f"{hours}:{clock}" if hours else clock
+
+
+def format_segment(segment: Segment) -> str:
+    return f"[{format_timestamp(segment.start)} -> {format_timestamp(segment.end)}] {segment.text}"
+
+
+@click.command()
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--model", default="",
+              help="Speech model name (`braincue models list`); default: the asr_model setting, "
+                   "else the best installed.")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="CPU threads for whisper; default: the asr_threads setting.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON array of {start, end, text} (seconds) instead of lines.")
+@click.pass_obj
+def transcribe(context: Context, file: Path, model: str, threads: int | None,
+               as_json: bool) -> None:
+    """Transcribe an audio FILE (WAV, FLAC, OGG, MP3) and print timed segments."""
+    settings = context.config.settings
+    model_file = resolve_model("asr", model or settings.asr_model, context.config.paths.models_dir)
+    audio = load_audio(file)
+    transcriber = WhisperTranscriber(model_file, threads=threads or settings.asr_threads)
+    try:
+        segments = transcriber.transcribe_sync(audio)
+    finally:
+        transcriber.close()
+    if as_json:
+        click.echo(msgspec.json.encode(segments).decode())
+        return
+    for segment in segments:
+        click.echo(format_segment(segment))

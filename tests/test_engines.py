@@ -1,0 +1,398 @@
+"""The model engines without models: scripted twins, pure helpers, audio files, worker threads."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pytest
+import soundfile
+import trio
+import trio.testing
+from click.testing import CliRunner
+from wer import word_error_rate
+
+from clients.cli.audio import format_segment, format_timestamp
+from clients.shell import cli
+from daemon.asr import SAMPLE_RATE, ScriptedTranscriber, Segment
+from daemon.asr.engine import clean_segments, is_silent
+from daemon.audio import load_audio, load_audio_channels
+from daemon.errors import AudioError, EngineError, ModelNotInstalled
+from daemon.llm import ChatMessage, LlamaGenerator, ScriptedEmbedder, ScriptedGenerator
+from daemon.llm.embed import normalize_rows
+from daemon.llm.generate import decode_output, output_schema, split_tokens, with_schema_instruction
+from daemon.worker import WorkerThread
+
+
+class Task(msgspec.Struct):
+    owner: str
+    what: str
+
+
+class Tasks(msgspec.Struct):
+    tasks: list[Task]
+    note: str | None = None
+
+
+class Node(msgspec.Struct):
+    children: list[Node]
+
+
+# -- transcriber -------------------------------------------------------------------------------
+
+
+async def test_scripted_transcriber_returns_its_script_in_order_and_records_audio() -> None:
+    first = [Segment(0.0, 1.5, "hello there")]
+    second = [Segment(0.2, 0.9, "bye")]
+    transcriber = ScriptedTranscriber([first, second])
+    audio = np.zeros(SAMPLE_RATE, dtype=np.float32)
+    assert await transcriber.transcribe(audio) == first
+    assert transcriber.transcribe_sync(audio[:10]) == second
+    assert [len(a) for a in transcriber.calls] == [SAMPLE_RATE, 10]
+    with pytest.raises(EngineError):
+        await transcriber.transcribe(audio)
+
+
+async def test_scripted_transcriber_can_compute_segments_from_the_audio() -> None:
+    transcriber = ScriptedTranscriber(lambda a: [Segment(0.0, len(a) / SAMPLE_RATE, "x")])
+    segments = await transcriber.transcribe(np.zeros(SAMPLE_RATE * 2, dtype=np.float32))
+    assert segments == [Segment(0.0, 2.0, "x")]
+
+
+def test_transcribers_refuse_multichannel_audio() -> None:
+    with pytest.raises(ValueError, match="mono"):
+        ScriptedTranscriber([[]]).transcribe_sync(np.zeros((2, 100), dtype=np.float32))
+
+
+def test_silence_is_detected_by_level() -> None:
+    assert is_silent(np.zeros(SAMPLE_RATE * 5, dtype=np.float32))
+    assert is_silent(np.zeros(0, dtype=np.float32))
+    assert is_silent(np.full(1000, 1e-4, dtype=np.float32))
+    tone = 0.1 * np.sin(np.linspace(0, 2000, SAMPLE_RATE)).astype(np.float32)
+    assert not is_silent(tone)
+
+
+def test_clean_segments_strips_text_and_drops_empty_and_annotation_segments() -> None:
+    raw = [
+        (0.0, 1.0, "  Hello. "),
+        (1.0, 2.0, "   "),
+        (2.0, 3.0, "[BLANK_AUDIO]"),
+        (3.0, 4.0, "(music)"),
+        (4.0, 5.0, "*coughs*"),
+        (5.0, 6.0, "We said [laughs] fine"),
+    ]
+    assert clean_segments(raw) == [
+        Segment(0.0, 1.0, "Hello."),
+        Segment(5.0, 6.0, "We said [laughs] fine"),
+    ]
+
+
+# -- embedder ----------------------------------------------------------------------------------
+
+
+async def test_scripted_embedder_rows_are_deterministic_unit_vectors() -> None:
+    embedder = ScriptedEmbedder(dimensions=64)
+    texts = ["the budget meeting", "", "Budget MEETING the"]
+    vectors = await embedder.embed(texts)
+    assert vectors.shape == (3, 64) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(vectors, ScriptedEmbedder(dimensions=64).embed_sync(texts))
+    np.testing.assert_allclose(vectors[0], vectors[2], atol=1e-6)  # case and order do not matter
+
+
+def test_scripted_embedder_puts_texts_sharing_words_closer() -> None:
+    embedder = ScriptedEmbedder(dimensions=256)
+    query, related, unrelated = embedder.embed_sync(
+        ["budget review for the marketing team",
+         "the marketing budget review is on Friday",
+         "my cat likes sleeping in the sun"]
+    )
+    assert query @ related > query @ unrelated
+
+
+def test_scripted_embedder_empty_input_and_model_id() -> None:
+    assert ScriptedEmbedder(dimensions=32).embed_sync([]).shape == (0, 32)
+    assert ScriptedEmbedder().model_id != ScriptedEmbedder(model_id="other").model_id
+    assert ScriptedEmbedder(model_id="other").model_id == "other"
+
+
+def test_normalize_rows_keeps_zero_rows_finite() -> None:
+    rows = normalize_rows(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    np.testing.assert_allclose(rows, [[0.6, 0.8], [0.0, 0.0]])
+    assert rows.dtype == np.float32
+
+
+# -- generator: pure helpers -------------------------------------------------------------------
+
+
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        return [v for k, v in node.items() if k == "$ref"] + [
+            r for v in node.values() for r in _refs(v)
+        ]
+    if isinstance(node, list):
+        return [r for v in node for r in _refs(v)]
+    return []
+
+
+def test_output_schema_inlines_nested_structs() -> None:
+    schema = output_schema(Tasks)
+    assert _refs(schema) == [] and "$defs" not in schema
+    assert schema["type"] == "object" and schema["required"] == ["tasks"]
+    item = schema["properties"]["tasks"]["items"]
+    assert item["properties"].keys() == {"owner", "what"}
+    assert item["required"] == ["owner", "what"]
+
+
+def test_output_schema_refuses_recursive_types() -> None:
+    with pytest.raises(TypeError, match="recursive"):
+        output_schema(Node)
+
+
+def test_schema_instruction_joins_an_existing_system_message_or_adds_one() -> None:
+    schema = output_schema(Task)
+    user = ChatMessage("user", "hi")
+    added = with_schema_instruction([user], schema)
+    assert [m.role for m in added] == ["system", "user"] and '"owner"' in added[0].content
+    joined = with_schema_instruction([ChatMessage("system", "Be brief."), user], schema)
+    assert [m.role for m in joined] == ["system", "user"]
+    assert joined[0].content.startswith("Be brief.") and '"owner"' in joined[0].content
+
+
+def test_decode_output_validates_against_the_type() -> None:
+    assert decode_output('{"owner": "Ann", "what": "call"}', Task) == Task("Ann", "call")
+    with pytest.raises(EngineError, match="not a valid Task"):
+        decode_output('{"owner": "Ann"}', Task)
+    with pytest.raises(EngineError):
+        decode_output('{"owner": "Ann", "what": ', Task)
+
+
+def test_split_tokens_keeps_the_text_intact() -> None:
+    text = "  Alice will  send it.\nBob too "
+    assert "".join(split_tokens(text)) == text
+    assert len(split_tokens(text)) == 6
+    assert split_tokens("") == []
+
+
+# -- generator: scripted -----------------------------------------------------------------------
+
+
+async def test_scripted_generator_decodes_strings_and_objects_and_records_messages() -> None:
+    generator = ScriptedGenerator(['{"tasks": [{"owner": "Ann", "what": "call"}]}',
+                                   Tasks([Task("Bo", "book")], note="n")])
+    messages = [ChatMessage("user", "extract")]
+    first = await generator.generate(messages, Tasks)
+    second = await generator.generate(messages, Tasks)
+    assert first == Tasks([Task("Ann", "call")])
+    assert second == Tasks([Task("Bo", "book")], note="n")
+    assert generator.calls == [messages, messages]
+    with pytest.raises(EngineError, match="no response"):
+        await generator.generate(messages, Tasks)
+
+
+async def test_scripted_generator_raises_configured_errors_and_bad_output() -> None:
+    generator = ScriptedGenerator([EngineError("model crashed"), '{"tasks": "nope"}'])
+    with pytest.raises(EngineError, match="model crashed"):
+        await generator.generate([], Tasks)
+    with pytest.raises(EngineError, match="not a valid Tasks"):
+        await generator.generate([], Tasks)
+
+
+async def test_scripted_generator_can_answer_from_a_function() -> None:
+    generator = ScriptedGenerator(lambda messages: Task(messages[-1].content, "x"))
+    assert await generator.generate([ChatMessage("user", "Cy")], Task) == Task("Cy", "x")
+
+
+async def test_scripted_stream_yields_word_tokens() -> None:
+    generator = ScriptedGenerator(["The answer is forty two."])
+    tokens = [t async for t in generator.stream([ChatMessage("user", "q")])]
+    assert tokens == ["The ", "answer ", "is ", "forty ", "two."]
+
+
+async def test_breaking_out_of_a_stream_stops_it_at_the_next_token() -> None:
+    generator = ScriptedGenerator(["one two three four five six"])
+    received = []
+    async with aclosing(generator.stream([])) as tokens:
+        async for token in tokens:
+            received.append(token)
+            if len(received) == 2:
+                break
+    assert received == ["one ", "two "] and generator.streamed == 2
+
+
+async def test_cancelling_a_stream_stops_it_at_the_next_token() -> None:
+    generator = ScriptedGenerator(["one two three four five six"])
+    received = []
+    with trio.CancelScope() as scope:
+        async for token in generator.stream([]):
+            received.append(token)
+            if len(received) == 3:
+                scope.cancel()
+    assert scope.cancelled_caught and generator.streamed == 3
+
+
+# -- generator: llama.cpp engine logic with a stand-in model -----------------------------------
+
+
+class FakeLlama:
+    """Stands in for llama_cpp.Llama: streams up to ``limit`` tokens, counting what it made."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self.limit = limit
+        self.produced = 0
+        self.closed = False
+
+    def create_chat_completion(self, messages: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        for _ in range(self.limit):
+            self.produced += 1
+            yield {"choices": [{"delta": {"content": "tok "}}]}
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def fake_llama_generator(tmp_path: Path) -> Iterator[tuple[LlamaGenerator, FakeLlama]]:
+    model = tmp_path / "fake.gguf"
+    model.write_bytes(b"GGUF")
+    generator = LlamaGenerator(model, threads=1, n_ctx=512, idle_unload_s=0.0)
+    fake = FakeLlama()
+    generator._llm = fake
+    yield generator, fake
+    generator.close()
+
+
+async def test_llama_stream_stops_the_model_when_the_consumer_breaks(
+    fake_llama_generator: tuple[LlamaGenerator, FakeLlama],
+) -> None:
+    generator, fake = fake_llama_generator
+    async with aclosing(generator.stream([ChatMessage("user", "go")])) as tokens:
+        async for _ in tokens:
+            break
+    # the worker runs calls in order: this one starts only once the stream's producer ended
+    produced = await generator._worker.call(lambda: fake.produced)
+    assert 1 <= produced < fake.limit
+
+
+def test_llama_generator_unloads_when_idle(
+    fake_llama_generator: tuple[LlamaGenerator, FakeLlama],
+) -> None:
+    generator, fake = fake_llama_generator
+    assert generator.loaded
+    assert generator.unload_if_idle()
+    assert fake.closed and not generator.loaded
+    assert not generator.unload_if_idle()  # nothing left to unload
+
+
+def test_llama_generator_keeps_a_recently_used_model(tmp_path: Path) -> None:
+    model = tmp_path / "fake.gguf"
+    model.write_bytes(b"GGUF")
+    for idle in (None, 3600.0):
+        generator = LlamaGenerator(model, threads=1, n_ctx=512, idle_unload_s=idle)
+        generator._llm = FakeLlama()
+        assert not generator.unload_if_idle() and generator.loaded
+        generator.close()
+
+
+def test_llama_engines_report_a_missing_model_file(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotInstalled, match="not found"):
+        LlamaGenerator(tmp_path / "missing.gguf", threads=1, n_ctx=512)
+
+
+# -- worker thread -----------------------------------------------------------------------------
+
+
+async def test_a_worker_call_does_not_block_the_event_loop() -> None:
+    worker = WorkerThread("test-worker")
+    release = threading.Event()
+    results: list[bool] = []
+
+    async def call() -> None:
+        results.append(await worker.call(lambda: release.wait(timeout=60)))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(call)
+        await trio.testing.wait_all_tasks_blocked()
+        release.set()  # reached only while the blocked call leaves the loop running
+    assert results == [True]
+    worker.close()
+
+
+# -- audio files -------------------------------------------------------------------------------
+
+
+def _tone(rate: int, seconds: float, channels: int) -> np.ndarray:
+    t = np.arange(int(rate * seconds)) / rate
+    columns = [0.5 * np.sin(2 * np.pi * 440 * (c + 1) * t) for c in range(channels)]
+    return np.stack(columns, axis=1).astype(np.float32)
+
+
+def _dominant_hz(signal: np.ndarray) -> float:
+    spectrum = np.abs(np.fft.rfft(signal))
+    return float(np.fft.rfftfreq(len(signal), 1 / SAMPLE_RATE)[np.argmax(spectrum)])
+
+
+@pytest.mark.parametrize(
+    ("name", "rate", "channels"),
+    [("a.wav", 44100, 2), ("a.flac", 8000, 1), ("a.ogg", 48000, 2), ("a.mp3", 44100, 1)],
+)
+def test_audio_files_load_as_16k_float32(
+    tmp_path: Path, name: str, rate: int, channels: int
+) -> None:
+    path = tmp_path / name
+    soundfile.write(path, _tone(rate, 2.0, channels), rate)
+    decoded = load_audio_channels(path)
+    assert decoded.dtype == np.float32 and decoded.shape[0] == channels
+    assert abs(decoded.shape[1] - 2 * SAMPLE_RATE) < 0.06 * SAMPLE_RATE  # mp3 adds padding
+    for c in range(channels):
+        assert abs(_dominant_hz(decoded[c]) - 440 * (c + 1)) < 5
+    mono = load_audio(path)
+    assert mono.ndim == 1 and mono.dtype == np.float32
+    np.testing.assert_allclose(mono, decoded.mean(axis=0), atol=1e-6)
+
+
+def test_unreadable_and_missing_audio_files_name_the_problem(tmp_path: Path) -> None:
+    text = tmp_path / "notes.wav"
+    text.write_text("not audio at all")
+    with pytest.raises(AudioError, match=r"cannot read audio file .*notes\.wav") as error:
+        load_audio(text)
+    assert error.value.fix is not None and "WAV, FLAC, OGG, MP3" in error.value.fix
+    with pytest.raises(AudioError, match="no such file"):
+        load_audio(tmp_path / "missing.flac")
+
+
+# -- `braincue transcribe` ---------------------------------------------------------------------
+
+
+def test_timestamps_print_as_minutes_seconds_and_hundredths() -> None:
+    assert format_timestamp(0) == "00:00.00"
+    assert format_timestamp(3.2) == "00:03.20"
+    assert format_timestamp(754.456) == "12:34.46"
+    assert format_timestamp(3723.5) == "1:02:03.50"
+    assert format_segment(Segment(0.0, 3.2, "hi")) == "[00:00.00 -> 00:03.20] hi"
+
+
+def test_transcribe_without_a_speech_model_says_how_to_install_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BRAINCUE_MODELS", str(tmp_path / "no-models"))
+    audio = tmp_path / "a.wav"
+    soundfile.write(audio, _tone(16000, 0.5, 1), 16000)
+    result = CliRunner().invoke(cli, ["transcribe", str(audio)])
+    assert isinstance(result.exception, ModelNotInstalled)
+    assert "braincue models install" in str(result.exception)
+
+
+# -- the WER helper of the real-model tests ----------------------------------------------------
+
+
+def test_word_error_rate_ignores_case_and_punctuation() -> None:
+    assert word_error_rate("Ask not, what!", "ask NOT what") == 0.0
+    assert word_error_rate("a b c d", "a x c") == 0.5  # one substitution, one deletion
+    assert word_error_rate("a b", "a b c d") == 1.0  # two insertions
+    assert word_error_rate("Don't stop", "don’t stop") == 0.0
