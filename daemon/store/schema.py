@@ -1,0 +1,168 @@
+"""The database schema, as forward-only migrations (see :func:`daemon.store.db.migrate`).
+
+Append new steps to :data:`MIGRATIONS`; never edit or reorder one that has shipped.
+
+Conventions: times are seconds since the epoch (UTC, REAL); a turn's ``start_s``/``end_s`` are
+seconds from its session's start. Ids use AUTOINCREMENT so a deleted row's id is never reused:
+a surviving memory may still name the session or chunk it came from, and that name must never
+come to mean another row. Chunk sources (``chunks.session_id``, ``document_id``, ``space_id``),
+assertion provenance (``session_id``, ``anchor_chunk_id``) and embedding owners are plain
+columns, not foreign keys: deletions cascade explicitly in :mod:`daemon.store.store`. Where a
+foreign key does exist it has no ON DELETE action, so forgetting a step fails loudly.
+
+Full-text search: ``chunks_fts`` is an external-content FTS5 table over ``chunks`` (a transcript's
+words are already stored twice, in turns and chunks; a third copy would only cost disk), and
+``assertions_fts`` holds its own header/body text. The store keeps both in step inside the same
+transaction as the rows they index.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from daemon.store.db import Migration
+
+
+def m001_spaces_sessions_turns(conn: apsw.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE spaces (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE COLLATE NOCASE CHECK (length(trim(name)) > 0),
+            activity TEXT NOT NULL,
+            memory_enabled INTEGER NOT NULL DEFAULT 1 CHECK (memory_enabled IN (0, 1)),
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE sessions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            space_id INTEGER REFERENCES spaces (id),
+            activity TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            started_at REAL NOT NULL,
+            ended_at REAL,
+            status TEXT NOT NULL DEFAULT 'live'
+                CHECK (status IN ('live', 'ended', 'kept', 'later', 'discarded')),
+            practice INTEGER NOT NULL DEFAULT 0 CHECK (practice IN (0, 1)),
+            participants TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(participants))
+        );
+        CREATE INDEX sessions_space ON sessions (space_id);
+        CREATE INDEX sessions_started ON sessions (started_at);
+        CREATE TABLE turns (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id INTEGER NOT NULL REFERENCES sessions (id),
+            seq INTEGER NOT NULL,
+            speaker TEXT NOT NULL,
+            source TEXT NOT NULL CHECK (source IN ('mic', 'loopback', 'import')),
+            start_s REAL NOT NULL,
+            end_s REAL NOT NULL,
+            text TEXT NOT NULL,
+            ref TEXT,
+            UNIQUE (session_id, seq)
+        );
+        """
+    )
+
+
+def m002_documents_chunks(conn: apsw.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE documents (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            space_id INTEGER REFERENCES spaces (id),
+            title TEXT NOT NULL,
+            filename TEXT NOT NULL DEFAULT '',
+            media_type TEXT NOT NULL DEFAULT 'text/plain',
+            sha256 TEXT NOT NULL,
+            chars INTEGER NOT NULL,
+            added_at REAL NOT NULL
+        );
+        CREATE INDEX documents_space ON documents (space_id);
+        CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL CHECK (kind IN ('transcript', 'session', 'document')),
+            session_id INTEGER,
+            document_id INTEGER,
+            space_id INTEGER,
+            header TEXT NOT NULL,
+            body TEXT NOT NULL,
+            occurred_at REAL NOT NULL,
+            first_turn INTEGER,
+            last_turn INTEGER,
+            closed INTEGER NOT NULL DEFAULT 1 CHECK (closed IN (0, 1)),
+            CHECK ((kind = 'document') = (document_id IS NOT NULL)),
+            CHECK (kind = 'document' OR session_id IS NOT NULL)
+        );
+        CREATE INDEX chunks_session ON chunks (session_id);
+        CREATE INDEX chunks_document ON chunks (document_id);
+        CREATE INDEX chunks_space ON chunks (space_id);
+        CREATE VIRTUAL TABLE chunks_fts USING fts5 (
+            header, body, content='chunks', content_rowid='id', tokenize='porter unicode61'
+        );
+        """
+    )
+
+
+def m003_assertions(conn: apsw.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE assertions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL
+                CHECK (kind IN ('decision', 'fact', 'commitment', 'preference', 'task')),
+            text TEXT NOT NULL CHECK (length(trim(text)) > 0),
+            chosen TEXT,
+            alternatives TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(alternatives)),
+            reasoning TEXT,
+            owner TEXT,
+            due TEXT,
+            about_person INTEGER NOT NULL DEFAULT 0 CHECK (about_person IN (0, 1)),
+            review_status TEXT NOT NULL DEFAULT 'approved'
+                CHECK (review_status IN ('pending', 'approved', 'rejected', 'archived')),
+            space_id INTEGER REFERENCES spaces (id),
+            source TEXT NOT NULL CHECK (source IN ('extracted', 'user', 'agent')),
+            anchor_chunk_id INTEGER,
+            session_id INTEGER,
+            occurred_at REAL NOT NULL,
+            recorded_at REAL NOT NULL,
+            invalidated_at REAL,
+            superseded_by INTEGER REFERENCES assertions (id) DEFERRABLE INITIALLY DEFERRED,
+            expires_at REAL,
+            CHECK (source <> 'extracted' OR anchor_chunk_id IS NOT NULL),
+            CHECK (superseded_by IS NULL OR invalidated_at IS NOT NULL)
+        );
+        CREATE INDEX assertions_space ON assertions (space_id);
+        CREATE INDEX assertions_session ON assertions (session_id);
+        CREATE INDEX assertions_anchor ON assertions (anchor_chunk_id);
+        CREATE INDEX assertions_superseded_by ON assertions (superseded_by);
+        CREATE VIRTUAL TABLE assertions_fts USING fts5 (
+            header, body, tokenize='porter unicode61'
+        );
+        """
+    )
+
+
+def m004_embeddings(conn: apsw.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE embeddings (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            owner_kind TEXT NOT NULL,
+            owner_id INTEGER NOT NULL,
+            model_id TEXT NOT NULL,
+            dims INTEGER NOT NULL CHECK (dims > 0),
+            chars INTEGER NOT NULL,
+            vector BLOB NOT NULL CHECK (length(vector) = 4 * dims),
+            created_at REAL NOT NULL,
+            UNIQUE (owner_kind, owner_id, model_id)
+        );
+        CREATE INDEX embeddings_model ON embeddings (model_id, owner_kind);
+        """
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    m001_spaces_sessions_turns,
+    m002_documents_chunks,
+    m003_assertions,
+    m004_embeddings,
+)

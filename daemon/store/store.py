@@ -1,0 +1,1691 @@
+"""The memory store: the public face of ``daemon.store``.
+
+One :class:`Store` per profile owns the database (``<data dir>/braincue.db``) and the vector
+indexes beside it. Every method is synchronous and thread-safe: writes are queued to the single
+writer thread, reads run on the calling thread. From trio, call them through
+``trio.to_thread.run_sync``.
+
+Two layers (seed 002). The verbatim layer — sessions, turns and the chunks built from them,
+session archives, documents — is canonical. The assertion layer — decisions, facts,
+commitments, preferences, tasks, and reviewed memories about the person — is bitemporal:
+corrections supersede (``invalidated_at`` + ``superseded_by``), nothing is overwritten.
+
+Embedding. Text that arrives whole (archives, documents, assertions) is embedded first and
+written with its rows, FTS entries and vectors in one transaction, so a model failure leaves
+nothing half-indexed. A live transcript is different: its turns must be committed the moment they
+arrive, whatever the embedder does. So turns, chunk text and FTS commit together; then the chunks
+that changed are embedded and their vectors written in a second transaction — a chunk as it
+closes, and the still-growing newest chunk when it has none yet or has grown by
+``live_reembed_chars`` since it was last embedded (about four times over its life). A vector that
+could not be made is made later by :meth:`Store.embed_pending`, which also re-embeds everything
+after a change of embedding model.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import apsw
+import msgspec
+import numpy as np
+
+from daemon.errors import InvalidInput, NotFound
+from daemon.store import chunking, fts
+from daemon.store.db import Database
+from daemon.store.records import (
+    ACTIVITIES,
+    REVIEW_STATUSES,
+    SESSION_STATUSES,
+    Assertion,
+    Chunk,
+    ChunkKind,
+    Deleted,
+    Hit,
+    NewAssertion,
+    NewTurn,
+    ReviewStatus,
+    Session,
+    SessionStatus,
+    Space,
+    Turn,
+)
+from daemon.store.schema import MIGRATIONS
+from daemon.store.scope import Scope, assertion_filter, chunk_filter
+from daemon.store.vectors import VectorIndex, Vectors, from_blob, scoped_search, to_blob
+
+if TYPE_CHECKING:
+    from daemon.config import Paths
+    from daemon.llm.embed import Embedder
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+OwnerKind = Literal["chunk", "assertion"]
+OWNER_KINDS: tuple[OwnerKind, ...] = ("chunk", "assertion")
+
+DB_FILE = "braincue.db"
+LIVE_REEMBED_CHARS = 350  # a quarter of a chunk: the growing chunk is re-embedded ~4 times
+UNSET: Any = msgspec.UNSET
+
+_SPACE = "id, name, activity, memory_enabled, created_at"
+_SESSION = (
+    "s.id, s.space_id, s.activity, s.title, s.started_at, s.ended_at, s.status, s.practice,"
+    " s.participants, (SELECT count(*) FROM turns t WHERE t.session_id = s.id)"
+)
+_TURN = "id, session_id, seq, speaker, source, start_s, end_s, text, ref"
+_CHUNK = (
+    "c.id, c.kind, c.session_id, c.document_id, c.space_id, c.header, c.body, c.occurred_at,"
+    " c.first_turn, c.last_turn, c.closed"
+)
+_ASSERTION = (
+    "a.id, a.kind, a.text, a.chosen, a.alternatives, a.reasoning, a.owner, a.due,"
+    " a.about_person, a.review_status, a.space_id, a.source, a.anchor_chunk_id, a.session_id,"
+    " a.occurred_at, a.recorded_at, a.invalidated_at, a.superseded_by, a.expires_at"
+)
+
+
+class _IndexChanges:
+    """Vector index edits made by one transaction, applied once it has committed."""
+
+    def __init__(self) -> None:
+        self.added: dict[str, list[tuple[int, Vectors]]] = defaultdict(list)
+        self.removed: dict[str, list[int]] = defaultdict(list)
+
+
+class Store:
+    """A profile's memory. See the module docstring for the model; every method is documented.
+
+    ``embedder`` may be None: then nothing is embedded and the vector searches return nothing,
+    while the verbatim layer and full-text search work as usual.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        embedder: Embedder | None = None,
+        *,
+        live_reembed_chars: int = LIVE_REEMBED_CHARS,
+        chunk_limit: int = chunking.DEFAULT_LIMIT,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.data_dir = data_dir
+        self.embedder = embedder
+        self.live_reembed_chars = live_reembed_chars
+        self.chunk_limit = chunk_limit
+        self._clock = clock
+        self.db = Database(data_dir / DB_FILE, MIGRATIONS)
+        self._indexes: dict[str, VectorIndex] = {}
+        try:
+            if embedder is not None:
+                for kind in OWNER_KINDS:
+                    index = VectorIndex(
+                        data_dir / f"vectors-{kind}.usearch",
+                        owner_kind=kind,
+                        model_id=embedder.model_id,
+                        dims=embedder.dimensions,
+                    )
+                    self.db.read(index.open)
+                    self._indexes[kind] = index
+        except BaseException:
+            self.db.close()
+            raise
+
+    @classmethod
+    def open(cls, paths: Paths, embedder: Embedder | None = None) -> Store:
+        """The store of the profile ``paths`` names (its data directory is created if needed)."""
+        paths.data_dir.mkdir(parents=True, exist_ok=True)
+        return cls(paths.data_dir, embedder)
+
+    @property
+    def model_id(self) -> str | None:
+        """The current embedding model, whose vectors alone are searched."""
+        return self.embedder.model_id if self.embedder is not None else None
+
+    def close(self) -> None:
+        """Finish queued writes, close the database and save the vector indexes."""
+        self.db.close()
+        for index in self._indexes.values():
+            index.save()
+
+    def save_indexes(self) -> None:
+        """Save the vector indexes now (they are also saved on close)."""
+        for index in self._indexes.values():
+            index.save()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- Spaces --------------------------------------------------------------------------------
+
+    def create_space(
+        self, name: str, *, activity: str = "meeting", memory_enabled: bool = True
+    ) -> Space:
+        """A new Space. Names are unique, ignoring case."""
+        name = _space_name(name)
+        _check_activity(activity)
+
+        def txn(conn: apsw.Connection, _: _IndexChanges) -> int:
+            _check_space_name_free(conn, name)
+            conn.execute(
+                "INSERT INTO spaces (name, activity, memory_enabled, created_at)"
+                " VALUES (?, ?, ?, ?)",
+                (name, activity, int(memory_enabled), self._clock()),
+            )
+            return int(conn.last_insert_rowid())
+
+        return self.get_space(self._write(txn))
+
+    def get_space(self, ref: int | str) -> Space:
+        """A Space by id or by name (ignoring case)."""
+        column = "id" if isinstance(ref, int) else "name"
+        row = self.db.read(
+            lambda conn: _row(conn, f"SELECT {_SPACE} FROM spaces WHERE {column} = ?", (ref,))
+        )
+        if row is None:
+            raise NotFound(f"no Space {ref!r}", fix="see `braincue spaces list`")
+        return _space(row)
+
+    def list_spaces(self) -> list[Space]:
+        rows = self.db.read(
+            lambda conn: _rows(conn, f"SELECT {_SPACE} FROM spaces ORDER BY name COLLATE NOCASE")
+        )
+        return [_space(r) for r in rows]
+
+    def update_space(
+        self,
+        space_id: int,
+        *,
+        name: str | None = None,
+        activity: str | None = None,
+        memory_enabled: bool | None = None,
+    ) -> Space:
+        """Rename a Space, change its activity kind, or opt it out of (or back into) memory."""
+        if name is not None:
+            name = _space_name(name)
+        if activity is not None:
+            _check_activity(activity)
+
+        def txn(conn: apsw.Connection, _: _IndexChanges) -> None:
+            _require(conn, "spaces", space_id, "Space")
+            if name is not None:
+                _check_space_name_free(conn, name, other_than=space_id)
+                conn.execute("UPDATE spaces SET name = ? WHERE id = ?", (name, space_id))
+            if activity is not None:
+                conn.execute("UPDATE spaces SET activity = ? WHERE id = ?", (activity, space_id))
+            if memory_enabled is not None:
+                conn.execute(
+                    "UPDATE spaces SET memory_enabled = ? WHERE id = ?",
+                    (int(memory_enabled), space_id),
+                )
+
+        self._write(txn)
+        return self.get_space(space_id)
+
+    def delete_space(self, space_id: int) -> Deleted:
+        """Delete a Space and its memory: its sessions (as :meth:`delete_session` does),
+        documents, archives and every assertion scoped to it. Profile-wide memory stays, even
+        when it came from a session of this Space."""
+
+        def txn(conn: apsw.Connection, changes: _IndexChanges) -> Deleted:
+            _require(conn, "spaces", space_id, "Space")
+            deleted = Deleted(spaces=1)
+            for (session_id,) in _rows(
+                conn, "SELECT id FROM sessions WHERE space_id = ?", (space_id,)
+            ):
+                _delete_session(conn, changes, session_id, deleted)
+            for (document_id,) in _rows(
+                conn, "SELECT id FROM documents WHERE space_id = ?", (space_id,)
+            ):
+                _delete_document(conn, changes, document_id, deleted)
+            _delete_assertions(
+                conn,
+                changes,
+                _column(conn, "SELECT id FROM assertions WHERE space_id = ?", (space_id,)),
+                deleted,
+            )
+            _delete_chunks(
+                conn,
+                changes,
+                _column(conn, "SELECT id FROM chunks WHERE space_id = ?", (space_id,)),
+                deleted,
+            )
+            conn.execute("DELETE FROM spaces WHERE id = ?", (space_id,))
+            return deleted
+
+        return self._write(txn)
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        *,
+        space_id: int | None = None,
+        activity: str | None = None,
+        title: str = "",
+        started_at: float | None = None,
+        participants: Sequence[str] = (),
+        practice: bool = False,
+    ) -> Session:
+        """A new live session. ``activity`` defaults to the Space's kind, else ``meeting``."""
+        if activity is not None:
+            _check_activity(activity)
+
+        def txn(conn: apsw.Connection, _: _IndexChanges) -> int:
+            kind = activity
+            if space_id is not None:
+                space_activity = _require(conn, "spaces", space_id, "Space", "activity")
+                kind = kind or space_activity
+            conn.execute(
+                "INSERT INTO sessions (space_id, activity, title, started_at, practice,"
+                " participants) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    space_id,
+                    kind or "meeting",
+                    title,
+                    self._clock() if started_at is None else started_at,
+                    int(practice),
+                    json.dumps(list(participants)),
+                ),
+            )
+            return int(conn.last_insert_rowid())
+
+        return self.get_session(self._write(txn))
+
+    def get_session(self, session_id: int) -> Session:
+        row = self.db.read(
+            lambda conn: _row(
+                conn, f"SELECT {_SESSION} FROM sessions s WHERE s.id = ?", (session_id,)
+            )
+        )
+        if row is None:
+            raise NotFound(f"no session {session_id}", fix="see `braincue sessions`")
+        return _session(row)
+
+    def list_sessions(
+        self,
+        *,
+        space_id: int | None = None,
+        unfiled: bool = False,
+        statuses: Iterable[SessionStatus] | None = None,
+        limit: int | None = None,
+    ) -> list[Session]:
+        """Sessions, newest first: all of them, those of ``space_id``, or (``unfiled``) those
+        in no Space; optionally only some statuses."""
+        where = ["1"]
+        params: list[Any] = []
+        if unfiled:
+            where.append("s.space_id IS NULL")
+        elif space_id is not None:
+            where.append("s.space_id = ?")
+            params.append(space_id)
+        if statuses is not None:
+            wanted = list(statuses)
+            for status in wanted:
+                _check_choice("status", status, SESSION_STATUSES)
+            where.append("s.status IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(wanted))
+        sql = (
+            f"SELECT {_SESSION} FROM sessions s WHERE {' AND '.join(where)}"
+            " ORDER BY s.started_at DESC, s.id DESC"
+        )
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        rows = self.db.read(lambda conn: _rows(conn, sql, params))
+        return [_session(r) for r in rows]
+
+    def update_session(
+        self,
+        session_id: int,
+        *,
+        title: str | None = None,
+        participants: Sequence[str] | None = None,
+        activity: str | None = None,
+        practice: bool | None = None,
+        status: SessionStatus | None = None,
+    ) -> Session:
+        """Change a session's details. New headers apply to chunks written from now on;
+        closed chunks never change. To move it to another Space use :meth:`file_session`."""
+        if activity is not None:
+            _check_activity(activity)
+        if status is not None:
+            _check_choice("status", status, SESSION_STATUSES)
+        fields = {
+            "title": title,
+            "participants": None if participants is None else json.dumps(list(participants)),
+            "activity": activity,
+            "practice": None if practice is None else int(practice),
+            "status": status,
+        }
+
+        def txn(conn: apsw.Connection, _: _IndexChanges) -> None:
+            _require(conn, "sessions", session_id, "session")
+            for column, value in fields.items():
+                if value is not None:
+                    conn.execute(
+                        f"UPDATE sessions SET {column} = ? WHERE id = ?", (value, session_id)
+                    )
+
+        self._write(txn)
+        return self.get_session(session_id)
+
+    def file_session(self, session_id: int, space_id: int | None) -> Session:
+        """File a session into a Space (None: out of every Space). Its chunks and the
+        assertions it produced move with it; reviewed memories about the person keep the
+        scope the user gave them."""
+
+        def txn(conn: apsw.Connection, _: _IndexChanges) -> None:
+            _require(conn, "sessions", session_id, "session")
+            if space_id is not None:
+                _require(conn, "spaces", space_id, "Space")
+            conn.execute("UPDATE sessions SET space_id = ? WHERE id = ?", (space_id, session_id))
+            conn.execute(
+                "UPDATE chunks SET space_id = ? WHERE session_id = ?", (space_id, session_id)
+            )
+            conn.execute(
+                "UPDATE assertions SET space_id = ? WHERE session_id = ? AND about_person = 0",
+                (space_id, session_id),
+            )
+
+        self._write(txn)
+        return self.get_session(session_id)
+
+    def append_turns(self, session_id: int, turns: Sequence[NewTurn]) -> list[Turn]:
+        """Add turns to a live session and make them searchable.
+
+        The turns, the chunks they change (the newest chunk grows; chunks that fill up close
+        and never change again) and their FTS entries commit in one transaction before
+        anything is embedded. Vectors follow (see the module docstring); an embedding failure
+        is logged and leaves the turns stored.
+        """
+        for i, turn in enumerate(turns):
+            _check_turn(i, turn)
+        if not turns:
+            return []
+        stored, touched = self._write(
+            lambda conn, _: _append_turns(conn, session_id, turns, self.chunk_limit)
+        )
+        self._refresh_chunk_vectors(touched, swallow=True)
+        return stored
+
+    def end_session(
+        self,
+        session_id: int,
+        *,
+        ended_at: float | None = None,
+        status: SessionStatus = "ended",
+    ) -> Session:
+        """End a live session: its last chunk closes (and is embedded as it stands)."""
+        _check_choice("status", status, SESSION_STATUSES)
+        if status == "live":
+            raise InvalidInput("status: an ended session cannot be 'live'")
+
+        def txn(conn: apsw.Connection, _: _IndexChanges) -> list[int]:
+            current = _require(conn, "sessions", session_id, "session", "status")
+            if current != "live":
+                raise InvalidInput(f"session {session_id} has already ended")
+            open_ids = _column(
+                conn,
+                "SELECT id FROM chunks WHERE session_id = ? AND kind = 'transcript' AND closed = 0",
+                (session_id,),
+            )
+            conn.execute(
+                "UPDATE chunks SET closed = 1 WHERE session_id = ? AND closed = 0", (session_id,)
+            )
+            conn.execute(
+                "UPDATE sessions SET ended_at = ?, status = ? WHERE id = ?",
+                (self._clock() if ended_at is None else ended_at, status, session_id),
+            )
+            return open_ids
+
+        closed = self._write(txn)
+        self._refresh_chunk_vectors(closed, swallow=True)
+        return self.get_session(session_id)
+
+    def delete_session(self, session_id: int) -> Deleted:
+        """Delete a session: its turns, transcript chunks, archive, the assertions it produced,
+        their vectors and FTS entries, and the memory candidates it proposed that are still
+        pending. Memories about the person the user has reviewed (approved, rejected, archived)
+        stay: that was the user's decision. An assertion it had superseded becomes current
+        again unless something later superseded it too."""
+
+        def txn(conn: apsw.Connection, changes: _IndexChanges) -> Deleted:
+            deleted = Deleted()
+            _delete_session(conn, changes, session_id, deleted)
+            return deleted
+
+        return self._write(txn)
+
+    def delete_all(self) -> Deleted:
+        """Empty the profile: every Space, session, document, assertion and vector."""
+
+        def txn(conn: apsw.Connection, changes: _IndexChanges) -> Deleted:
+            deleted = Deleted(
+                spaces=_count(conn, "spaces"),
+                sessions=_count(conn, "sessions"),
+                turns=_count(conn, "turns"),
+                chunks=_count(conn, "chunks"),
+                documents=_count(conn, "documents"),
+                assertions=_count(conn, "assertions"),
+                vectors=_count(conn, "embeddings"),
+            )
+            for kind, key in _rows(conn, "SELECT owner_kind, id FROM embeddings"):
+                changes.removed[kind].append(key)
+            conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")
+            conn.execute("DELETE FROM assertions_fts")
+            for table in ("embeddings", "assertions", "chunks", "turns", "sessions"):
+                conn.execute(f"DELETE FROM {table}")
+            conn.execute("DELETE FROM documents")
+            conn.execute("DELETE FROM spaces")
+            return deleted
+
+        return self._write(txn)
+
+    # -- turns and chunks ----------------------------------------------------------------------
+
+    def turns(self, session_id: int) -> list[Turn]:
+        """A session's turns in order."""
+        rows = self.db.read(
+            lambda conn: _rows(
+                conn, f"SELECT {_TURN} FROM turns WHERE session_id = ? ORDER BY seq", (session_id,)
+            )
+        )
+        return [_turn(r) for r in rows]
+
+    def turns_of_chunk(self, chunk_id: int) -> list[Turn]:
+        """The turns a transcript chunk covers (empty for archives and documents)."""
+        rows = self.db.read(
+            lambda conn: _rows(
+                conn,
+                f"SELECT {_TURN} FROM turns WHERE session_id = (SELECT session_id FROM chunks"
+                " WHERE id = :c AND kind = 'transcript') AND id BETWEEN (SELECT first_turn FROM"
+                " chunks WHERE id = :c) AND (SELECT last_turn FROM chunks WHERE id = :c)"
+                " ORDER BY seq",
+                {"c": chunk_id},
+            )
+        )
+        return [_turn(r) for r in rows]
+
+    def chunks(
+        self,
+        *,
+        session_id: int | None = None,
+        document_id: int | None = None,
+        kind: ChunkKind | None = None,
+    ) -> list[Chunk]:
+        """The chunks of a session or a document, in order (optionally of one kind)."""
+        where: list[str] = ["1"]
+        params: list[Any] = []
+        if session_id is not None:
+            where.append("c.session_id = ?")
+            params.append(session_id)
+        if document_id is not None:
+            where.append("c.document_id = ?")
+            params.append(document_id)
+        if kind is not None:
+            where.append("c.kind = ?")
+            params.append(kind)
+        rows = self.db.read(
+            lambda conn: _rows(
+                conn,
+                f"SELECT {_CHUNK} FROM chunks c WHERE {' AND '.join(where)} ORDER BY c.id",
+                params,
+            )
+        )
+        return [_chunk(r) for r in rows]
+
+    def get_chunks(self, ids: Sequence[int]) -> list[Chunk]:
+        """Chunks by id, in the order asked; ids that no longer exist are left out."""
+        rows = self.db.read(
+            lambda conn: _rows(
+                conn,
+                f"SELECT {_CHUNK} FROM chunks c WHERE c.id IN (SELECT value FROM json_each(?))",
+                (_json_ids(ids),),
+            )
+        )
+        by_id = {r[0]: _chunk(r) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def get_chunk(self, chunk_id: int) -> Chunk:
+        found = self.get_chunks([chunk_id])
+        if not found:
+            raise NotFound(f"no chunk {chunk_id}")
+        return found[0]
+
+    # -- archives ------------------------------------------------------------------------------
+
+    def put_archive(self, session_id: int, text: str) -> list[Chunk]:
+        """Store a session's rendered archive as ``session`` chunks in the session's Space,
+        replacing any earlier archive. Embedded first: a model failure raises and changes
+        nothing."""
+        session = self.get_session(session_id)
+        ctx = chunking.ChunkContext(
+            date=_local_date(session.started_at),
+            kind="session",
+            title=session.title,
+            participants=session.participants,
+        )
+        head = archive_header(ctx)
+        bodies = chunking.split_text(text, self.chunk_limit) or [""]
+        vectors = self._embed([f"{head}\n{b}" for b in bodies])
+
+        def txn(conn: apsw.Connection, changes: _IndexChanges) -> list[int]:
+            space_id = _require(conn, "sessions", session_id, "session", "space_id")
+            old = _column(
+                conn,
+                "SELECT id FROM chunks WHERE session_id = ? AND kind = 'session'",
+                (session_id,),
+            )
+            _delete_chunks(conn, changes, old, Deleted())
+            ids = []
+            for i, body in enumerate(bodies):
+                chunk_id = _insert_chunk(
+                    conn,
+                    kind="session",
+                    session_id=session_id,
+                    space_id=space_id,
+                    header=head,
+                    body=body,
+                    occurred_at=session.started_at,
+                )
+                if vectors is not None:
+                    self._put_vector(
+                        conn, changes, "chunk", chunk_id, vectors[i], len(head) + 1 + len(body)
+                    )
+                ids.append(chunk_id)
+            return ids
+
+        return self.get_chunks(self._write(txn))
+
+    def archive(self, session_id: int) -> list[Chunk]:
+        """The session's archive chunks (empty when it has none)."""
+        return self.chunks(session_id=session_id, kind="session")
+
+    # -- assertions ----------------------------------------------------------------------------
+
+    def add_assertions(self, new: Sequence[NewAssertion]) -> list[Assertion]:
+        """Write assertions (embedded first, then rows, FTS and vectors in one transaction)."""
+        for item in new:
+            _check_assertion(item)
+        if not new:
+            return []
+        vectors = self._embed([assertion_body(item) for item in new])
+        now = self._clock()
+
+        def txn(conn: apsw.Connection, changes: _IndexChanges) -> list[int]:
+            ids = []
+            for i, item in enumerate(new):
+                ids.append(_insert_assertion(conn, item, now))
+                if vectors is not None:
+                    self._put_vector(
+                        conn, changes, "assertion", ids[-1], vectors[i], len(assertion_body(item))
+                    )
+            return ids
+
+        return self.get_assertions(self._write(txn))
+
+    def add_assertion(self, new: NewAssertion) -> Assertion:
+        return self.add_assertions([new])[0]
+
+    def supersede(self, old_id: int, new: NewAssertion | int) -> Assertion:
+        """Replace a current assertion: ``new`` (written now, or an existing current id) takes
+        its place and the old one gets ``invalidated_at`` (when the new one was said, never
+        before the old one was) and ``superseded_by``, all in one transaction. Returns the new
+        assertion."""
+        vectors = None
+        if isinstance(new, NewAssertion):
+            _check_assertion(new)
+            vectors = self._embed([assertion_body(new)])
+        now = self._clock()
+
+        def txn(conn: apsw.Connection, changes: _IndexChanges) -> int:
+            old = _row(
+                conn,
+                "SELECT occurred_at, invalidated_at, superseded_by FROM assertions WHERE id = ?",
+                (old_id,),
+            )
+            if old is None:
+                raise NotFound(f"no assertion {old_id}")
+            if old[1] is not None:
+                raise InvalidInput(
+                    f"assertion {old_id} is no longer current"
+                    + (f" (superseded by {old[2]})" if old[2] is not None else ""),
+                    fix="supersede the current one instead (see its history)",
+                )
+            if isinstance(new, NewAssertion):
+                new_id = _insert_assertion(conn, new, now)
+                if vectors is not None:
+                    self._put_vector(
+                        conn, changes, "assertion", new_id, vectors[0], len(assertion_body(new))
+                    )
+            else:
+                new_id = new
+                if new_id == old_id:
+                    raise InvalidInput("an assertion cannot supersede itself")
+                if _require(conn, "assertions", new_id, "assertion", "invalidated_at") is not None:
+                    raise InvalidInput(f"assertion {new_id} is no longer current")
+            said = conn.execute("SELECT occurred_at FROM assertions WHERE id = ?", (new_id,)).get
+            conn.execute(
+                "UPDATE assertions SET invalidated_at = ?, superseded_by = ? WHERE id = ?",
+                (max(old[0], said), new_id, old_id),
+            )
+            return new_id
+
+        return self.get_assertion(self._write(txn))
+
+    def update_assertion(
+        self,
+        assertion_id: int,
+        *,
+        text: str = UNSET,
+        chosen: str | None = UNSET,
+        alternatives: Sequence[str] = UNSET,
+        reasoning: str | None = UNSET,
+        owner: str | None = UNSET,
+        due: str | None = UNSET,
+        review_status: ReviewStatus = UNSET,
+        space_id: int | None = UNSET,
+        expires_at: float | None = UNSET,
+    ) -> Assertion:
+        """Edit an assertion in place (the review of memories: approve, reject, archive, edit,
+        re-scope, expiry). Only the fields given change; an edited text is re-embedded before
+        anything is written. For a correction that keeps history use :meth:`supersede`."""
+        current = self.get_assertion(assertion_id)
+        if review_status is not UNSET:
+            _check_choice("review_status", review_status, REVIEW_STATUSES)
+        changes_text: dict[str, Any] = {
+            "text": text,
+            "chosen": chosen,
+            "alternatives": alternatives,
+            "reasoning": reasoning,
+            "owner": owner,
+            "due": due,
+        }
+        edited = msgspec.structs.replace(
+            current,
+            **{
+                k: (tuple(v) if k == "alternatives" else v)
+                for k, v in changes_text.items()
+                if v is not UNSET
+            },
+        )
+        if not edited.text.strip():
+            raise InvalidInput("text: an assertion needs some text")
+        body = assertion_body(edited)
+        reembed = body != assertion_body(current)
+        vectors = self._embed([body]) if reembed else None
+        columns: dict[str, Any] = {
+            k: (json.dumps(list(v)) if k == "alternatives" else v)
+            for k, v in {
+                **changes_text,
+                "review_status": review_status,
+                "space_id": space_id,
+                "expires_at": expires_at,
+            }.items()
+            if v is not UNSET
+        }
+
+        def txn(conn: apsw.Connection, changes: _IndexChanges) -> None:
+            _require(conn, "assertions", assertion_id, "assertion")
+            if columns.get("space_id") is not None:
+                _require(conn, "spaces", columns["space_id"], "Space")
+            for column, value in columns.items():
+                conn.execute(
+                    f"UPDATE assertions SET {column} = ? WHERE id = ?", (value, assertion_id)
+                )
+            _reindex_assertion(conn, assertion_id)
+            if reembed:
+                _drop_vectors(conn, changes, "assertion", [assertion_id])
+                if vectors is not None:
+                    self._put_vector(
+                        conn, changes, "assertion", assertion_id, vectors[0], len(body)
+                    )
+
+        self._write(txn)
+        return self.get_assertion(assertion_id)
+
+    def delete_assertion(self, assertion_id: int) -> Deleted:
+        """Delete one assertion (the user's explicit act); its chain is spliced around it."""
+
+        def txn(conn: apsw.Connection, changes: _IndexChanges) -> Deleted:
+            _require(conn, "assertions", assertion_id, "assertion")
+            deleted = Deleted()
+            _delete_assertions(conn, changes, [assertion_id], deleted)
+            return deleted
+
+        return self._write(txn)
+
+    def get_assertions(self, ids: Sequence[int]) -> list[Assertion]:
+        """Assertions by id, in the order asked; ids that no longer exist are left out."""
+        rows = self.db.read(
+            lambda conn: _rows(
+                conn,
+                f"SELECT {_ASSERTION} FROM assertions a"
+                " WHERE a.id IN (SELECT value FROM json_each(?))",
+                (_json_ids(ids),),
+            )
+        )
+        by_id = {r[0]: _assertion(r) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def get_assertion(self, assertion_id: int) -> Assertion:
+        found = self.get_assertions([assertion_id])
+        if not found:
+            raise NotFound(f"no assertion {assertion_id}")
+        return found[0]
+
+    def current_assertions(self, scope: Scope, *, kind: str | None = None) -> list[Assertion]:
+        """What is believed now within ``scope`` (superseded, unapproved, expired and — without
+        consent — personal rows hidden), newest first."""
+        return self._assertions_in(msgspec.structs.replace(scope, as_of=None), kind)
+
+    def assertions_as_of(
+        self, at: float, scope: Scope, *, kind: str | None = None
+    ) -> list[Assertion]:
+        """What was believed at time ``at``: said by then and not yet invalidated then."""
+        return self._assertions_in(msgspec.structs.replace(scope, as_of=at), kind)
+
+    def chain(self, assertion_id: int) -> list[Assertion]:
+        """The history an assertion belongs to: everything that led to the newest version and
+        that version, oldest first."""
+        self.get_assertion(assertion_id)
+        ids = self.db.read(
+            lambda conn: _column(
+                conn,
+                """
+                WITH RECURSIVE
+                    forward (id, depth) AS (
+                        SELECT :id, 0
+                        UNION ALL
+                        SELECT a.superseded_by, f.depth + 1 FROM assertions a
+                        JOIN forward f ON a.id = f.id
+                        WHERE a.superseded_by IS NOT NULL AND f.depth < 100000),
+                    head (id) AS (SELECT id FROM forward ORDER BY depth DESC LIMIT 1),
+                    back (id) AS (
+                        SELECT id FROM head
+                        UNION
+                        SELECT a.id FROM assertions a JOIN back b ON a.superseded_by = b.id)
+                SELECT a.id FROM assertions a WHERE a.id IN (SELECT id FROM back)
+                ORDER BY a.occurred_at, a.id
+                """,
+                {"id": assertion_id},
+            )
+        )
+        return self.get_assertions(ids)
+
+    def list_assertions(
+        self,
+        *,
+        space_id: int | None = None,
+        profile_wide: bool = False,
+        about_person: bool | None = None,
+        statuses: Iterable[ReviewStatus] | None = None,
+        session_id: int | None = None,
+        include_invalidated: bool = False,
+    ) -> list[Assertion]:
+        """Assertions for listing and review (no recall rules): all, those of ``space_id``, or
+        (``profile_wide``) those of no Space; optionally filtered. Newest first."""
+        where: list[str] = ["1"]
+        params: list[Any] = []
+        if profile_wide:
+            where.append("a.space_id IS NULL")
+        elif space_id is not None:
+            where.append("a.space_id = ?")
+            params.append(space_id)
+        if about_person is not None:
+            where.append("a.about_person = ?")
+            params.append(int(about_person))
+        if statuses is not None:
+            wanted = list(statuses)
+            for status in wanted:
+                _check_choice("review_status", status, REVIEW_STATUSES)
+            where.append("a.review_status IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(wanted))
+        if session_id is not None:
+            where.append("a.session_id = ?")
+            params.append(session_id)
+        if not include_invalidated:
+            where.append("a.invalidated_at IS NULL")
+        rows = self.db.read(
+            lambda conn: _rows(
+                conn,
+                f"SELECT {_ASSERTION} FROM assertions a WHERE {' AND '.join(where)}"
+                " ORDER BY a.occurred_at DESC, a.id DESC",
+                params,
+            )
+        )
+        return [_assertion(r) for r in rows]
+
+    def assertions_for_chunks(self, chunk_ids: Sequence[int], scope: Scope) -> list[Assertion]:
+        """The in-scope assertions anchored on these chunks (a chunk hit's cross-links)."""
+        sql, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
+        rows = self.db.read(
+            lambda conn: _rows(
+                conn,
+                f"SELECT {_ASSERTION} FROM assertions a WHERE {sql}"
+                " AND a.anchor_chunk_id IN (SELECT value FROM json_each(:chunk_ids))"
+                " ORDER BY a.occurred_at, a.id",
+                {**params, "chunk_ids": _json_ids(chunk_ids)},
+            )
+        )
+        return [_assertion(r) for r in rows]
+
+    def _assertions_in(self, scope: Scope, kind: str | None) -> list[Assertion]:
+        sql, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
+        if kind is not None:
+            sql += " AND a.kind = :kind"
+            params["kind"] = kind
+        rows = self.db.read(
+            lambda conn: _rows(
+                conn,
+                f"SELECT {_ASSERTION} FROM assertions a WHERE {sql}"
+                " ORDER BY a.occurred_at DESC, a.id DESC",
+                params,
+            )
+        )
+        return [_assertion(r) for r in rows]
+
+    # -- search legs (for fusion search) -------------------------------------------------------
+
+    def fts_chunks(self, text: str, scope: Scope, limit: int = 50) -> list[Hit]:
+        """Full-text search over chunks in ``scope``: (chunk id, bm25 with the header weighted
+        2x), best first. ``text`` is what the user typed; it is escaped here."""
+        return self._fts("chunks_fts", "chunks", *chunk_filter(scope), text, limit)
+
+    def fts_assertions(self, text: str, scope: Scope, limit: int = 50) -> list[Hit]:
+        """Full-text search over the assertions ``scope`` may see: (assertion id, bm25)."""
+        sql, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
+        return self._fts("assertions_fts", "assertions", sql, params, text, limit, alias="a")
+
+    def embed_query(self, text: str) -> Vectors | None:
+        """The query's vector under the current model (None without an embedder)."""
+        if self.embedder is None:
+            return None
+        vector: Vectors = self.embedder.embed_sync([text])[0]
+        return vector
+
+    def vector_chunks(self, query: Vectors | str, scope: Scope, limit: int = 50) -> list[Hit]:
+        """Nearest chunks in ``scope`` by cosine similarity: (chunk id, similarity), best
+        first. ``query`` is a vector from :meth:`embed_query` or the text itself."""
+        sql, params = chunk_filter(scope)
+        return self._vector("chunk", "chunks", "c", sql, params, query, limit)
+
+    def vector_assertions(self, query: Vectors | str, scope: Scope, limit: int = 50) -> list[Hit]:
+        """Nearest assertions ``scope`` may see: (assertion id, similarity), best first."""
+        sql, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
+        return self._vector("assertion", "assertions", "a", sql, params, query, limit)
+
+    def _fts(
+        self,
+        fts_table: str,
+        table: str,
+        scope_sql: str,
+        params: dict[str, Any],
+        text: str,
+        limit: int,
+        *,
+        alias: str = "c",
+    ) -> list[Hit]:
+        match = fts.match_query(text)
+        if match is None or limit <= 0:
+            return []
+        weights = ", ".join(str(w) for w in fts.COLUMN_WEIGHTS)
+        rows = self.db.read(
+            lambda conn: _rows(
+                conn,
+                f"SELECT {alias}.id, bm25({fts_table}, {weights}) AS score FROM {fts_table}"
+                f" JOIN {table} {alias} ON {alias}.id = {fts_table}.rowid"
+                f" WHERE {fts_table} MATCH :match AND {scope_sql}"
+                f" ORDER BY score, {alias}.id LIMIT :limit",
+                {**params, "match": match, "limit": limit},
+            )
+        )
+        return [Hit(id=r[0], score=r[1]) for r in rows]
+
+    def _vector(
+        self,
+        kind: OwnerKind,
+        table: str,
+        alias: str,
+        scope_sql: str,
+        params: dict[str, Any],
+        query: Vectors | str,
+        limit: int,
+    ) -> list[Hit]:
+        index = self._indexes.get(kind)
+        if index is None or self.embedder is None:
+            return []
+        vector = self.embed_query(query) if isinstance(query, str) else query
+        assert vector is not None
+        join = (
+            f"FROM embeddings e JOIN {table} {alias} ON {alias}.id = e.owner_id"
+            f" WHERE e.owner_kind = :kind AND e.model_id = :model AND e.dims = :dims"
+            f" AND {scope_sql}"
+        )
+        bound = {
+            **params,
+            "kind": kind,
+            "model": self.embedder.model_id,
+            "dims": self.embedder.dimensions,
+        }
+
+        def allowed(keys: list[int]) -> dict[int, int]:
+            rows = self.db.read(
+                lambda conn: _rows(
+                    conn,
+                    f"SELECT e.id, e.owner_id {join}"
+                    " AND e.id IN (SELECT value FROM json_each(:keys))",
+                    {**bound, "keys": _json_ids(keys)},
+                )
+            )
+            return {key: owner for key, owner in rows}
+
+        def allowed_rows() -> tuple[list[int], list[int], Vectors]:
+            rows = self.db.read(
+                lambda conn: _rows(conn, f"SELECT e.id, e.owner_id, e.vector {join}", bound)
+            )
+            dims = self.embedder.dimensions if self.embedder else 0
+            matrix = (
+                np.stack([from_blob(r[2], dims) for r in rows])
+                if rows
+                else np.zeros((0, dims), np.float32)
+            )
+            return [r[0] for r in rows], [r[1] for r in rows], matrix
+
+        found = scoped_search(index, vector, limit, allowed=allowed, allowed_rows=allowed_rows)
+        return [Hit(id=owner, score=similarity) for owner, similarity in found]
+
+    # -- embedding -----------------------------------------------------------------------------
+
+    def embed_pending(self, batch: int = 64) -> int:
+        """Embed every chunk and assertion that has no vector from the current model (or
+        whose chunk text grew since), e.g. after a model change or an embedding failure.
+        Returns how many vectors were written; a model failure raises."""
+        if self.embedder is None:
+            return 0
+        model = self.embedder.model_id
+        chunk_ids = self.db.read(
+            lambda conn: _column(
+                conn,
+                "SELECT c.id FROM chunks c LEFT JOIN embeddings e ON e.owner_kind = 'chunk'"
+                " AND e.owner_id = c.id AND e.model_id = ?"
+                " WHERE e.id IS NULL OR e.chars <> length(c.header) + 1 + length(c.body)"
+                " ORDER BY c.id",
+                (model,),
+            )
+        )
+        assertion_ids = self.db.read(
+            lambda conn: _column(
+                conn,
+                "SELECT a.id FROM assertions a LEFT JOIN embeddings e"
+                " ON e.owner_kind = 'assertion' AND e.owner_id = a.id AND e.model_id = ?"
+                " WHERE e.id IS NULL ORDER BY a.id",
+                (model,),
+            )
+        )
+        written = 0
+        for start in range(0, len(chunk_ids), batch):
+            written += self._refresh_chunk_vectors(
+                chunk_ids[start : start + batch], swallow=False, growing=True
+            )
+        for start in range(0, len(assertion_ids), batch):
+            written += self._embed_assertions(assertion_ids[start : start + batch])
+        return written
+
+    def vector_count(self, kind: OwnerKind) -> int:
+        """How many vectors of the current model the index holds for ``kind``."""
+        index = self._indexes.get(kind)
+        return len(index) if index is not None else 0
+
+    def _embed(self, texts: list[str]) -> Vectors | None:
+        if self.embedder is None:
+            return None
+        vectors: Vectors = self.embedder.embed_sync(texts)
+        return vectors
+
+    def _refresh_chunk_vectors(
+        self, chunk_ids: Sequence[int], *, swallow: bool, growing: bool = False
+    ) -> int:
+        """Embed the chunks among ``chunk_ids`` whose vector is missing or stale (an open
+        chunk only once it grew by ``live_reembed_chars``, or always when ``growing``)."""
+        if self.embedder is None or not chunk_ids:
+            return 0
+        model = self.embedder.model_id
+        threshold = 0 if growing else self.live_reembed_chars
+        rows = self.db.read(
+            lambda conn: _rows(
+                conn,
+                "SELECT c.id, c.header, c.body, c.closed, e.chars FROM chunks c"
+                " LEFT JOIN embeddings e ON e.owner_kind = 'chunk' AND e.owner_id = c.id"
+                " AND e.model_id = ? WHERE c.id IN (SELECT value FROM json_each(?))",
+                (model, _json_ids(chunk_ids)),
+            )
+        )
+        todo = [
+            (chunk_id, f"{head}\n{body}")
+            for chunk_id, head, body, closed, chars in rows
+            if chars is None
+            or (closed and chars != len(head) + 1 + len(body))
+            or (not closed and len(head) + 1 + len(body) - chars >= max(1, threshold))
+        ]
+        if not todo:
+            return 0
+        try:
+            vectors = self.embedder.embed_sync([text for _, text in todo])
+        except Exception as e:
+            if not swallow:
+                raise
+            log.warning(
+                "could not embed %d chunks (kept without vectors for now): %s", len(todo), e
+            )
+            return 0
+
+        def txn(conn: apsw.Connection, changes: _IndexChanges) -> int:
+            written = 0
+            for (chunk_id, text), vector in zip(todo, vectors, strict=True):
+                row = _row(conn, "SELECT header, body FROM chunks WHERE id = ?", (chunk_id,))
+                if row is None or f"{row[0]}\n{row[1]}" != text:
+                    continue  # changed while it was being embedded: the next pass takes it
+                self._put_vector(conn, changes, "chunk", chunk_id, vector, len(text))
+                written += 1
+            return written
+
+        return self._write(txn)
+
+    def _embed_assertions(self, ids: Sequence[int]) -> int:
+        found = self.get_assertions(ids)
+        if not found or self.embedder is None:
+            return 0
+        bodies = [assertion_body(a) for a in found]
+        vectors = self.embedder.embed_sync(bodies)
+
+        def txn(conn: apsw.Connection, changes: _IndexChanges) -> int:
+            written = 0
+            for a, body, vector in zip(found, bodies, vectors, strict=True):
+                if _row(conn, "SELECT 1 FROM assertions WHERE id = ?", (a.id,)):
+                    self._put_vector(conn, changes, "assertion", a.id, vector, len(body))
+                    written += 1
+            return written
+
+        return self._write(txn)
+
+    def _put_vector(
+        self,
+        conn: apsw.Connection,
+        changes: _IndexChanges,
+        kind: OwnerKind,
+        owner_id: int,
+        vector: Vectors,
+        chars: int,
+    ) -> None:
+        """Store ``vector`` as the owner's vector under the current model (replacing, never
+        updating in place: a new row id is what tells a stale index apart)."""
+        assert self.embedder is not None
+        model = self.embedder.model_id
+        old = _column(
+            conn,
+            "SELECT id FROM embeddings WHERE owner_kind = ? AND owner_id = ? AND model_id = ?",
+            (kind, owner_id, model),
+        )
+        if old:
+            conn.execute(
+                "DELETE FROM embeddings WHERE id IN (SELECT value FROM json_each(?))",
+                (_json_ids(old),),
+            )
+            changes.removed[kind].extend(old)
+        vector = np.asarray(vector, dtype=np.float32)
+        conn.execute(
+            "INSERT INTO embeddings (owner_kind, owner_id, model_id, dims, chars, vector,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (kind, owner_id, model, int(vector.shape[0]), chars, to_blob(vector), self._clock()),
+        )
+        changes.added[kind].append((int(conn.last_insert_rowid()), vector))
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _write(self, fn: Callable[[apsw.Connection, _IndexChanges], T]) -> T:
+        changes = _IndexChanges()
+        return self.db.write(
+            lambda conn: fn(conn, changes), on_commit=lambda _: self._apply(changes)
+        )
+
+    def _apply(self, changes: _IndexChanges) -> None:
+        for kind, keys in changes.removed.items():
+            if kind in self._indexes:
+                self._indexes[kind].remove(keys)
+        for kind, items in changes.added.items():
+            index = self._indexes.get(kind)
+            if index is not None and items:
+                index.add([key for key, _ in items], np.stack([v for _, v in items]))
+
+
+# -- pure helpers --------------------------------------------------------------------------------
+
+
+def archive_header(ctx: chunking.ChunkContext) -> str:
+    """``[date | kind | title | participants]``: a chunk header without a speaker."""
+    return chunking.header(ctx, "", 0).rsplit(" | ", 1)[0] + "]"
+
+
+def assertion_header(a: NewAssertion | Assertion, occurred_at: float) -> str:
+    """The FTS header of an assertion: ``[date | kind | owner | due]``."""
+    fields = [f"{_local_date(occurred_at):%Y-%m-%d}", a.kind]
+    if a.owner:
+        fields.append(a.owner)
+    if a.due:
+        fields.append(f"due {a.due}")
+    return "[" + " | ".join(fields) + "]"
+
+
+def assertion_body(a: NewAssertion | Assertion) -> str:
+    """What is indexed and embedded: the statement and, for decisions, what was chosen over
+    what, and why (the rejected alternatives are what keeps "why not B?" answerable)."""
+    lines = [a.text.strip()]
+    if a.chosen:
+        lines.append(f"Chosen: {a.chosen}")
+    if a.alternatives:
+        lines.append("Alternatives: " + "; ".join(a.alternatives))
+    if a.reasoning:
+        lines.append(f"Reasoning: {a.reasoning}")
+    return "\n".join(lines)
+
+
+def _local_date(timestamp: float) -> dt.date:
+    return dt.datetime.fromtimestamp(timestamp).date()
+
+
+def _space_name(name: str) -> str:
+    name = " ".join(name.split())
+    if not name:
+        raise InvalidInput("name: a Space needs a name")
+    return name
+
+
+def _check_activity(activity: str) -> None:
+    _check_choice("activity", activity, ACTIVITIES)
+
+
+def _check_choice(field: str, value: str, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise InvalidInput(f"{field}: unknown value {value!r}", fix=f"one of: {', '.join(choices)}")
+
+
+def _check_turn(i: int, turn: NewTurn) -> None:
+    if not turn.speaker.strip():
+        raise InvalidInput(f"turns[{i}].speaker: a turn needs a speaker")
+    if not turn.text.strip():
+        raise InvalidInput(f"turns[{i}].text: a turn needs some text")
+    if not turn.start >= 0:
+        raise InvalidInput(f"turns[{i}].start: must be seconds from the session start (>= 0)")
+    if turn.end is not None and not turn.end >= turn.start:
+        raise InvalidInput(f"turns[{i}].end: must not be before its start")
+    _check_choice(f"turns[{i}].source", turn.source, ("mic", "loopback", "import"))
+
+
+def _check_assertion(a: NewAssertion) -> None:
+    if not a.text.strip():
+        raise InvalidInput("text: an assertion needs some text")
+    if a.source == "extracted" and a.anchor_chunk_id is None:
+        raise InvalidInput(
+            "anchor_chunk_id: an extracted assertion must name the chunk it came from"
+        )
+
+
+def _json_ids(ids: Iterable[int]) -> str:
+    return json.dumps([int(i) for i in ids])
+
+
+def _rows(conn: apsw.Connection, sql: str, params: Any = ()) -> list[Any]:
+    """All rows, loosely typed: a row holds whatever the schema says its columns hold."""
+    return conn.execute(sql, params).fetchall()
+
+
+def _row(conn: apsw.Connection, sql: str, params: Any = ()) -> Any:
+    return conn.execute(sql, params).fetchone()
+
+
+def _column(conn: apsw.Connection, sql: str, params: Any = ()) -> list[int]:
+    return [row[0] for row in conn.execute(sql, params)]
+
+
+def _count(conn: apsw.Connection, table: str) -> int:
+    count: int = conn.execute(f"SELECT count(*) FROM {table}").get
+    return count
+
+
+def _require(conn: apsw.Connection, table: str, row_id: int, what: str, column: str = "id") -> Any:
+    row = _row(conn, f"SELECT {column} FROM {table} WHERE id = ?", (row_id,))
+    if row is None:
+        raise NotFound(f"no {what} {row_id}")
+    return row[0]
+
+
+def _check_space_name_free(conn: apsw.Connection, name: str, other_than: int | None = None) -> None:
+    row = _row(conn, "SELECT id FROM spaces WHERE name = ?", (name,))
+    if row is not None and row[0] != other_than:
+        raise InvalidInput(f"a Space named {name!r} already exists", fix="choose another name")
+
+
+# -- rows ----------------------------------------------------------------------------------------
+
+
+def _space(r: Any) -> Space:
+    return Space(id=r[0], name=r[1], activity=r[2], memory_enabled=bool(r[3]), created_at=r[4])
+
+
+def _session(r: Any) -> Session:
+    return Session(
+        id=r[0],
+        space_id=r[1],
+        activity=r[2],
+        title=r[3],
+        started_at=r[4],
+        ended_at=r[5],
+        status=r[6],
+        practice=bool(r[7]),
+        participants=tuple(json.loads(r[8])),
+        turn_count=r[9],
+    )
+
+
+def _turn(r: Any) -> Turn:
+    return Turn(*r)
+
+
+def _chunk(r: Any) -> Chunk:
+    return Chunk(
+        id=r[0],
+        kind=r[1],
+        session_id=r[2],
+        document_id=r[3],
+        space_id=r[4],
+        header=r[5],
+        body=r[6],
+        occurred_at=r[7],
+        first_turn=r[8],
+        last_turn=r[9],
+        closed=bool(r[10]),
+    )
+
+
+def _assertion(r: Any) -> Assertion:
+    return Assertion(
+        id=r[0],
+        kind=r[1],
+        text=r[2],
+        chosen=r[3],
+        alternatives=tuple(json.loads(r[4])),
+        reasoning=r[5],
+        owner=r[6],
+        due=r[7],
+        about_person=bool(r[8]),
+        review_status=r[9],
+        space_id=r[10],
+        source=r[11],
+        anchor_chunk_id=r[12],
+        session_id=r[13],
+        occurred_at=r[14],
+        recorded_at=r[15],
+        invalidated_at=r[16],
+        superseded_by=r[17],
+        expires_at=r[18],
+    )
+
+
+# -- transactions (run on the writer thread) ---------------------------------------------------
+
+
+def _append_turns(
+    conn: apsw.Connection, session_id: int, turns: Sequence[NewTurn], limit: int
+) -> tuple[list[Turn], list[int]]:
+    """Insert turns and grow the session's chunks; returns the turns and the chunk ids touched."""
+    row = _row(
+        conn,
+        "SELECT started_at, title, participants, status, space_id FROM sessions WHERE id = ?",
+        (session_id,),
+    )
+    if row is None:
+        raise NotFound(f"no session {session_id}")
+    started_at, title, participants, status, space_id = row
+    if status != "live":
+        raise InvalidInput(
+            f"session {session_id} has ended; turns can only be added to a live session"
+        )
+    ctx = chunking.ChunkContext(
+        date=_local_date(started_at),
+        kind="transcript",
+        title=title,
+        participants=tuple(json.loads(participants)),
+    )
+    seq: int = conn.execute(
+        "SELECT coalesce(max(seq), 0) FROM turns WHERE session_id = ?", (session_id,)
+    ).get
+    stored: list[Turn] = []
+    for turn in turns:
+        seq += 1
+        end = turn.start if turn.end is None else turn.end
+        conn.execute(
+            "INSERT INTO turns (session_id, seq, speaker, source, start_s, end_s, text, ref)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (session_id, seq, turn.speaker, turn.source, turn.start, end, turn.text, turn.ref),
+        )
+        stored.append(
+            Turn(
+                id=int(conn.last_insert_rowid()),
+                session_id=session_id,
+                seq=seq,
+                speaker=turn.speaker,
+                source=turn.source,
+                start=turn.start,
+                end=end,
+                text=turn.text,
+                ref=turn.ref,
+            )
+        )
+
+    open_row = _row(
+        conn,
+        "SELECT id, first_turn, last_turn FROM chunks"
+        " WHERE session_id = ? AND kind = 'transcript' AND closed = 0",
+        (session_id,),
+    )
+    open_id: int | None = None
+    open_turns: list[chunking.ChunkTurn] = []
+    if open_row is not None:
+        open_id = open_row[0]
+        open_turns = [
+            chunking.ChunkTurn(id=r[0], speaker=r[1], start=r[2], text=r[3])
+            for r in conn.execute(
+                "SELECT id, speaker, start_s, text FROM turns"
+                " WHERE session_id = ? AND id BETWEEN ? AND ? ORDER BY seq",
+                (session_id, open_row[1], open_row[2]),
+            )
+        ]
+
+    def put(row_id: int | None, draft: chunking.ChunkDraft, closed: bool) -> int:
+        fields = {
+            "header": draft.header,
+            "body": draft.body,
+            "occurred_at": started_at + draft.start,
+            "first_turn": draft.first_turn_id,
+            "last_turn": draft.last_turn_id,
+            "closed": closed,
+        }
+        if row_id is None:
+            return _insert_chunk(
+                conn, kind="transcript", session_id=session_id, space_id=space_id, **fields
+            )
+        _update_chunk(conn, row_id, **fields)
+        return row_id
+
+    touched: list[int] = []
+    for added in stored:
+        new = chunking.ChunkTurn(
+            id=added.id, speaker=added.speaker, start=added.start, text=added.text
+        )
+        growth = chunking.grow(open_turns, new, ctx, limit)
+        closed = list(growth.closed)
+        if closed and open_turns:  # the chunk that was open is the first one closed
+            touched.append(put(open_id, closed.pop(0), closed=True))
+            open_id = None
+        touched.extend(put(None, draft, closed=True) for draft in closed)
+        open_turns = list(growth.open_turns)
+    draft = chunking.open_chunk(open_turns, ctx)
+    if draft is not None:
+        touched.append(put(open_id, draft, closed=False))
+    return stored, touched
+
+
+def _insert_chunk(
+    conn: apsw.Connection,
+    *,
+    kind: ChunkKind,
+    header: str,
+    body: str,
+    occurred_at: float,
+    session_id: int | None = None,
+    document_id: int | None = None,
+    space_id: int | None = None,
+    first_turn: int | None = None,
+    last_turn: int | None = None,
+    closed: bool = True,
+) -> int:
+    conn.execute(
+        "INSERT INTO chunks (kind, session_id, document_id, space_id, header, body, occurred_at,"
+        " first_turn, last_turn, closed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            kind,
+            session_id,
+            document_id,
+            space_id,
+            header,
+            body,
+            occurred_at,
+            first_turn,
+            last_turn,
+            int(closed),
+        ),
+    )
+    chunk_id = int(conn.last_insert_rowid())
+    conn.execute(
+        "INSERT INTO chunks_fts (rowid, header, body) VALUES (?, ?, ?)", (chunk_id, header, body)
+    )
+    return chunk_id
+
+
+def _update_chunk(
+    conn: apsw.Connection,
+    chunk_id: int,
+    *,
+    header: str,
+    body: str,
+    occurred_at: float,
+    first_turn: int,
+    last_turn: int,
+    closed: bool,
+) -> None:
+    # external-content FTS: the old text must be removed with exactly the values it indexed
+    conn.execute(
+        "INSERT INTO chunks_fts (chunks_fts, rowid, header, body)"
+        " SELECT 'delete', id, header, body FROM chunks WHERE id = ?",
+        (chunk_id,),
+    )
+    conn.execute(
+        "UPDATE chunks SET header = ?, body = ?, occurred_at = ?, first_turn = ?, last_turn = ?,"
+        " closed = ? WHERE id = ?",
+        (header, body, occurred_at, first_turn, last_turn, int(closed), chunk_id),
+    )
+    conn.execute(
+        "INSERT INTO chunks_fts (rowid, header, body) VALUES (?, ?, ?)", (chunk_id, header, body)
+    )
+
+
+def _insert_assertion(conn: apsw.Connection, a: NewAssertion, now: float) -> int:
+    if a.space_id is not None:
+        _require(conn, "spaces", a.space_id, "Space")
+    if a.session_id is not None:
+        _require(conn, "sessions", a.session_id, "session")
+    if a.anchor_chunk_id is not None:
+        _require(conn, "chunks", a.anchor_chunk_id, "chunk")
+    status = a.review_status or ("pending" if a.about_person else "approved")
+    occurred_at = now if a.occurred_at is None else a.occurred_at
+    conn.execute(
+        "INSERT INTO assertions (kind, text, chosen, alternatives, reasoning, owner, due,"
+        " about_person, review_status, space_id, source, anchor_chunk_id, session_id,"
+        " occurred_at, recorded_at, expires_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            a.kind,
+            a.text.strip(),
+            a.chosen,
+            json.dumps(list(a.alternatives)),
+            a.reasoning,
+            a.owner,
+            a.due,
+            int(a.about_person),
+            status,
+            a.space_id,
+            a.source,
+            a.anchor_chunk_id,
+            a.session_id,
+            occurred_at,
+            now,
+            a.expires_at,
+        ),
+    )
+    assertion_id = int(conn.last_insert_rowid())
+    conn.execute(
+        "INSERT INTO assertions_fts (rowid, header, body) VALUES (?, ?, ?)",
+        (assertion_id, assertion_header(a, occurred_at), assertion_body(a)),
+    )
+    return assertion_id
+
+
+def _reindex_assertion(conn: apsw.Connection, assertion_id: int) -> None:
+    row = _row(conn, f"SELECT {_ASSERTION} FROM assertions a WHERE a.id = ?", (assertion_id,))
+    a = _assertion(row)
+    conn.execute("DELETE FROM assertions_fts WHERE rowid = ?", (assertion_id,))
+    conn.execute(
+        "INSERT INTO assertions_fts (rowid, header, body) VALUES (?, ?, ?)",
+        (assertion_id, assertion_header(a, a.occurred_at), assertion_body(a)),
+    )
+
+
+def _drop_vectors(
+    conn: apsw.Connection, changes: _IndexChanges, kind: OwnerKind, owner_ids: Sequence[int]
+) -> int:
+    """Delete every vector (of any model) of these owners."""
+    if not owner_ids:
+        return 0
+    keys = _column(
+        conn,
+        "SELECT id FROM embeddings WHERE owner_kind = ?"
+        " AND owner_id IN (SELECT value FROM json_each(?))",
+        (kind, _json_ids(owner_ids)),
+    )
+    if keys:
+        conn.execute(
+            "DELETE FROM embeddings WHERE id IN (SELECT value FROM json_each(?))",
+            (_json_ids(keys),),
+        )
+        changes.removed[kind].extend(keys)
+    return len(keys)
+
+
+def _delete_chunks(
+    conn: apsw.Connection, changes: _IndexChanges, ids: Sequence[int], deleted: Deleted
+) -> None:
+    if not ids:
+        return
+    listed = _json_ids(ids)
+    deleted.vectors += _drop_vectors(conn, changes, "chunk", ids)
+    conn.execute(
+        "INSERT INTO chunks_fts (chunks_fts, rowid, header, body)"
+        " SELECT 'delete', id, header, body FROM chunks"
+        " WHERE id IN (SELECT value FROM json_each(?))",
+        (listed,),
+    )
+    conn.execute("DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?))", (listed,))
+    deleted.chunks += conn.changes()
+
+
+def _delete_assertions(
+    conn: apsw.Connection, changes: _IndexChanges, ids: Sequence[int], deleted: Deleted
+) -> None:
+    """Delete assertions, splicing the supersede chains around them: a survivor that pointed
+    at a deleted row points at that row's first surviving successor, or — when the deleted
+    row was current — becomes current again."""
+    if not ids:
+        return
+    doomed = set(ids)
+    state = {
+        r[0]: (r[1], r[2])
+        for r in conn.execute(
+            "SELECT id, invalidated_at, superseded_by FROM assertions"
+            " WHERE id IN (SELECT value FROM json_each(?))",
+            (_json_ids(ids),),
+        )
+    }
+    for row_id in doomed:
+        survivors = _column(conn, "SELECT id FROM assertions WHERE superseded_by = ?", (row_id,))
+        for survivor in survivors:
+            if survivor in doomed:
+                continue
+            successor, ended_current = _first_survivor(row_id, doomed, state)
+            if successor is not None:
+                conn.execute(
+                    "UPDATE assertions SET superseded_by = ? WHERE id = ?", (successor, survivor)
+                )
+            elif ended_current:
+                conn.execute(
+                    "UPDATE assertions SET invalidated_at = NULL, superseded_by = NULL"
+                    " WHERE id = ?",
+                    (survivor,),
+                )
+            else:
+                conn.execute("UPDATE assertions SET superseded_by = NULL WHERE id = ?", (survivor,))
+    listed = _json_ids(doomed)
+    deleted.vectors += _drop_vectors(conn, changes, "assertion", list(doomed))
+    conn.execute(
+        "DELETE FROM assertions_fts WHERE rowid IN (SELECT value FROM json_each(?))", (listed,)
+    )
+    conn.execute("DELETE FROM assertions WHERE id IN (SELECT value FROM json_each(?))", (listed,))
+    deleted.assertions += conn.changes()
+
+
+def _delete_session(
+    conn: apsw.Connection, changes: _IndexChanges, session_id: int, deleted: Deleted
+) -> None:
+    _require(conn, "sessions", session_id, "session")
+    chunk_ids = _column(conn, "SELECT id FROM chunks WHERE session_id = ?", (session_id,))
+    assertion_ids = _column(
+        conn,
+        "SELECT id FROM assertions"
+        " WHERE (session_id = ? OR anchor_chunk_id IN (SELECT value FROM json_each(?)))"
+        " AND NOT (about_person = 1 AND review_status <> 'pending')",
+        (session_id, _json_ids(chunk_ids)),
+    )
+    _delete_assertions(conn, changes, assertion_ids, deleted)
+    _delete_chunks(conn, changes, chunk_ids, deleted)
+    conn.execute("DELETE FROM turns WHERE session_id = ?", (session_id,))
+    deleted.turns += conn.changes()
+    conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+    deleted.sessions += 1
+
+
+def _delete_document(
+    conn: apsw.Connection, changes: _IndexChanges, document_id: int, deleted: Deleted
+) -> None:
+    _require(conn, "documents", document_id, "document")
+    _delete_chunks(
+        conn,
+        changes,
+        _column(conn, "SELECT id FROM chunks WHERE document_id = ?", (document_id,)),
+        deleted,
+    )
+    conn.execute("DELETE FROM documents WHERE id = ?", (document_id,))
+    deleted.documents += 1
+
+
+def _first_survivor(
+    row_id: int, doomed: set[int], state: dict[int, tuple[float | None, int | None]]
+) -> tuple[int | None, bool]:
+    """Follow ``superseded_by`` from a deleted row to the first row that survives; without
+    one, say whether the chain ended in a row that was current."""
+    current = row_id
+    while current in doomed:
+        invalidated_at, next_id = state[current]
+        if next_id is None:
+            return None, invalidated_at is None
+        current = next_id
+    return current, False

@@ -1,0 +1,300 @@
+"""The usearch index: a cache over the vectors stored as BLOBs in the database.
+
+The database is the source of truth: every vector is a row of ``embeddings`` (owner, model id,
+dimensions, float32 BLOB). A :class:`VectorIndex` holds the rows of one owner kind (chunks,
+assertions) embedded by the current model, keyed by the embedding row id, in a usearch file in
+the profile's data directory beside a small JSON sidecar (model id, dimensions, count, highest
+id, sha256 of the index file). On open it is checked against the database and:
+
+- rebuilt from the BLOBs when the file is missing, fails its checksum or cannot be loaded, or was
+  built by another model or with other dimensions (each with a log line saying why);
+- reconciled (missing rows added, deleted rows removed) when it is out of step, as after a crash
+  between a commit and the next save. Embedding rows are never updated in place — re-embedding
+  writes a new row with a new id — so comparing the sets of ids is enough.
+
+usearch cannot filter while searching, so :func:`scoped_search` over-fetches from the index and
+keeps the keys the caller allows, falling back to an exact search over the allowed rows' vectors
+when the index is small or the over-fetch runs short.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import apsw
+import msgspec
+import numpy as np
+import numpy.typing as npt
+from usearch.index import Index
+
+log = logging.getLogger(__name__)
+
+Vectors = npt.NDArray[np.float32]
+Keys = npt.NDArray[np.uint64]
+
+EXPANSION_SEARCH = 128  # notes/platform.md: recall 0.87-0.99 for expansion 64-256
+EXACT_BELOW = 2048  # an index this small is searched exactly: as fast, and never approximate
+MAX_OVERFETCH = 4096
+_REBUILD_BATCH = 4096
+
+
+class IndexMeta(msgspec.Struct, frozen=True):
+    """The sidecar: what the index file holds, to tell whether it is still usable."""
+
+    model_id: str
+    dims: int
+    count: int
+    max_id: int
+    sha256: str
+
+
+def to_blob(vector: npt.ArrayLike) -> bytes:
+    """A vector as stored in ``embeddings.vector``: little-endian float32."""
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def from_blob(blob: bytes, dims: int) -> Vectors:
+    vector = np.frombuffer(blob, dtype="<f4")
+    if vector.shape != (dims,):
+        raise ValueError(f"vector BLOB of {vector.size} floats, expected {dims}")
+    return vector.astype(np.float32)
+
+
+def normalise(vectors: npt.ArrayLike) -> Vectors:
+    """Unit rows (cosine = dot product); a zero row stays zero."""
+    matrix = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.where(norms == 0, 1, norms)).astype(np.float32)
+
+
+def exact_search(
+    query: Vectors, keys: Sequence[int], matrix: Vectors, k: int
+) -> list[tuple[int, float]]:
+    """The ``k`` rows of ``matrix`` most like ``query``: (key, cosine similarity), best first."""
+    if not len(keys) or k <= 0:
+        return []
+    sims = normalise(matrix) @ normalise(query)[0]
+    top = np.argsort(-sims, kind="stable")[:k]
+    return [(int(keys[i]), float(sims[i])) for i in top]
+
+
+class VectorIndex:
+    """The usearch cache of one owner kind's vectors under one embedding model."""
+
+    def __init__(self, path: Path, *, owner_kind: str, model_id: str, dims: int) -> None:
+        self.path = path
+        self.meta_path = path.with_suffix(".json")
+        self.owner_kind = owner_kind
+        self.model_id = model_id
+        self.dims = dims
+        self._lock = threading.Lock()
+        self._index = self._new_index()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._index)
+
+    def open(self, conn: apsw.Connection) -> None:
+        """Load the file and bring it in step with the database, or rebuild it from the BLOBs."""
+        reason = self._load(conn)
+        if reason is not None:
+            log.warning("rebuilding the %s vector index: %s", self.owner_kind, reason)
+            self._rebuild(conn)
+            self.save()
+            return
+        missing, extra = self._reconcile(conn)
+        if missing or extra:
+            log.warning(
+                "the %s vector index was out of step with the database "
+                "(%d vectors missing, %d deleted): reconciled",
+                self.owner_kind,
+                missing,
+                extra,
+            )
+            self.save()
+
+    def add(self, keys: Sequence[int], vectors: Vectors) -> None:
+        if not len(keys):
+            return
+        with self._lock:
+            self._index.add(np.asarray(keys, dtype=np.uint64), normalise(vectors))
+
+    def remove(self, keys: Sequence[int]) -> None:
+        if not len(keys):
+            return
+        with self._lock:
+            present = [k for k in keys if k in self._index]
+            if present:
+                self._index.remove(np.asarray(present, dtype=np.uint64))
+
+    def keys(self) -> set[int]:
+        with self._lock:
+            return {int(k) for k in np.asarray(self._index.keys)}
+
+    def search(self, query: Vectors, count: int) -> list[tuple[int, float]]:
+        """Approximate nearest neighbours: (key, cosine similarity), best first."""
+        with self._lock:
+            if not len(self._index) or count <= 0:
+                return []
+            matches = self._index.search(normalise(query)[0], count)
+        return [
+            (int(key), 1.0 - float(distance))
+            for key, distance in zip(matches.keys, matches.distances, strict=True)
+        ]
+
+    def save(self) -> None:
+        """Write the index and its sidecar atomically (a crash leaves the old pair or a
+        checksum mismatch, never a silently wrong index)."""
+        tmp = self.path.with_suffix(".usearch.tmp")
+        meta_tmp = self.meta_path.with_suffix(".json.tmp")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            self._index.save(str(tmp))
+            keys = np.asarray(self._index.keys)
+            meta = IndexMeta(
+                model_id=self.model_id,
+                dims=self.dims,
+                count=len(keys),
+                max_id=int(keys.max()) if len(keys) else 0,
+                sha256=_sha256(tmp),
+            )
+        meta_tmp.write_bytes(msgspec.json.encode(meta))
+        os.replace(tmp, self.path)
+        os.replace(meta_tmp, self.meta_path)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _new_index(self) -> Index:
+        return Index(ndim=self.dims, metric="cos", dtype="bf16", expansion_search=EXPANSION_SEARCH)
+
+    def _load(self, conn: apsw.Connection) -> str | None:
+        """Load the file; on failure return why it must be rebuilt (None when loaded)."""
+        if not self.path.exists():
+            return None if not _count_rows(conn, self) else "no index file"
+        try:
+            meta = msgspec.json.decode(self.meta_path.read_bytes(), type=IndexMeta)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError) as e:
+            return f"its sidecar {self.meta_path.name} is missing or unreadable ({e})"
+        if meta.model_id != self.model_id:
+            return (
+                f"it was built by model {meta.model_id!r}, the current model is {self.model_id!r}"
+            )
+        if meta.dims != self.dims:
+            return f"it holds {meta.dims}-dimensional vectors, the model makes {self.dims}"
+        if _sha256(self.path) != meta.sha256:
+            return "the index file is corrupt (checksum mismatch)"
+        try:
+            index = Index.restore(str(self.path))
+        except (ValueError, RuntimeError, OSError) as e:
+            return f"the index file cannot be loaded ({e})"
+        if index is None or index.ndim != self.dims or len(index) != meta.count:
+            return "the index file does not match its sidecar"
+        index.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]  # the stub lacks the setter
+        with self._lock:
+            self._index = index
+        return None
+
+    def _rebuild(self, conn: apsw.Connection) -> None:
+        index = self._new_index()
+        keys: list[int] = []
+        blobs: list[bytes] = []
+        for key, blob in _rows(conn, self):
+            keys.append(key)
+            blobs.append(blob)
+            if len(keys) >= _REBUILD_BATCH:
+                _add_blobs(index, keys, blobs, self.dims)
+                keys, blobs = [], []
+        _add_blobs(index, keys, blobs, self.dims)
+        with self._lock:
+            self._index = index
+
+    def _reconcile(self, conn: apsw.Connection) -> tuple[int, int]:
+        """Add the rows the index lacks, drop the keys the database no longer has."""
+        in_db = {
+            key
+            for (key,) in conn.execute(
+                "SELECT id FROM embeddings WHERE owner_kind = ? AND model_id = ? AND dims = ?",
+                (self.owner_kind, self.model_id, self.dims),
+            )
+        }
+        in_index = self.keys()
+        extra = sorted(in_index - in_db)
+        missing = sorted(in_db - in_index)
+        self.remove(extra)
+        for start in range(0, len(missing), _REBUILD_BATCH):
+            batch = missing[start : start + _REBUILD_BATCH]
+            rows: list[Any] = conn.execute(
+                "SELECT id, vector FROM embeddings WHERE id IN (SELECT value FROM json_each(?))",
+                (msgspec.json.encode(batch).decode(),),
+            ).fetchall()
+            with self._lock:
+                _add_blobs(self._index, [r[0] for r in rows], [r[1] for r in rows], self.dims)
+        return len(missing), len(extra)
+
+
+def scoped_search(
+    index: VectorIndex,
+    query: Vectors,
+    k: int,
+    *,
+    allowed: Callable[[list[int]], dict[int, int]],
+    allowed_rows: Callable[[], tuple[list[int], list[int], Vectors]],
+) -> list[tuple[int, float]]:
+    """The ``k`` nearest owners within a scope: (owner id, cosine similarity), best first.
+
+    ``allowed(keys)`` maps the keys (embedding ids) that are within the scope to their owner ids;
+    ``allowed_rows()`` returns every in-scope row as (keys, owner ids, vectors) for the exact
+    fallback.
+    """
+    if k <= 0 or not len(index):
+        return []
+    size = len(index)
+    if size > EXACT_BELOW:
+        fetch = min(size, max(64, 8 * k))
+        while True:
+            candidates = index.search(query, fetch)
+            owners = allowed([key for key, _ in candidates])
+            hits = [(owners[key], sim) for key, sim in candidates if key in owners]
+            if len(hits) >= k:
+                return hits[:k]
+            if fetch >= min(size, MAX_OVERFETCH):
+                break
+            fetch = min(size, MAX_OVERFETCH, fetch * 4)
+    keys, owner_ids, matrix = allowed_rows()
+    owner_of = dict(zip(keys, owner_ids, strict=True))
+    return [(owner_of[key], sim) for key, sim in exact_search(query, keys, matrix, k)]
+
+
+def _rows(conn: apsw.Connection, index: VectorIndex) -> apsw.Cursor:
+    return conn.execute(
+        "SELECT id, vector FROM embeddings WHERE owner_kind = ? AND model_id = ? AND dims = ?",
+        (index.owner_kind, index.model_id, index.dims),
+    )
+
+
+def _count_rows(conn: apsw.Connection, index: VectorIndex) -> int:
+    count: int = conn.execute(
+        "SELECT count(*) FROM embeddings WHERE owner_kind = ? AND model_id = ? AND dims = ?",
+        (index.owner_kind, index.model_id, index.dims),
+    ).get
+    return count
+
+
+def _add_blobs(index: Index, keys: list[int], blobs: list[bytes], dims: int) -> None:
+    if keys:
+        matrix = np.stack([from_blob(b, dims) for b in blobs])
+        index.add(np.asarray(keys, dtype=np.uint64), normalise(matrix))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
