@@ -1,0 +1,173 @@
+"""The model engines on the real small models (installed by `braincue models install`).
+
+A missing model fails these tests with the install command in the message; it never skips them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import aclosing
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from wer import word_error_rate
+
+from clients.shell import cli
+from daemon.asr import SAMPLE_RATE, WhisperTranscriber
+from daemon.audio import load_audio
+from daemon.llm import ChatMessage, LlamaEmbedder, LlamaGenerator
+
+pytestmark = pytest.mark.slow
+
+ModelPath = Callable[[str], Path]
+
+
+@pytest.fixture(scope="module")
+def whisper_tiny(installed_model: ModelPath) -> Iterator[WhisperTranscriber]:
+    transcriber = WhisperTranscriber(installed_model("whisper-tiny.en"), threads=2)
+    yield transcriber
+    transcriber.close()
+
+
+@pytest.fixture(scope="module")
+def minilm(installed_model: ModelPath) -> Iterator[LlamaEmbedder]:
+    embedder = LlamaEmbedder(installed_model("all-minilm-l6-v2"), threads=2, batch=8)
+    yield embedder
+    embedder.close()
+
+
+@pytest.fixture(scope="module")
+def qwen(installed_model: ModelPath) -> Iterator[LlamaGenerator]:
+    generator = LlamaGenerator(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=2048)
+    yield generator
+    generator.close()
+
+
+# -- whisper -----------------------------------------------------------------------------------
+
+
+async def test_tiny_en_transcribes_jfk(whisper_tiny: WhisperTranscriber, shared_dir: Path) -> None:
+    audio = load_audio(shared_dir / "audio" / "jfk.wav")
+    segments = await whisper_tiny.transcribe(audio)
+    reference = (shared_dir / "audio" / "jfk.txt").read_text()
+    assert word_error_rate(reference, " ".join(s.text for s in segments)) <= 0.10
+    duration = len(audio) / SAMPLE_RATE
+    assert all(0 <= s.start < s.end <= duration + 0.5 for s in segments)
+    assert [s.start for s in segments] == sorted(s.start for s in segments)
+
+
+def test_digital_silence_gives_no_text(whisper_tiny: WhisperTranscriber) -> None:
+    assert whisper_tiny.transcribe_sync(np.zeros(5 * SAMPLE_RATE, dtype=np.float32)) == []
+
+
+def test_braincue_transcribe_prints_timed_lines(
+    installed_model: ModelPath, shared_dir: Path
+) -> None:
+    installed_model("whisper-tiny.en")
+    result = CliRunner().invoke(
+        cli, ["transcribe", str(shared_dir / "audio" / "jfk.wav"), "--model", "whisper-tiny.en"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines and all(re.fullmatch(r"\[\d\d:\d\d\.\d\d -> \d\d:\d\d\.\d\d\] \S.*", ln)
+                         for ln in lines)
+    assert "fellow americans" in result.output.lower()
+
+
+# -- embeddings --------------------------------------------------------------------------------
+
+PARAPHRASES = [
+    ("The meeting has been moved to Thursday afternoon.",
+     "We rescheduled the meeting for Thursday after lunch."),
+    ("Alice will send the revised budget by Friday.",
+     "By Friday, Alice is going to share the updated budget."),
+    ("The server crashed because it ran out of memory.",
+     "An out-of-memory error brought the server down."),
+    ("I prefer tea to coffee in the morning.",
+     "In the mornings I'd rather drink tea than coffee."),
+    ("The new hire starts on Monday in the design team.",
+     "Our new designer joins the team on Monday."),
+    ("Sales grew by twelve percent last quarter.",
+     "Last quarter revenue from sales rose twelve percent."),
+    ("Please book a flight to Berlin for the conference.",
+     "Can you reserve plane tickets to Berlin for the conference?"),
+    ("The dog barked at the mailman all morning.",
+     "All morning the dog kept barking at the postman."),
+    ("We decided to use PostgreSQL instead of MySQL.",
+     "The team chose Postgres over MySQL for the database."),
+    ("My daughter's birthday party is on Saturday.",
+     "On Saturday we celebrate my daughter's birthday."),
+]
+
+
+async def test_paraphrases_are_closer_than_unrelated_sentences(minilm: LlamaEmbedder) -> None:
+    firsts = await minilm.embed([a for a, _ in PARAPHRASES])
+    seconds = await minilm.embed([b for _, b in PARAPHRASES])
+    assert firsts.shape == (10, minilm.dimensions) and firsts.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(firsts, axis=1), 1.0, rtol=1e-4)
+    cosines = firsts @ seconds.T
+    for i in range(len(PARAPHRASES)):
+        unrelated = np.delete(cosines[i], i)
+        assert cosines[i, i] > unrelated.max(), PARAPHRASES[i]
+
+
+def test_embedder_truncates_long_text_and_is_batch_independent(minilm: LlamaEmbedder) -> None:
+    long_text = " ".join(f"word{i}" for i in range(3000))
+    texts = [long_text, "a short sentence", "another one"]
+    together = minilm.embed_sync(texts)
+    alone = np.concatenate([minilm.embed_sync([t]) for t in texts])
+    assert together.shape == (3, minilm.dimensions)
+    # f16 arithmetic differs slightly with the batch's composition
+    assert np.all(np.sum(together * alone, axis=1) > 0.999)
+    assert minilm.embed_sync([]).shape == (0, minilm.dimensions)
+
+
+def test_embedder_model_id_names_the_file(minilm: LlamaEmbedder, installed_model: ModelPath) -> None:
+    assert re.fullmatch(r"all-minilm-l6-v2[\w.-]*:[0-9a-f]{12}", minilm.model_id)
+    again = LlamaEmbedder(installed_model("all-minilm-l6-v2"), threads=1, batch=1)
+    assert again.model_id == minilm.model_id and again.dimensions == 384
+    again.close()
+
+
+# -- generation --------------------------------------------------------------------------------
+
+
+class Task(msgspec.Struct):
+    owner: str
+    task: str
+
+
+class Tasks(msgspec.Struct):
+    tasks: list[Task]
+
+
+async def test_schema_constrained_generation_decodes_into_the_type(qwen: LlamaGenerator) -> None:
+    messages = [
+        ChatMessage("system", "List every task agreed in the conversation with its owner."),
+        ChatMessage("user", "Alice: I'll send the revised report by Friday.\n"
+                            "Bob: And I will book the meeting room for Monday."),
+    ]
+    result = await qwen.generate(messages, Tasks, max_tokens=256, temperature=0.0)
+    assert isinstance(result, Tasks)
+    assert {t.owner for t in result.tasks} >= {"Alice", "Bob"}
+    assert qwen.loaded
+
+
+async def test_stream_stops_generating_when_the_consumer_breaks(qwen: LlamaGenerator) -> None:
+    request = [ChatMessage("user", "Count from one to two hundred in words, one per line.")]
+    received = []
+    async with aclosing(qwen.stream(request, max_tokens=400, temperature=0.0)) as tokens:
+        async for token in tokens:
+            received.append(token)
+            if len(received) == 3:
+                break
+    # tokens in the model's context: the prompt plus what was generated before it stopped
+    evaluated = await qwen._worker.call(lambda: qwen._llm.n_tokens)
+    assert evaluated < 150
+    answer = "".join([t async for t in qwen.stream([ChatMessage("user", "Say hello.")],
+                                                   max_tokens=16)])
+    assert answer.strip()
