@@ -1,0 +1,374 @@
+"""The BrainCue protocol: every message between the daemon and its clients.
+
+Imported by the daemon and by every client, so it depends on msgspec only.
+
+Wire format: each message is one msgpack map tagged by ``type`` (the snake-case class name).
+Requests go to the daemon's ROUTER socket as the two frames ``[b"", payload]`` (a DEALER with an
+empty delimiter, so REQ sockets work too); each carries the protocol version ``v`` and a request
+id ``id`` that its reply echoes. Events come from the PUB socket as ``[topic, payload]``.
+
+Adding a request type is one struct here plus one handler in the daemon::
+
+    class Forget(Request[Ok]):
+        session_id: int
+
+Subclasses of :class:`Request`, :class:`Reply` and :class:`Event` register themselves, so the
+decoders always know every type; ``Request[Ok]`` declares the reply the request gets.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import re
+from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
+
+import msgspec
+
+PROTOCOL_VERSION = 1
+
+# A transcript of several hours is far below this; anything larger is rejected with `too_large`.
+MAX_FRAME_BYTES = 4 * 1024 * 1024
+
+# Error codes of the protocol itself. Errors raised by request handlers use the `code` of their
+# daemon.errors class ("not_found", "invalid", "config", ...).
+BAD_REQUEST = "bad_request"
+UNKNOWN_TYPE = "unknown_type"
+VERSION = "version"
+TOO_LARGE = "too_large"
+INTERNAL = "internal"
+UNAVAILABLE = "unavailable"
+NOT_FOUND = "not_found"
+INVALID = "invalid"
+
+# Event topics (PUB/SUB filters by prefix; each topic ends with "/" so that no topic is a prefix
+# of another).
+TOPIC_TURNS = "turn/"
+TOPIC_SESSIONS = "session/"
+TOPIC_STATUS = "status/"
+TOPIC_ANSWERS = "answer/"
+TOPIC_SYNC = "sync/"
+
+
+def answer_topic(request_id: str) -> str:
+    """The topic of the answer events streamed for one request."""
+    return f"{TOPIC_ANSWERS}{request_id}/"
+
+
+def sync_topic(nonce: str) -> str:
+    """The topic on which the daemon confirms one subscription (see :class:`Subscribed`)."""
+    return f"{TOPIC_SYNC}{nonce}/"
+
+
+def snake_case(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class Message(msgspec.Struct, tag_field="type", tag=snake_case):
+    """Base of every message on the wire."""
+
+
+M = TypeVar("M", bound=Message)
+
+
+class _Family(Generic[M]):
+    """The registered types of one kind of message and a decoder for their union."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._classes: list[type[M]] = []
+        self._types: dict[str, type[M]] | None = None
+        self._decoder: msgspec.msgpack.Decoder[M] | None = None
+
+    def register(self, cls: type[M]) -> None:
+        # Called from __init_subclass__, before msgspec has set the class's tag: read it later.
+        self._classes.append(cls)
+        self._types = self._decoder = None
+
+    @property
+    def types(self) -> dict[str, type[M]]:
+        """Every registered type by its tag."""
+        if self._types is None:
+            types: dict[str, type[M]] = {}
+            for cls in self._classes:
+                tag = tag_of(cls)
+                if tag in types:
+                    raise TypeError(f"two {self.kind} types are tagged {tag!r}")
+                types[tag] = cls
+            self._types = types
+        return self._types
+
+    def decode(self, frame: bytes) -> M:
+        if self._decoder is None:
+            union: Any = functools.reduce(operator.or_, self.types.values())
+            self._decoder = msgspec.msgpack.Decoder(union)
+        return self._decoder.decode(frame)
+
+
+def tag_of(cls: type[Message]) -> str:
+    """The wire name of a message type (``SettingsGet`` -> ``"settings_get"``)."""
+    return str(cls.__struct_config__.tag)
+
+
+# ---------------------------------------------------------------------------------------------
+# Replies
+
+
+class Reply(Message, kw_only=True):
+    """Base of every reply. The daemon fills ``id`` with the id of the request answered."""
+
+    id: str = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        REPLIES.register(cls)
+
+
+REPLIES: _Family[Reply] = _Family("reply")
+
+
+class Error(Reply):
+    """A request failed; ``code`` is one of the protocol codes above or a daemon.errors code."""
+
+    code: str
+    message: str
+    fix: str = ""
+
+
+class Ok(Reply):
+    """Done, nothing to report."""
+
+
+class Pong(Reply):
+    pass
+
+
+class StatusReply(Reply):
+    profile: str
+    version: str
+    protocol: int
+    pid: int
+    uptime_s: float
+    models_loaded: list[str]
+    capture: str
+    counts: dict[str, int]  # filled by the parts of the daemon that own the counted things
+    ipc: dict[str, int]  # request counters of the server
+
+
+SettingValue = str | int | float | bool
+
+
+class SettingsReply(Reply):
+    settings: dict[str, SettingValue]
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests
+
+R = TypeVar("R", bound=Reply)
+
+
+class Request(Message, Generic[R], kw_only=True, forbid_unknown_fields=True):
+    """Base of every request; subclass as ``class Foo(Request[FooReply])``."""
+
+    v: int = PROTOCOL_VERSION
+    id: str = ""
+
+    reply_type: ClassVar[type[Reply]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for base in getattr(cls, "__orig_bases__", ()):
+            if get_origin(base) is Request:
+                cls.reply_type = get_args(base)[0]
+        if not hasattr(cls, "reply_type"):
+            name = cls.__name__
+            raise TypeError(f"declare the reply of {name}: class {name}(Request[ItsReply])")
+        REQUESTS.register(cls)
+
+
+REQUESTS: _Family[Request[Any]] = _Family("request")
+
+
+class Ping(Request[Pong]):
+    pass
+
+
+class Status(Request[StatusReply]):
+    pass
+
+
+class SettingsGet(Request[SettingsReply]):
+    key: str = ""  # empty: every setting
+
+
+class SettingsSet(Request[SettingsReply]):
+    key: str
+    value: str  # parsed like a TOML value; a bare word is a string
+
+
+# ---------------------------------------------------------------------------------------------
+# Events
+
+
+class Event(Message):
+    """Base of every event published by the daemon."""
+
+    topic_prefix: ClassVar[str]
+
+    def topic(self) -> str:
+        return self.topic_prefix
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        EVENTS.register(cls)
+
+
+EVENTS: _Family[Event] = _Family("event")
+
+
+class TurnEvent(Event):
+    """A transcribed turn, as soon as it is stored."""
+
+    topic_prefix = TOPIC_TURNS
+    session_id: int
+    turn_id: int
+    speaker: str
+    source: str  # mic | loopback | import
+    start: float  # seconds from the start of the session
+    end: float
+    text: str
+
+
+class SessionStarted(Event):
+    topic_prefix = TOPIC_SESSIONS
+    session_id: int
+    started_at: float  # unix time
+    space: str | None = None
+    activity: str = ""
+    title: str = ""
+
+
+class SessionEnded(Event):
+    """A session ended: what a client needs to ask "Keep this conversation?"."""
+
+    topic_prefix = TOPIC_SESSIONS
+    session_id: int
+    duration_s: float
+    gist: str  # one line
+    space: str | None = None
+
+
+class AnswerToken(Event):
+    """A piece of a streamed answer to the request ``request_id``."""
+
+    topic_prefix = TOPIC_ANSWERS
+    request_id: str
+    token: str
+
+    def topic(self) -> str:
+        return answer_topic(self.request_id)
+
+
+class AnswerDone(Event):
+    """The streamed answer to ``request_id`` is complete (its reply carries the result)."""
+
+    topic_prefix = TOPIC_ANSWERS
+    request_id: str
+
+    def topic(self) -> str:
+        return answer_topic(self.request_id)
+
+
+class StatusEvent(Event):
+    topic_prefix = TOPIC_STATUS
+    capture: str
+    message: str = ""
+
+
+class Subscribed(Event):
+    """The daemon saw the subscription to ``sync_topic(nonce)``, and every one before it."""
+
+    topic_prefix = TOPIC_SYNC
+    nonce: str
+
+    def topic(self) -> str:
+        return sync_topic(self.nonce)
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding and decoding
+
+_encoder = msgspec.msgpack.Encoder()
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+
+
+class ProtocolError(Exception):
+    """A frame that is not a valid request; ``reply`` is the Error to send back."""
+
+    def __init__(self, reply: Error) -> None:
+        super().__init__(reply.message)
+        self.reply = reply
+
+
+class _Envelope(msgspec.Struct):
+    """What is read from a request before its type is known, to give a precise error."""
+
+    type: Any = None
+    v: Any = None
+    id: Any = None
+
+
+_envelope_decoder = msgspec.msgpack.Decoder(_Envelope)
+
+
+def encode(message: Message) -> bytes:
+    return _encoder.encode(message)
+
+
+def decode_request(frame: bytes) -> Request[Any]:
+    """Decode one request frame, or raise :class:`ProtocolError` with the reply to send."""
+
+    def fail(code: str, message: str, request_id: str = "", fix: str = "") -> ProtocolError:
+        return ProtocolError(Error(id=request_id, code=code, message=message, fix=fix))
+
+    if len(frame) > MAX_FRAME_BYTES:
+        raise fail(TOO_LARGE, f"a request of {len(frame)} bytes is over the limit of "
+                              f"{MAX_FRAME_BYTES} bytes")
+    try:
+        envelope = _envelope_decoder.decode(frame)
+    except _DECODE_ERRORS as e:
+        raise fail(BAD_REQUEST, f"a request must be a msgpack map: {e}") from None
+    if not isinstance(envelope.id, str):
+        raise fail(BAD_REQUEST, f"the request id must be a string, not {_short(envelope.id)}")
+    request_id = envelope.id
+    if type(envelope.v) is not int or envelope.v != PROTOCOL_VERSION:
+        raise fail(VERSION, f"protocol version {_short(envelope.v)} is not supported (this daemon "
+                            f"speaks {PROTOCOL_VERSION})", request_id,
+                   fix="use a client from the same BrainCue version as the daemon")
+    if not isinstance(envelope.type, str) or envelope.type not in REQUESTS.types:
+        raise fail(UNKNOWN_TYPE, f"unknown request type {_short(envelope.type)}", request_id)
+    try:
+        return REQUESTS.decode(frame)
+    except _DECODE_ERRORS as e:
+        raise fail(BAD_REQUEST, f"invalid {envelope.type} request: {_clip(str(e), 300)}",
+                   request_id) from None
+
+
+def decode_reply(frame: bytes) -> Reply:
+    """Decode a reply; raises msgspec.DecodeError / ValidationError on a malformed frame."""
+    return REPLIES.decode(frame)
+
+
+def decode_event(frame: bytes) -> Event:
+    """Decode an event; raises msgspec.DecodeError / ValidationError on a malformed frame."""
+    return EVENTS.decode(frame)
+
+
+def _short(value: object) -> str:
+    return _clip(repr(value), 60)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
