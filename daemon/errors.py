@@ -14,7 +14,11 @@ one-line message that names the problem and, where there is one, the fix.
     ├── StoreError             database problems
     │   └── NotFound           a session, Space, chunk ... does not exist
     ├── InvalidInput           user input that fails validation (names the field)
-    └── EngineError            a model failed while running (transcribe, embed, generate)
+    ├── EngineError            a model failed while running (transcribe, embed, generate)
+    ├── DaemonAlreadyRunning   a second daemon for a profile that has one
+    └── IpcError               a client could not talk to the daemon, or the protocol failed
+        ├── DaemonNotRunning   nothing serves the profile's sockets
+        └── DaemonTimeout      the daemon did not answer in time
 """
 
 from __future__ import annotations
@@ -73,3 +77,26 @@ class InvalidInput(BrainCueError):
 
 class EngineError(BrainCueError):
     code = "engine"
+
+
+class DaemonAlreadyRunning(BrainCueError):
+    code = "already_running"
+
+
+class IpcError(BrainCueError):
+    """Also raised for protocol-level error replies; ``code`` then says which one."""
+
+    code = "ipc"
+
+    def __init__(self, message: str, *, fix: str | None = None, code: str | None = None) -> None:
+        super().__init__(message, fix=fix)
+        if code is not None:
+            self.code = code
+
+
+class DaemonNotRunning(IpcError):
+    code = "not_running"
+
+
+class DaemonTimeout(IpcError):
+    code = "timeout"

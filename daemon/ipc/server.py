@@ -1,0 +1,247 @@
+"""The daemon's end of the protocol: a ROUTER socket for requests, an XPUB socket for events.
+
+Requests are answered concurrently, each in its own task, at most ``max_concurrent`` at a time
+(the receive loop waits for a free slot, so a flood backs up in ZeroMQ's bounded queues instead
+of in memory). Whatever arrives, the server answers with a reply or an Error, or drops and logs
+a message that has no envelope to answer to; it never dies on input. Handlers are looked up in
+a :class:`Handlers` table by request type and may be registered at any time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import trio
+import zmq
+
+from daemon.config import Paths
+from daemon.errors import BrainCueError
+from daemon.ipc import protocol
+from daemon.ipc.protocol import Error, Event, Reply, Request
+from daemon.ipc.runtime import RuntimeFiles, acquire_lock, endpoint, make_private_dir
+from daemon.ipc.trio_zmq import TrioSocket, trio_socket
+
+log = logging.getLogger("braincue.ipc")
+
+MAX_CONCURRENT_REQUESTS = 64
+# Frames above MAX_FRAME_BYTES get a `too_large` reply; ZeroMQ disconnects a peer that sends a
+# frame above this hard limit before it is ever buffered whole.
+HARD_FRAME_LIMIT = 4 * protocol.MAX_FRAME_BYTES
+MAX_ERROR_MESSAGE = 1000
+
+Q = TypeVar("Q", bound=Request[Any])
+Publish = Callable[[Event], None]
+_Call = Callable[[Any, Publish], Awaitable[Reply]]
+
+
+class Handlers:
+    """Request type -> the async function that answers it.
+
+    A handler returns the request's reply type (or raises a daemon.errors exception, which
+    becomes an Error reply with its code); the server fills in the reply's id.
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[type[Request[Any]], _Call] = {}
+
+    def add(self, request_type: type[Q], handler: Callable[[Q], Awaitable[Reply]]) -> None:
+        async def call(request: Q, publish: Publish) -> Reply:
+            return await handler(request)
+
+        self._register(request_type, call)
+
+    def add_streaming(
+        self, request_type: type[Q], handler: Callable[[Q, Publish], Awaitable[Reply]]
+    ) -> None:
+        """Register a handler that also publishes events, e.g. AnswerToken for its request."""
+        self._register(request_type, handler)
+
+    def _register(self, request_type: type[Request[Any]], call: _Call) -> None:
+        if request_type in self._calls:
+            raise ValueError(f"a handler for {request_type.__name__} is already registered")
+        self._calls[request_type] = call
+
+    def get(self, request_type: type[Request[Any]]) -> _Call | None:
+        return self._calls.get(request_type)
+
+    def __contains__(self, request_type: type[Request[Any]]) -> bool:
+        return request_type in self._calls
+
+
+@dataclass
+class IpcStats:
+    received: int = 0  # messages read from the request socket
+    replied: int = 0  # replies sent (errors included)
+    errors: int = 0  # of which Error replies
+    dropped: int = 0  # messages with nobody to answer
+    events: int = 0  # events published
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+class IpcServer:
+    """A running server, as handed to ``task_status.started``."""
+
+    def __init__(self, files: RuntimeFiles, handlers: Handlers, events: TrioSocket) -> None:
+        self.files = files
+        self.handlers = handlers
+        self.stats = IpcStats()
+        self._events = events
+        self._closed = False
+
+    def publish(self, event: Event) -> None:
+        """Send an event to every subscriber of its topic (call from the trio thread)."""
+        if self._closed:
+            return
+        frames = [event.topic().encode(), protocol.encode(event)]
+        if self._events.send_nowait(frames):
+            self.stats.events += 1
+        else:
+            log.warning("event %s dropped: the event socket is full", protocol.tag_of(type(event)))
+
+    async def _serve_requests(
+        self, requests: TrioSocket, nursery: trio.Nursery, max_concurrent: int
+    ) -> None:
+        slots = trio.CapacityLimiter(max_concurrent)
+        while True:
+            slot = object()
+            await slots.acquire_on_behalf_of(slot)
+            frames = await requests.recv_multipart()
+            self.stats.received += 1
+            nursery.start_soon(self._answer, requests, frames, slots, slot)
+
+    async def _answer(
+        self, requests: TrioSocket, frames: list[bytes], slots: trio.CapacityLimiter, slot: object
+    ) -> None:
+        try:
+            # [identity, b"", payload]: anything without the delimiter cannot be answered.
+            if len(frames) < 2 or frames[1] != b"":
+                self.stats.dropped += 1
+                log.debug("dropped a message of %d frames without an envelope", len(frames))
+                return
+            reply = await self._reply_to(frames[2:])
+            await requests.send_multipart([frames[0], b"", self._encode(reply)])
+            self.stats.replied += 1
+            self.stats.errors += isinstance(reply, Error)
+        except zmq.ZMQError as e:
+            log.warning("could not send a reply: %s", e)
+        finally:
+            slots.release_on_behalf_of(slot)
+
+    async def _reply_to(self, body: list[bytes]) -> Reply:
+        if len(body) != 1:
+            return Error(code=protocol.BAD_REQUEST,
+                         message=f"expected one payload frame after the delimiter, got {len(body)}")
+        try:
+            request = protocol.decode_request(body[0])
+        except protocol.ProtocolError as e:
+            return e.reply
+        call = self.handlers.get(type(request))
+        if call is None:
+            return Error(id=request.id, code=protocol.UNAVAILABLE,
+                         message=f"this daemon does not serve "
+                                 f"{protocol.tag_of(type(request))} requests")
+        try:
+            reply = await call(request, self.publish)
+        except BrainCueError as e:
+            reply = _error(e.code, e.message, e.fix or "")
+        except Exception as e:
+            log.exception("%s handler failed", type(request).__name__)
+            reply = _error(protocol.INTERNAL, f"{type(e).__name__}: {e}")
+        else:
+            if not isinstance(reply, request.reply_type | Error):
+                reply = _error(protocol.INTERNAL,
+                               f"the {type(request).__name__} handler returned a "
+                               f"{type(reply).__name__}")
+        return msgspec.structs.replace(reply, id=request.id)
+
+    def _encode(self, reply: Reply) -> bytes:
+        try:
+            return protocol.encode(reply)
+        except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as e:
+            log.exception("could not encode a %s", type(reply).__name__)
+            return protocol.encode(
+                _error(protocol.INTERNAL, f"the reply could not be encoded: {e}", id=reply.id)
+            )
+
+    async def _confirm_subscriptions(self) -> None:
+        """Answer each subscription to a sync topic with a Subscribed event on it.
+
+        XPUB hands up a subscription after applying it and every earlier one from the same
+        client, so a client that sees its Subscribed event knows its subscriptions are live.
+        """
+        sync = b"\x01" + protocol.TOPIC_SYNC.encode()
+        while True:
+            frames = await self._events.recv_multipart()
+            first = frames[0] if frames else b""
+            if len(frames) == 1 and first.startswith(sync) and first.endswith(b"/"):
+                nonce = first[len(sync):-1].decode("utf-8", "replace")
+                self.publish(protocol.Subscribed(nonce=nonce))
+
+
+def _error(code: str, message: str, fix: str = "", *, id: str = "") -> Error:
+    if len(message) > MAX_ERROR_MESSAGE:
+        message = message[: MAX_ERROR_MESSAGE - 1] + "…"
+    return Error(id=id, code=code, message=message, fix=fix)
+
+
+async def serve_ipc(
+    paths: Paths,
+    handlers: Handlers,
+    *,
+    max_concurrent: int = MAX_CONCURRENT_REQUESTS,
+    task_status: trio.TaskStatus[IpcServer] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Take the profile's daemon lock, bind the sockets, serve until cancelled, clean up.
+
+    Raises DaemonAlreadyRunning when another daemon holds the lock, ConfigError when the
+    socket paths are too long or the runtime directory is not ours.
+    """
+    files = RuntimeFiles.of(paths)
+    files.check_socket_paths()
+    make_private_dir(files.directory)
+    lock = acquire_lock(files)
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    try:
+        router = context.socket(zmq.ROUTER)
+        xpub = context.socket(zmq.XPUB)
+        for sock in (router, xpub):
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.MAXMSGSIZE, HARD_FRAME_LIMIT)
+        # A stale socket file from a killed daemon is replaced by the bind.
+        _bind_private(router, files.requests)
+        _bind_private(xpub, files.events)
+        async with trio_socket(router) as requests, trio_socket(xpub) as events:
+            server = IpcServer(files, handlers, events)
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(server._confirm_subscriptions)
+                    log.info("listening on %s", endpoint(files.requests))
+                    task_status.started(server)
+                    await server._serve_requests(requests, nursery, max_concurrent)
+            finally:
+                server._closed = True
+    finally:
+        context.destroy(linger=0)
+        for path in (files.requests, files.events):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        lock.release()
+
+
+def _bind_private(sock: zmq.Socket[bytes], path: Path) -> None:
+    """Bind to ``path`` with the socket file created 0600 (no window where it is wider)."""
+    previous = os.umask(0o177)
+    try:
+        sock.bind(endpoint(path))
+    finally:
+        os.umask(previous)
+    os.chmod(path, 0o600)
