@@ -41,10 +41,12 @@ def cli(ctx: click.Context, profile: str) -> None:
 
 
 def _register() -> None:
-    from clients.cli import audio, models
+    from clients.cli import audio, models, store
 
     cli.add_command(models.models)
     cli.add_command(audio.transcribe)
+    for command in store.COMMANDS:
+        cli.add_command(command)
 
 
 _register()
