@@ -37,8 +37,9 @@ import msgspec
 import numpy as np
 
 from daemon.errors import InvalidInput, NotFound
-from daemon.store import chunking, fts
+from daemon.store import chunking, documents, fts
 from daemon.store.db import Database
+from daemon.store.documents import DocumentText
 from daemon.store.records import (
     ACTIVITIES,
     REVIEW_STATUSES,
@@ -47,6 +48,7 @@ from daemon.store.records import (
     Chunk,
     ChunkKind,
     Deleted,
+    Document,
     Hit,
     NewAssertion,
     NewTurn,
@@ -610,6 +612,115 @@ class Store:
     def archive(self, session_id: int) -> list[Chunk]:
         """The session's archive chunks (empty when it has none)."""
         return self.chunks(session_id=session_id, kind="session")
+
+    # -- documents -----------------------------------------------------------------------------
+
+    def add_document(
+        self,
+        source: DocumentText | Path,
+        *,
+        space_id: int | None = None,
+        title: str | None = None,
+    ) -> Document:
+        """Add a document (a file path, or text already read with
+        :func:`daemon.store.documents.read_document`) to a Space, or profile-wide without one.
+        It is chunked at paragraph and heading boundaries, embedded first, then written with
+        its chunks, FTS entries and vectors in one transaction. The same file cannot be added
+        twice to one Space."""
+        doc = documents.read_document(source) if isinstance(source, Path) else source
+        title = " ".join((title or doc.title).split()) or doc.filename
+        added_at = self._clock()
+        dated = doc.modified_at if doc.modified_at is not None else added_at
+        parts = documents.chunk_document(
+            doc.text,
+            title=title,
+            date=_local_date(dated),
+            markdown=doc.media_type == "text/markdown",
+            limit=self.chunk_limit,
+        )
+        vectors = self._embed([p.text for p in parts])
+
+        def txn(conn: apsw.Connection, changes: _IndexChanges) -> int:
+            if space_id is not None:
+                _require(conn, "spaces", space_id, "Space")
+            same = _row(
+                conn,
+                "SELECT id FROM documents WHERE sha256 = ? AND space_id IS ?",
+                (doc.sha256, space_id),
+            )
+            if same is not None:
+                raise InvalidInput(
+                    f"{doc.filename} was already added (document {same[0]})",
+                    fix=f"remove it first with `braincue docs rm {same[0]}`",
+                )
+            conn.execute(
+                "INSERT INTO documents (space_id, title, filename, media_type, sha256, chars,"
+                " added_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    space_id,
+                    title,
+                    doc.filename,
+                    doc.media_type,
+                    doc.sha256,
+                    len(doc.text),
+                    added_at,
+                ),
+            )
+            document_id = int(conn.last_insert_rowid())
+            for i, part in enumerate(parts):
+                chunk_id = _insert_chunk(
+                    conn,
+                    kind="document",
+                    document_id=document_id,
+                    space_id=space_id,
+                    header=part.header,
+                    body=part.body,
+                    occurred_at=dated,
+                )
+                if vectors is not None:
+                    self._put_vector(conn, changes, "chunk", chunk_id, vectors[i], len(part.text))
+            return document_id
+
+        return self.get_document(self._write(txn))
+
+    def get_document(self, document_id: int) -> Document:
+        rows = self._documents("d.id = ?", [document_id])
+        if not rows:
+            raise NotFound(f"no document {document_id}", fix="see `braincue docs list`")
+        return rows[0]
+
+    def list_documents(
+        self, *, space_id: int | None = None, profile_wide: bool = False
+    ) -> list[Document]:
+        """Documents, newest first: all, those of ``space_id``, or (``profile_wide``) those in
+        no Space."""
+        if profile_wide:
+            return self._documents("d.space_id IS NULL", [])
+        if space_id is not None:
+            return self._documents("d.space_id = ?", [space_id])
+        return self._documents("1", [])
+
+    def delete_document(self, document_id: int) -> Deleted:
+        """Remove a document with its chunks, their FTS entries and vectors."""
+
+        def txn(conn: apsw.Connection, changes: _IndexChanges) -> Deleted:
+            deleted = Deleted()
+            _delete_document(conn, changes, document_id, deleted)
+            return deleted
+
+        return self._write(txn)
+
+    def _documents(self, where: str, params: list[Any]) -> list[Document]:
+        rows = self.db.read(
+            lambda conn: _rows(
+                conn,
+                "SELECT d.id, d.space_id, d.title, d.filename, d.media_type, d.sha256, d.chars,"
+                " d.added_at, (SELECT count(*) FROM chunks c WHERE c.document_id = d.id)"
+                f" FROM documents d WHERE {where} ORDER BY d.added_at DESC, d.id DESC",
+                params,
+            )
+        )
+        return [Document(*r) for r in rows]
 
     # -- assertions ----------------------------------------------------------------------------
 

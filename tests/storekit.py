@@ -1,0 +1,65 @@
+"""Helpers for the store tests: a settable clock and embedders that count or fail."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from daemon.errors import EngineError
+from daemon.llm.embed import ScriptedEmbedder
+from daemon.store.records import NewTurn
+from daemon.store.store import Store
+
+T0 = 1_785_000_000.0  # 2026-07-25
+
+
+class Clock:
+    def __init__(self, t: float = T0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class CountingEmbedder(ScriptedEmbedder):
+    """The scripted embedder, remembering every text it embedded; it can be made to fail."""
+
+    def __init__(self, dimensions: int = 64, *, model_id: str | None = None) -> None:
+        super().__init__(dimensions, model_id=model_id)
+        self.texts: list[str] = []
+        self.failing = False
+
+    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+        if self.failing:
+            raise EngineError("embedding failed: scripted failure")
+        self.texts.extend(texts)
+        return super().embed_sync(texts)
+
+
+def open_store(
+    data_dir: Path, embedder: ScriptedEmbedder | None = None, clock: Clock | None = None
+) -> Store:
+    return Store(data_dir, embedder or CountingEmbedder(), clock=clock or Clock())
+
+
+def turns(*texts: str, speaker: str = "me", start: float = 0.0, step: float = 5.0) -> list[NewTurn]:
+    return [
+        NewTurn(speaker=speaker, text=text, start=start + i * step) for i, text in enumerate(texts)
+    ]
+
+
+def recorded_session(
+    store: Store,
+    texts: Sequence[str],
+    *,
+    space_id: int | None = None,
+    title: str = "call",
+    started_at: float = T0,
+) -> int:
+    """A finished session holding ``texts`` as turns; returns its id."""
+    session = store.create_session(space_id=space_id, title=title, started_at=started_at)
+    store.append_turns(session.id, turns(*texts))
+    store.end_session(session.id, ended_at=started_at + 5 * len(texts))
+    return session.id
