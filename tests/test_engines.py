@@ -19,11 +19,17 @@ from wer import word_error_rate
 
 from clients.cli.audio import format_segment, format_timestamp
 from clients.shell import cli
-from daemon.asr import SAMPLE_RATE, ScriptedTranscriber, Segment
+from daemon.asr import SAMPLE_RATE, ScriptedTranscriber, Segment, WhisperTranscriber
 from daemon.asr.engine import clean_segments, is_silent
 from daemon.audio import load_audio, load_audio_channels
 from daemon.errors import AudioError, EngineError, ModelNotInstalled
-from daemon.llm import ChatMessage, LlamaGenerator, ScriptedEmbedder, ScriptedGenerator
+from daemon.llm import (
+    ChatMessage,
+    LlamaEmbedder,
+    LlamaGenerator,
+    ScriptedEmbedder,
+    ScriptedGenerator,
+)
 from daemon.llm.embed import normalize_rows
 from daemon.llm.generate import decode_output, output_schema, split_tokens, with_schema_instruction
 from daemon.worker import WorkerThread
@@ -299,9 +305,34 @@ def test_llama_generator_keeps_a_recently_used_model(tmp_path: Path) -> None:
         generator.close()
 
 
-def test_llama_engines_report_a_missing_model_file(tmp_path: Path) -> None:
+def test_engines_report_a_missing_model_file(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.bin"
     with pytest.raises(ModelNotInstalled, match="not found"):
-        LlamaGenerator(tmp_path / "missing.gguf", threads=1, n_ctx=512)
+        LlamaGenerator(missing, threads=1, n_ctx=512)
+    with pytest.raises(ModelNotInstalled, match="not found"):
+        LlamaEmbedder(missing, threads=1, batch=1)
+    with pytest.raises(ModelNotInstalled, match="not found"):
+        WhisperTranscriber(missing, threads=1)
+
+
+@pytest.fixture
+def damaged_model(tmp_path: Path) -> Path:
+    path = tmp_path / "damaged.bin"
+    path.write_bytes(bytes(range(256)) * 64)
+    return path
+
+
+async def test_engines_report_a_damaged_model_file_instead_of_crashing(damaged_model: Path) -> None:
+    transcriber = WhisperTranscriber(damaged_model, threads=1)
+    with pytest.raises(EngineError, match=r"cannot load speech model damaged\.bin: .*magic"):
+        await transcriber.transcribe(np.full(SAMPLE_RATE, 0.1, dtype=np.float32))
+    transcriber.close()
+    with pytest.raises(EngineError, match="cannot load embedding model"):
+        LlamaEmbedder(damaged_model, threads=1, batch=1)
+    generator = LlamaGenerator(damaged_model, threads=1, n_ctx=512)
+    with pytest.raises(EngineError, match="cannot load language model"):
+        await generator.generate([ChatMessage("user", "hi")], Task)
+    generator.close()
 
 
 # -- worker thread -----------------------------------------------------------------------------

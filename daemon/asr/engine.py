@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
@@ -76,7 +77,9 @@ def clean_segments(raw: Iterable[tuple[float, float, str]]) -> list[Segment]:
 
 # -- whisper.cpp -------------------------------------------------------------------------------
 
+_GGML_LOG_ERROR = 4
 _logs_routed = False
+_load_errors = threading.local()  # errors whisper.cpp logs while this thread loads a model
 
 
 def _route_whisper_logs() -> None:
@@ -90,12 +93,23 @@ def _route_whisper_logs() -> None:
         return
     import _pywhispercpp  # type: ignore[import-not-found]
 
-    def forward(_level: int, text: str) -> None:
-        _log.debug("%s", text.rstrip())
+    def forward(level: int, text: str) -> None:
+        text = text.rstrip()
+        errors = getattr(_load_errors, "messages", None)
+        if level == _GGML_LOG_ERROR and errors is not None:
+            errors.append(text)
+        _log.debug("%s", text)
 
     _pywhispercpp.whisper_log_set(forward)
     atexit.register(_pywhispercpp.whisper_log_set, None)
     _logs_routed = True
+
+
+def _load_failure(errors: list[str]) -> str | None:
+    """The reason a model did not load, from whisper.cpp's error log lines (None: it loaded)."""
+    if not any("failed to load model" in e for e in errors):
+        return None
+    return errors[0].split(": ", 1)[-1]
 
 
 class WhisperTranscriber:
@@ -119,24 +133,32 @@ class WhisperTranscriber:
             _route_whisper_logs()
             from pywhispercpp.model import Model
 
-            self._model = Model(
-                str(self.model_path),
-                n_threads=self.threads,
-                language=self.language,
-                no_context=True,  # utterances are independent; carried text feeds hallucinations
-                single_segment=False,
-                suppress_blank=True,
-                suppress_nst=True,
-                print_progress=False,
-                print_realtime=False,
-                print_timestamps=False,
-            )
-            if getattr(self._model, "_ctx", None) is None:
-                self._model = None
+            errors: list[str] = []
+            _load_errors.messages = errors
+            try:
+                model = Model(
+                    str(self.model_path),
+                    n_threads=self.threads,
+                    language=self.language,
+                    no_context=True,  # carried-over text feeds hallucinations
+                    single_segment=False,
+                    suppress_blank=True,
+                    suppress_nst=True,
+                    print_progress=False,
+                    print_realtime=False,
+                    print_timestamps=False,
+                )
+            finally:
+                _load_errors.messages = None
+            # whisper.cpp reports a failed load only in its log, and decoding with the null
+            # context it returns would crash the process
+            reason = _load_failure(errors)
+            if reason is not None:
                 raise EngineError(
-                    f"cannot load speech model {self.model_path.name}",
+                    f"cannot load speech model {self.model_path.name}: {reason}",
                     fix="the file may be damaged; reinstall it with `braincue models install`",
                 )
+            self._model = model
         return self._model
 
     def _transcribe(self, audio: np.ndarray) -> list[Segment]:

@@ -65,7 +65,11 @@ class LlamaEmbedder:
         self.batch = max(1, batch)
         self.model_id = file_model_id(model_path)
         self._worker = WorkerThread(f"embed-{model_path.stem}")
-        self._llm: Any = self._worker.call_sync(lambda: self._load(threads))
+        try:
+            self._llm: Any = self._worker.call_sync(lambda: self._load(threads))
+        except EngineError:
+            self._worker.close()
+            raise
         self.dimensions: int = self._llm.n_embd()
 
     def _load(self, threads: int) -> Any:
