@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,11 +100,16 @@ class Paths:
             )
         else:
             dirs = platformdirs.PlatformDirs(APP_NAME, appauthor=False)
+            with warnings.catch_warnings():
+                # without XDG_RUNTIME_DIR platformdirs falls back to /tmp/runtime-<uid> and
+                # warns; ensure() makes that directory private, which is what matters
+                warnings.simplefilter("ignore")
+                runtime_root = Path(dirs.user_runtime_dir)
             paths = cls(
                 profile=profile,
                 config_dir=Path(dirs.user_config_dir),
                 data_root=Path(dirs.user_data_dir),
-                runtime_root=Path(dirs.user_runtime_dir),
+                runtime_root=runtime_root,
                 cache_dir=Path(dirs.user_cache_dir),
                 models_dir=Path(dirs.user_data_dir) / "models",
             )
