@@ -175,6 +175,7 @@ BAD_FRAMES = [
     (b"\xc1", protocol.BAD_REQUEST, ""),
     (msgspec.msgpack.encode([1, 2]), protocol.BAD_REQUEST, ""),
     (encoded(type="ping", v=1, id=5), protocol.BAD_REQUEST, ""),
+    (encoded(type="ping", v=1, id="i" * 129), protocol.BAD_REQUEST, ""),
     (DEEP, protocol.BAD_REQUEST, ""),
     (encoded(type="ping", v=2, id="a"), protocol.VERSION, "a"),
     (encoded(type="ping", id="a"), protocol.VERSION, "a"),

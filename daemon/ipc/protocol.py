@@ -29,6 +29,7 @@ PROTOCOL_VERSION = 1
 
 # A transcript of several hours is far below this; anything larger is rejected with `too_large`.
 MAX_FRAME_BYTES = 4 * 1024 * 1024
+MAX_ID_LENGTH = 128  # request ids are echoed in replies and event topics
 
 # Error codes of the protocol itself. Errors raised by request handlers use the `code` of their
 # daemon.errors class ("not_found", "invalid", "config", ...).
@@ -341,6 +342,8 @@ def decode_request(frame: bytes) -> Request[Any]:
         raise fail(BAD_REQUEST, f"a request must be a msgpack map: {e}") from None
     if not isinstance(envelope.id, str):
         raise fail(BAD_REQUEST, f"the request id must be a string, not {_short(envelope.id)}")
+    if len(envelope.id) > MAX_ID_LENGTH:
+        raise fail(BAD_REQUEST, f"the request id is longer than {MAX_ID_LENGTH} characters")
     request_id = envelope.id
     if type(envelope.v) is not int or envelope.v != PROTOCOL_VERSION:
         raise fail(VERSION, f"protocol version {_short(envelope.v)} is not supported (this daemon "
