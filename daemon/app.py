@@ -12,10 +12,14 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Awaitable, Callable
 
 import trio
 
-from daemon.config import Config
+from daemon.config import Config, Paths
+from daemon.errors import BrainCueError
+from daemon.ipc.builtin import register_builtin
+from daemon.ipc.server import Handlers, IpcServer, serve_ipc
 
 log = logging.getLogger("braincue")
 
@@ -40,7 +44,28 @@ class Daemon:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        self.settings = config.settings  # the live settings; SettingsSet replaces them
         self.started_at = time.time()
+        self.handlers = Handlers()  # request handlers; parts register theirs when they open
+        self.ipc: IpcServer | None = None
+        # Each part that owns countable things (sessions, turns, ...) adds a counter here.
+        self.counters: list[Callable[[], Awaitable[dict[str, int]]]] = []
+
+    @property
+    def paths(self) -> Paths:
+        return self.config.paths
+
+    def models_loaded(self) -> list[str]:
+        return []
+
+    def capture_state(self) -> str:
+        return "off"
+
+    async def counts(self) -> dict[str, int]:
+        merged: dict[str, int] = {}
+        for counter in self.counters:
+            merged.update(await counter())
+        return merged
 
 
 async def serve(
@@ -49,22 +74,51 @@ async def serve(
     """Open the profile and run until cancelled."""
     config.paths.ensure()
     daemon = Daemon(config)
-    log.info("braincued: profile %s, data in %s", config.paths.profile, config.paths.data_dir)
-    task_status.started(daemon)
-    notify_systemd("READY=1")
     try:
-        await trio.sleep_forever()
+        async with trio.open_nursery() as nursery:
+            # First: the IPC server takes the profile's lock, so a second daemon stops here.
+            daemon.ipc = await nursery.start(serve_ipc, config.paths, daemon.handlers)
+            register_builtin(daemon.handlers, daemon, daemon.ipc)
+            log.info("braincued: profile %s, data in %s",
+                     config.paths.profile, config.paths.data_dir)
+            task_status.started(daemon)
+            notify_systemd("READY=1")
+            try:
+                await trio.sleep_forever()
+            finally:
+                notify_systemd("STOPPING=1")
     finally:
-        notify_systemd("STOPPING=1")
         log.info("braincued: stopped")
 
 
 async def run_until_signalled(config: Config) -> None:
-    """Run ``serve`` until SIGTERM or SIGINT, then shut down cleanly."""
-    async with trio.open_nursery() as nursery:
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            await nursery.start(serve, config)
-            async for signum in signals:
-                log.info("braincued: %s received, shutting down", signal.Signals(signum).name)
-                nursery.cancel_scope.cancel()
-                break
+    """Run ``serve`` until SIGTERM or SIGINT, then shut down cleanly.
+
+    A BrainCueError that stops the daemon (e.g. another daemon holds the profile) is raised
+    bare, not inside the nurseries' exception groups, so that it is reported in one line.
+    """
+    try:
+        async with trio.open_nursery() as nursery:
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                await nursery.start(serve, config)
+                async for signum in signals:
+                    log.info("braincued: %s received, shutting down",
+                             signal.Signals(signum).name)
+                    nursery.cancel_scope.cancel()
+                    break
+    except BaseExceptionGroup as group:
+        raise _only_user_error(group) or group from None
+
+
+def _only_user_error(group: BaseExceptionGroup[BaseException]) -> BrainCueError | None:
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    if len(leaves) == 1 and isinstance(leaves[0], BrainCueError):
+        return leaves[0]
+    return None

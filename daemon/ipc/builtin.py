@@ -1,0 +1,97 @@
+"""Handlers for the requests every daemon serves, store or not: ping, status, settings."""
+
+from __future__ import annotations
+
+import os
+import time
+from importlib.metadata import PackageNotFoundError, version
+from typing import Protocol
+
+import msgspec
+import trio
+
+from daemon.config import Paths, Settings, save_settings, set_setting
+from daemon.errors import ConfigError
+from daemon.ipc import protocol
+from daemon.ipc.protocol import (
+    Ping,
+    Pong,
+    SettingsGet,
+    SettingsReply,
+    SettingsSet,
+    SettingValue,
+    Status,
+    StatusReply,
+)
+from daemon.ipc.server import Handlers, IpcServer
+
+
+class DaemonState(Protocol):
+    """What the status and settings handlers read from the running daemon."""
+
+    settings: Settings  # replaced by SettingsSet
+
+    @property
+    def paths(self) -> Paths: ...
+
+    @property
+    def started_at(self) -> float: ...
+
+    def models_loaded(self) -> list[str]: ...
+
+    def capture_state(self) -> str: ...
+
+    async def counts(self) -> dict[str, int]: ...
+
+
+def package_version() -> str:
+    try:
+        return version("braincue")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def register_builtin(handlers: Handlers, state: DaemonState, server: IpcServer) -> None:
+    settings_lock = trio.Lock()
+
+    async def ping(request: Ping) -> Pong:
+        return Pong()
+
+    async def status(request: Status) -> StatusReply:
+        return StatusReply(
+            profile=state.paths.profile,
+            version=package_version(),
+            protocol=protocol.PROTOCOL_VERSION,
+            pid=os.getpid(),
+            uptime_s=time.time() - state.started_at,
+            models_loaded=state.models_loaded(),
+            capture=state.capture_state(),
+            counts=await state.counts(),
+            ipc=server.stats.as_dict(),
+        )
+
+    async def settings_get(request: SettingsGet) -> SettingsReply:
+        values = settings_dict(state.settings)
+        if not request.key:
+            return SettingsReply(settings=values)
+        if request.key not in values:
+            raise ConfigError(f"unknown setting {request.key!r}",
+                              fix=f"one of: {', '.join(sorted(values))}")
+        return SettingsReply(settings={request.key: values[request.key]})
+
+    async def settings_set(request: SettingsSet) -> SettingsReply:
+        async with settings_lock:  # each change starts from the one before
+            updated = set_setting(state.settings, request.key, request.value)
+            await trio.to_thread.run_sync(save_settings, state.paths, updated)
+            state.settings = updated
+        return SettingsReply(settings={request.key: settings_dict(updated)[request.key]})
+
+    handlers.add(Ping, ping)
+    handlers.add(Status, status)
+    handlers.add(SettingsGet, settings_get)
+    handlers.add(SettingsSet, settings_set)
+
+
+def settings_dict(settings: Settings) -> dict[str, SettingValue]:
+    values: dict[str, SettingValue] = msgspec.to_builtins(settings)
+    return values
