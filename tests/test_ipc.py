@@ -570,6 +570,14 @@ async def test_a_streaming_handler_publishes_tokens_for_its_request(paths: Paths
     assert events[-1] == AnswerDone(request_id="ask-1")
 
 
+async def test_following_events_notices_when_the_daemon_stops(paths: Paths) -> None:
+    client = Client(paths, timeout=10)
+    async with running(paths, Handlers()):
+        subscription = await in_thread(client.subscribe, [""])
+    with subscription, pytest.raises(DaemonNotRunning):
+        await in_thread(next, iter(subscription))
+
+
 # ---------------------------------------------------------------------------------------------
 # client
 
