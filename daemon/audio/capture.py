@@ -52,14 +52,63 @@ def _soundcard(failed_generation: int | None = None) -> tuple[ModuleType, int]:
     """Import soundcard (connecting to the server); after a failure, reconnect once."""
     global _generation
     with _connection_lock:
-        import soundcard  # connects at import: only ever inside capture threads
+        try:
+            import soundcard  # connects at import: only ever inside capture threads
 
-        if failed_generation is not None and failed_generation == _generation:
-            from soundcard import pulseaudio
+            _guard_queries()
+            if failed_generation is not None and failed_generation == _generation:
+                from soundcard import pulseaudio
 
-            pulseaudio._pulse = pulseaudio._PulseAudio()
-            _generation += 1
+                pulseaudio._pulse = pulseaudio._PulseAudio()
+                _generation += 1
+        except AssertionError as e:  # soundcard's way of saying "no server"
+            _free_failed_connection(e)
+            raise
         return soundcard, _generation
+
+
+def _guard_queries() -> None:
+    """Make a query on a dead connection raise instead of aborting the process.
+
+    soundcard unreferences the operation a query returns without checking it; on a connection
+    that has just died it is NULL and libpulse aborts. :func:`_check_connected` narrows the
+    window, this closes it: the query then fails as a Python exception in the capture thread.
+    """
+    from soundcard import pulseaudio
+
+    cls = pulseaudio._PulseAudio
+    if getattr(cls, "_braincue_guarded", False):
+        return
+    unref = cls._pa_operation_unref
+
+    def checked_unref(self: Any, operation: Any) -> None:
+        if operation == pulseaudio._ffi.NULL:
+            raise ConnectionError("the audio server connection is gone")
+        unref(self, operation)
+
+    cls._pa_operation_unref = checked_unref
+    cls._braincue_guarded = True
+
+
+def _free_failed_connection(error: AssertionError) -> None:
+    """Stop the mainloop thread and free the context of a connection attempt that failed.
+
+    ``_PulseAudio()`` starts a mainloop thread before it asserts that the context connected, and
+    nothing stops it: without this every retry while the server is away leaks a thread and
+    three file descriptors (measured), and the daemon runs out of descriptors within hours.
+    The half-built object is only reachable from the failed ``__init__`` frame.
+    """
+    tb = error.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        pulse: Any = frame.f_locals.get("self")
+        if frame.f_code.co_name == "__init__" and type(pulse).__name__ == "_PulseAudio":
+            pa = frame.f_globals["_pa"]
+            pa.pa_threaded_mainloop_stop(pulse.mainloop)
+            pa.pa_context_unref(pulse.context)
+            pa.pa_threaded_mainloop_free(pulse.mainloop)
+            return
+        tb = tb.tb_next
 
 
 def _check_connected() -> None:
@@ -174,13 +223,12 @@ class CaptureThread:
         self.device_name = str(device.name)
         with device.recorder(samplerate=SAMPLE_RATE, channels=1, blocksize=BLOCK) as recorder:
             self._set_state("capturing", self.device_name)
-            opened = time.time()
-            frames = 0
+            clock = BlockClock()
             while not self._stop.is_set():
                 data = recorder.record(numframes=BLOCK)
                 samples = np.ascontiguousarray(data[:, 0], dtype=np.float32)
-                self._deliver(Block(self.source, opened + frames / SAMPLE_RATE, epoch, samples))
-                frames += len(samples)
+                t = clock.stamp(len(samples), time.time())
+                self._deliver(Block(self.source, t, epoch, samples))
                 self.blocks += 1
                 # every 2 s, follow a change of the default device
                 if (
@@ -190,6 +238,32 @@ class CaptureThread:
                 ):
                     log.info("capture %s: default device changed, reopening", self.source)
                     return
+
+
+class BlockClock:
+    """Wall-clock times of recorded blocks, counted in frames.
+
+    The first frames arrive about a second after a recorder opens, and they are fresh audio,
+    not a backlog: time is anchored at the arrival of the first block, then advanced by the
+    frames counted, which is steadier than the arrival times. When the count falls behind the
+    wall clock by more than ``resync_s`` (the server dropped audio, or the machine slept), it
+    is anchored again.
+    """
+
+    def __init__(self, resync_s: float = 2.0) -> None:
+        self.resync_s = resync_s
+        self._anchor: float | None = None
+        self._frames = 0
+
+    def stamp(self, frames: int, arrived: float) -> float:
+        """The time of the first sample of a block of ``frames`` that has just ``arrived``."""
+        start = self._frames / SAMPLE_RATE
+        self._frames += frames
+        if self._anchor is None or arrived - (self._anchor + self._frames / SAMPLE_RATE) > (
+            self.resync_s
+        ):
+            self._anchor = arrived - self._frames / SAMPLE_RATE
+        return self._anchor + start
 
 
 class BlockChannel:
@@ -205,9 +279,10 @@ class BlockChannel:
 
     def put_threadsafe(self, block: Block) -> None:
         with contextlib.suppress(trio.RunFinishedError):
-            self._token.run_sync_soon(self._put, block)
+            self._token.run_sync_soon(self.put, block)
 
-    def _put(self, block: Block) -> None:
+    def put(self, block: Block) -> None:
+        """Queue ``block`` (from the trio thread), dropping the oldest one when full."""
         try:
             self._send.send_nowait(block)
         except trio.WouldBlock:
