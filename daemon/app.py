@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from daemon.config import Config, Paths
-from daemon.errors import BrainCueError
+from daemon.errors import user_error
 from daemon.ipc.builtin import register_builtin
 from daemon.ipc.server import Handlers, IpcServer, serve_ipc
 
@@ -107,18 +107,5 @@ async def run_until_signalled(config: Config) -> None:
                     nursery.cancel_scope.cancel()
                     break
     except BaseExceptionGroup as group:
-        raise _only_user_error(group) or group from None
+        raise user_error(group) or group from None
 
-
-def _only_user_error(group: BaseExceptionGroup[BaseException]) -> BrainCueError | None:
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        exc = pending.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            pending.extend(exc.exceptions)
-        else:
-            leaves.append(exc)
-    if len(leaves) == 1 and isinstance(leaves[0], BrainCueError):
-        return leaves[0]
-    return None

@@ -100,3 +100,11 @@ class DaemonNotRunning(IpcError):
 
 class DaemonTimeout(IpcError):
     code = "timeout"
+
+
+def user_error(exc: BaseException) -> BrainCueError | None:
+    """``exc`` if it is a BrainCueError, or the only exception inside nested exception groups
+    (trio nurseries wrap what their tasks raise) if that one is; else None."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc if isinstance(exc, BrainCueError) else None

@@ -359,6 +359,9 @@ class Probes:
             raise NotFound("no session 42", fix="list them with `braincue sessions`")
         if request.kind == "wrong_reply":
             return Pong()
+        if request.kind == "in_nursery":
+            async with trio.open_nursery():
+                raise InvalidInput("the query is empty")
         raise RuntimeError("boom")
 
     async def stream(self, request: StreamProbe, publish: Publish) -> Ok:
@@ -444,11 +447,13 @@ async def test_handler_failures_become_error_replies(paths: Paths) -> None:
         assert internal.value.code == protocol.INTERNAL
         with pytest.raises(IpcError, match="returned a Pong"):
             await in_thread(client.request, FailProbe(kind="wrong_reply"))
+        with pytest.raises(InvalidInput, match=r"^the query is empty$"):
+            await in_thread(client.request, FailProbe(kind="in_nursery"))
         with pytest.raises(IpcError, match="does not serve unserved_probe") as unserved:
             await in_thread(client.request, UnservedProbe())
         assert unserved.value.code == protocol.UNAVAILABLE
         assert type(await in_thread(client.request, Ping())) is Pong
-    assert server.stats.errors == 4
+    assert server.stats.errors == 5
 
 
 async def test_requests_are_handled_concurrently(paths: Paths) -> None:
@@ -591,6 +596,14 @@ def test_no_daemon_is_a_clear_error(paths: Paths) -> None:
     )
     with pytest.raises(DaemonNotRunning, match="braincued --profile work"):
         Client(Paths.resolve("work")).subscribe()
+
+
+def test_the_client_refuses_requests_the_daemon_would_refuse(paths: Paths) -> None:
+    client = Client(paths)
+    with pytest.raises(InvalidInput, match=r"echo_probe request is .* over the limit"):
+        client.request(EchoProbe(text="x" * protocol.MAX_FRAME_BYTES))
+    with pytest.raises(InvalidInput, match="at most 128 characters"):
+        client.request(Ping(id="i" * 129))
 
 
 async def test_after_a_timeout_the_next_request_gets_its_own_reply(paths: Paths) -> None:

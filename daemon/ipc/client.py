@@ -25,7 +25,13 @@ import msgspec
 import zmq
 
 from daemon.config import DEFAULT_PROFILE, Paths
-from daemon.errors import BrainCueError, DaemonNotRunning, DaemonTimeout, IpcError
+from daemon.errors import (
+    BrainCueError,
+    DaemonNotRunning,
+    DaemonTimeout,
+    InvalidInput,
+    IpcError,
+)
 from daemon.ipc import protocol
 from daemon.ipc.protocol import Error, Event, Reply, Request, Subscribed
 from daemon.ipc.runtime import RuntimeFiles, endpoint
@@ -52,10 +58,17 @@ class Client:
         wait = self.timeout if timeout is None else timeout
         if not message.id:
             message = msgspec.structs.replace(message, id=uuid.uuid4().hex)
+        elif len(message.id) > protocol.MAX_ID_LENGTH:
+            raise InvalidInput(f"a request id is at most {protocol.MAX_ID_LENGTH} characters")
+        payload = protocol.encode(message)
+        if len(payload) > protocol.MAX_FRAME_BYTES:
+            raise InvalidInput(f"the {protocol.tag_of(type(message))} request is "
+                               f"{len(payload)} bytes, over the limit of "
+                               f"{protocol.MAX_FRAME_BYTES} bytes")
         sock = self._connected_socket()
         deadline = time.monotonic() + wait
         try:
-            sock.send_multipart([b"", protocol.encode(message)], zmq.NOBLOCK)
+            sock.send_multipart([b"", payload], zmq.NOBLOCK)
         except zmq.Again:
             self._discard_socket()
             raise self._no_answer(wait) from None
@@ -72,10 +85,10 @@ class Client:
             except (msgspec.DecodeError, msgspec.ValidationError) as e:
                 raise IpcError(f"the daemon sent an unreadable reply: {e}",
                                fix="use a client from the same BrainCue version") from None
+            if isinstance(reply, Error) and reply.id in (message.id, ""):
+                raise error_from_reply(reply)  # no id: the daemon could not read it from ours
             if reply.id != message.id:
                 continue  # the late reply to a request given up on earlier
-            if isinstance(reply, Error):
-                raise error_from_reply(reply)
             if not isinstance(reply, message.reply_type):
                 raise IpcError(f"the daemon answered {type(reply).__name__} to "
                                f"{type(message).__name__}")

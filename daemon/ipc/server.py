@@ -22,7 +22,7 @@ import trio
 import zmq
 
 from daemon.config import Paths
-from daemon.errors import BrainCueError
+from daemon.errors import user_error
 from daemon.ipc import protocol
 from daemon.ipc.protocol import Error, Event, Reply, Request
 from daemon.ipc.runtime import RuntimeFiles, acquire_lock, endpoint, make_private_dir
@@ -151,11 +151,12 @@ class IpcServer:
                                  f"{protocol.tag_of(type(request))} requests")
         try:
             reply = await call(request, self.publish)
-        except BrainCueError as e:
-            reply = _error(e.code, e.message, e.fix or "")
         except Exception as e:
-            log.exception("%s handler failed", type(request).__name__)
-            reply = _error(protocol.INTERNAL, f"{type(e).__name__}: {e}")
+            if (known := user_error(e)) is not None:
+                reply = _error(known.code, known.message, known.fix or "")
+            else:
+                log.exception("%s handler failed", type(request).__name__)
+                reply = _error(protocol.INTERNAL, f"{type(e).__name__}: {e}")
         else:
             if not isinstance(reply, request.reply_type | Error):
                 reply = _error(protocol.INTERNAL,
