@@ -49,11 +49,17 @@ TOPIC_SESSIONS = "session/"
 TOPIC_STATUS = "status/"
 TOPIC_ANSWERS = "answer/"
 TOPIC_SYNC = "sync/"
+TOPIC_PROGRESS = "progress/"
 
 
 def answer_topic(request_id: str) -> str:
     """The topic of the answer events streamed for one request."""
     return f"{TOPIC_ANSWERS}{request_id}/"
+
+
+def progress_topic(request_id: str) -> str:
+    """The topic of the progress events of one long request (e.g. an audio import)."""
+    return f"{TOPIC_PROGRESS}{request_id}/"
 
 
 def sync_topic(nonce: str) -> str:
@@ -144,6 +150,25 @@ class Pong(Reply):
     pass
 
 
+class SourceStatus(msgspec.Struct):
+    """One capture source: ``state`` is stopped | starting | capturing | no audio."""
+
+    state: str
+    device: str = ""
+    detail: str = ""  # why there is no audio
+
+
+class LiveStatus(msgspec.Struct):
+    """Live capture and transcription."""
+
+    sources: dict[str, SourceStatus]  # by source: mic, loopback
+    utterances_queued: int  # waiting for transcription, the one in progress included
+    asr_lag_s: float  # how far transcription is behind the end of speech
+    dropped_blocks: int  # audio dropped because transcription fell behind
+    asr_model: str = ""  # empty: no speech model installed
+    session_id: int | None = None  # the live session
+
+
 class StatusReply(Reply):
     profile: str
     version: str
@@ -154,6 +179,33 @@ class StatusReply(Reply):
     capture: str
     counts: dict[str, int]  # filled by the parts of the daemon that own the counted things
     ipc: dict[str, int]  # request counters of the server
+    live: LiveStatus | None = None  # None: capture is not part of this daemon
+
+
+class StartReply(Reply):
+    session_id: int
+    started_at: float  # unix time
+    message: str  # what will survive the session (seed 000 §15)
+    space: str | None = None
+    activity: str = ""
+    title: str = ""
+
+
+class StopReply(Reply):
+    """The keep prompt of the session that ended (as in :class:`SessionEnded`)."""
+
+    session_id: int
+    duration_s: float
+    gist: str
+    turns: int
+    space: str | None = None
+
+
+class ImportAudioReply(Reply):
+    session_id: int
+    turns: int
+    duration_s: float  # of the audio
+    message: str
 
 
 SettingValue = str | int | float | bool
@@ -206,6 +258,31 @@ class SettingsGet(Request[SettingsReply]):
 class SettingsSet(Request[SettingsReply]):
     key: str
     value: str  # parsed like a TOML value; a bare word is a string
+
+
+class Start(Request[StartReply]):
+    """Start a live session now (or give the live one these details)."""
+
+    space: str | None = None  # a Space name; None: nothing will be summarised or remembered
+    activity: str = ""  # empty: the Space's kind, else meeting
+    title: str = ""
+
+
+class Stop(Request[StopReply]):
+    """End the live session; everything said until now is transcribed into it first."""
+
+
+class ImportAudio(Request[ImportAudioReply]):
+    """Transcribe an audio file into a new session, with ImportProgress events on
+    ``progress_topic(id)``."""
+
+    path: str  # absolute, resolved by the client; the daemon reads and validates the file
+    stereo: bool = False  # left channel "me", right channel "them"; else one speaker
+    speaker: str = "me"  # the one speaker of a mono import
+    space: str | None = None
+    activity: str = ""
+    title: str = ""
+    started_at: float | None = None  # unix time; None: the file's modification time - duration
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,6 +356,19 @@ class AnswerDone(Event):
 
     def topic(self) -> str:
         return answer_topic(self.request_id)
+
+
+class ImportProgress(Event):
+    """How far the import ``request_id`` has got, in seconds of audio."""
+
+    topic_prefix = TOPIC_PROGRESS
+    request_id: str
+    done_s: float
+    total_s: float
+    turns: int
+
+    def topic(self) -> str:
+        return progress_topic(self.request_id)
 
 
 class StatusEvent(Event):
