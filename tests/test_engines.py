@@ -285,23 +285,23 @@ async def test_llama_stream_stops_the_model_when_the_consumer_breaks(
     assert 1 <= produced < fake.limit
 
 
-def test_llama_generator_unloads_when_idle(
+async def test_llama_generator_unloads_when_idle(
     fake_llama_generator: tuple[LlamaGenerator, FakeLlama],
 ) -> None:
     generator, fake = fake_llama_generator
     assert generator.loaded
-    assert generator.unload_if_idle()
+    assert await generator.unload_if_idle()
     assert fake.closed and not generator.loaded
-    assert not generator.unload_if_idle()  # nothing left to unload
+    assert not await generator.unload_if_idle()  # nothing left to unload
 
 
-def test_llama_generator_keeps_a_recently_used_model(tmp_path: Path) -> None:
+async def test_llama_generator_keeps_a_recently_used_model(tmp_path: Path) -> None:
     model = tmp_path / "fake.gguf"
     model.write_bytes(b"GGUF")
     for idle in (None, 3600.0):
         generator = LlamaGenerator(model, threads=1, n_ctx=512, idle_unload_s=idle)
         generator._llm = FakeLlama()
-        assert not generator.unload_if_idle() and generator.loaded
+        assert not await generator.unload_if_idle() and generator.loaded
         generator.close()
 
 

@@ -12,7 +12,7 @@ import re
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
-from contextlib import aclosing
+from contextlib import aclosing, contextmanager
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
@@ -57,6 +57,8 @@ class Generator(Protocol):
     ) -> AsyncIterator[str]: ...
 
     def unload(self) -> None: ...
+
+    async def unload_if_idle(self) -> bool: ...
 
     def close(self) -> None: ...
 
@@ -149,11 +151,19 @@ class LlamaGenerator:
 
     @property
     def last_used(self) -> float:
-        """``time.monotonic()`` when the model last finished or started work."""
+        """``time.monotonic()`` when the model last started or finished work."""
         return self._last_used
 
-    def _model(self) -> Any:
+    @contextmanager
+    def _working(self) -> Iterator[Any]:
+        """Hand out the model, loading it if needed, and note the time of use."""
         self._last_used = time.monotonic()
+        try:
+            yield self._load()
+        finally:
+            self._last_used = time.monotonic()
+
+    def _load(self) -> Any:
         if self._llm is None:
             from llama_cpp import Llama
 
@@ -171,14 +181,6 @@ class LlamaGenerator:
                 ) from e
         return self._llm
 
-    def _complete(self, messages: list[dict[str, str]], **kwargs: Any) -> Any:
-        try:
-            return self._model().create_chat_completion(messages, **kwargs)
-        except ValueError as e:  # e.g. the prompt does not fit the context
-            raise EngineError(f"generation failed: {e}") from e
-        finally:
-            self._last_used = time.monotonic()
-
     async def generate(
         self,
         messages: Sequence[ChatMessage],
@@ -189,15 +191,20 @@ class LlamaGenerator:
     ) -> T:
         schema = output_schema(output_type)
         prompt = _as_dicts(with_schema_instruction(messages, schema))
-        response = await self._worker.call(
-            lambda: self._complete(
-                prompt,
-                response_format={"type": "json_object", "schema": schema},
-                max_tokens=max_tokens,
-                temperature=temperature,
-            )
-        )
-        choice = response["choices"][0]
+
+        def complete() -> Any:
+            with self._working() as llm:
+                try:
+                    return llm.create_chat_completion(
+                        prompt,
+                        response_format={"type": "json_object", "schema": schema},
+                        max_tokens=max_tokens,
+                        temperature=temperature,
+                    )
+                except ValueError as e:  # e.g. the prompt does not fit the context
+                    raise EngineError(f"generation failed: {e}") from e
+
+        choice = (await self._worker.call(complete))["choices"][0]
         if choice.get("finish_reason") == "length":
             raise EngineError(
                 f"the model's answer was cut off after {max_tokens} tokens",
@@ -215,21 +222,21 @@ class LlamaGenerator:
         prompt = _as_dicts(messages)
 
         def produce(cancelled: threading.Event) -> Iterator[str]:
-            chunks = self._complete(
-                prompt, max_tokens=max_tokens, temperature=temperature, stream=True
-            )
-            try:
-                for chunk in chunks:
-                    if cancelled.is_set():
-                        return
-                    text = chunk["choices"][0]["delta"].get("content")
-                    if text:
-                        yield text
-            except ValueError as e:  # raised lazily, while the prompt is evaluated
-                raise EngineError(f"generation failed: {e}") from e
-            finally:
-                chunks.close()
-                self._last_used = time.monotonic()
+            with self._working() as llm:
+                chunks = llm.create_chat_completion(
+                    prompt, max_tokens=max_tokens, temperature=temperature, stream=True
+                )
+                try:
+                    for chunk in chunks:
+                        if cancelled.is_set():
+                            return
+                        text = chunk["choices"][0]["delta"].get("content")
+                        if text:
+                            yield text
+                except ValueError as e:  # e.g. the prompt does not fit the context
+                    raise EngineError(f"generation failed: {e}") from e
+                finally:
+                    chunks.close()
 
         # an async generator, though typed as an iterator: closing it stops the model
         tokens = cast(AsyncGenerator[str, None], self._worker.stream(produce))
@@ -237,24 +244,32 @@ class LlamaGenerator:
             async for token in tokens:
                 yield token
 
+    def _free(self) -> None:
+        if self._llm is not None:
+            self._llm.close()
+            self._llm = None
+
     def unload(self) -> None:
         """Free the model's memory (it loads again on the next use); waits for running work."""
+        self._worker.call_sync(self._free)
 
-        def free() -> None:
-            if self._llm is not None:
-                self._llm.close()
-                self._llm = None
+    async def unload_if_idle(self) -> bool:
+        """Unload once unused for ``idle_unload_s``; returns whether it did. For a periodic task."""
 
-        self._worker.call_sync(free)
+        def idle() -> bool:
+            return (
+                self.idle_unload_s is not None
+                and self.loaded
+                and time.monotonic() - self._last_used >= self.idle_unload_s
+            )
 
-    def unload_if_idle(self) -> bool:
-        """Unload when unused for ``idle_unload_s``; returns whether it did."""
-        if self.idle_unload_s is None or not self.loaded:
-            return False
-        if time.monotonic() - self._last_used < self.idle_unload_s:
-            return False
-        self.unload()
-        return True
+        def free_if_idle() -> bool:  # on the worker, after any work queued before
+            if not idle():
+                return False
+            self._free()
+            return True
+
+        return idle() and await self._worker.call(free_if_idle)
 
     def close(self) -> None:
         self.unload()
@@ -343,6 +358,10 @@ class ScriptedGenerator:
     def unload(self) -> None:
         self._loaded = False
         self.unloads += 1
+
+    async def unload_if_idle(self) -> bool:
+        await trio.lowlevel.checkpoint()
+        return False
 
     def close(self) -> None:
         self.unload()
