@@ -130,7 +130,8 @@ class IpcServer:
             reply = await self._reply_to(frames[2:])
             await requests.send_multipart([frames[0], b"", self._encode(reply)])
             self.stats.replied += 1
-            self.stats.errors += isinstance(reply, Error)
+            if isinstance(reply, Error):
+                self.stats.errors += 1
         except zmq.ZMQError as e:
             log.warning("could not send a reply: %s", e)
         finally:
