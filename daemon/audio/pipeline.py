@@ -1,0 +1,272 @@
+"""From captured blocks to transcribed utterances: VAD per source, one ASR worker.
+
+    capture threads ─▶ BlockChannel ─▶ segment task ─▶ UtteranceQueue ─▶ ASR task ─▶ on_text
+     (mic, loopback)   (drops oldest)  (Segmenter per    (bounded,       (one transcriber,
+                                         source)          earliest end    in order)
+                                                          first)
+
+Capture never waits: when transcription falls behind, the utterance queue fills, the segment
+task waits for room, the block channel fills and drops its oldest blocks, counted in
+:attr:`Pipeline.dropped_blocks`. Times are wall-clock seconds (the clock of the blocks).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import trio
+
+from daemon.asr.engine import Segment, Transcriber
+from daemon.audio.capture import SAMPLE_RATE, Block, BlockChannel, Source
+from daemon.audio.vad import Segmenter, Utterance, VadConfig
+
+log = logging.getLogger(__name__)
+
+UTTERANCE_QUEUE = 32  # about as many turns: minutes of speech before blocks are dropped
+
+
+@dataclass(frozen=True)
+class Heard:
+    """An utterance from one source, in wall-clock seconds."""
+
+    source: Source
+    start: float
+    end: float
+    audio: np.ndarray = field(repr=False, compare=False)
+
+
+class SourceSegmenter:
+    """The VAD of one source, mapping its stream time to wall-clock time.
+
+    A new capture epoch (the device was reopened) starts a fresh segmenter, after handing over
+    whatever the old one held. Stream time is mapped through the latest block's time, so a
+    clock that was re-anchored (see ``BlockClock``) is followed.
+    """
+
+    def __init__(self, source: Source, config: VadConfig | None = None) -> None:
+        self.source = source
+        self.config = config
+        self._segmenter = Segmenter(config)
+        self._epoch: int | None = None
+        self._fed = 0  # samples fed in this epoch
+        self._origin = 0.0  # wall-clock time of stream time 0
+        self.heard_until: float | None = None  # wall-clock end of the last block fed
+
+    def feed(self, block: Block) -> list[Heard]:
+        out: list[Heard] = []
+        if block.epoch != self._epoch:
+            out = self.flush()
+            self._segmenter = Segmenter(self.config)
+            self._epoch = block.epoch
+            self._fed = 0
+        self._origin = block.t - self._fed / SAMPLE_RATE
+        self._fed += len(block.samples)
+        self.heard_until = block.t + len(block.samples) / SAMPLE_RATE
+        return out + self._wall(self._segmenter.feed(block.samples))
+
+    def flush(self) -> list[Heard]:
+        """Cut the speech in progress, if any, and return it."""
+        return self._wall(self._segmenter.flush())
+
+    def _wall(self, utterances: Iterable[Utterance]) -> list[Heard]:
+        return [
+            Heard(self.source, self._origin + u.start, self._origin + u.end, u.audio)
+            for u in utterances
+        ]
+
+
+class UtteranceQueue:
+    """A bounded queue that hands out the utterance that ended first."""
+
+    def __init__(self, capacity: int = UTTERANCE_QUEUE) -> None:
+        self.capacity = capacity
+        self._heap: list[tuple[float, int, Heard]] = []
+        self._order = itertools.count()
+        self._changed = trio.lowlevel.ParkingLot()
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def oldest_end(self) -> float | None:
+        return self._heap[0][0] if self._heap else None
+
+    async def put(self, heard: Heard) -> None:
+        """Add ``heard``; waits while the queue is full."""
+        while len(self._heap) >= self.capacity:
+            await self._changed.park()
+        heapq.heappush(self._heap, (heard.end, next(self._order), heard))
+        self._changed.unpark_all()
+        await trio.lowlevel.checkpoint()
+
+    async def get(self) -> Heard:
+        while not self._heap:
+            await self._changed.park()
+        heard = heapq.heappop(self._heap)[2]
+        self._changed.unpark_all()
+        return heard
+
+
+OnText = Callable[[Heard, list[Segment]], Awaitable[None]]
+
+
+class Pipeline:
+    """Segments blocks into utterances and transcribes them one at a time, in order.
+
+    ``transcriber`` returns the Transcriber to use, or None when no speech model is available
+    (then utterances are counted as skipped); ``wants_text`` says whether anyone needs the text
+    of what is heard right now (a live session, or auto-start listening for one) — when not,
+    utterances are dropped before transcription to spare the CPU. ``on_text`` gets every
+    transcribed utterance.
+    """
+
+    def __init__(
+        self,
+        channel: BlockChannel,
+        transcriber: Callable[[], Transcriber | None],
+        on_text: OnText,
+        *,
+        wants_text: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float],
+        vad: VadConfig | None = None,
+        queue_capacity: int = UTTERANCE_QUEUE,
+    ) -> None:
+        self.channel = channel
+        self._transcriber = transcriber
+        self._on_text = on_text
+        self._wants_text = wants_text
+        self._clock = clock
+        self.segmenters: dict[Source, SourceSegmenter] = {
+            "mic": SourceSegmenter("mic", vad),
+            "loopback": SourceSegmenter("loopback", vad),
+        }
+        self.queue = UtteranceQueue(queue_capacity)
+        self._progress = trio.lowlevel.ParkingLot()
+        self._block_seen: dict[Source, float] = {}  # clock time each source last delivered
+        self.current: Heard | None = None  # the utterance being transcribed
+        self.last_lag = 0.0
+        self.utterances = 0  # cut by the VAD
+        self.transcribed = 0
+        self.skipped = 0  # dropped untranscribed: nobody wanted the text, or no model
+        self.failed = 0
+
+    # -- figures -------------------------------------------------------------------------------
+
+    @property
+    def dropped_blocks(self) -> int:
+        return self.channel.dropped
+
+    @property
+    def queued(self) -> int:
+        """Utterances waiting for transcription, the one being transcribed included."""
+        return len(self.queue) + (self.current is not None)
+
+    def lag(self) -> float:
+        """ASR lag in seconds: how long ago the utterance being transcribed ended, or, when
+        idle, how long after its end the last one was transcribed."""
+        oldest = self.current.end if self.current is not None else self.queue.oldest_end()
+        if oldest is None:
+            return self.last_lag
+        return max(0.0, self._clock() - oldest)
+
+    # -- tasks ---------------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._segment_blocks)
+            nursery.start_soon(self._transcribe_utterances)
+            task_status.started()
+
+    async def _segment_blocks(self) -> None:
+        async for block in self.channel.receive:
+            self._block_seen[block.source] = self._clock()
+            for heard in self.segmenters[block.source].feed(block):
+                await self._enqueue(heard)
+            self._progress.unpark_all()
+
+    async def _enqueue(self, heard: Heard) -> None:
+        self.utterances += 1
+        if not self._wants_text():
+            self.skipped += 1
+            return
+        await self.queue.put(heard)
+
+    async def _transcribe_utterances(self) -> None:
+        while True:
+            heard = await self.queue.get()
+            self.current = heard
+            try:
+                await self._transcribe(heard)
+            finally:
+                self.current = None
+                self.last_lag = max(0.0, self._clock() - heard.end)
+                self._progress.unpark_all()
+
+    async def _transcribe(self, heard: Heard) -> None:
+        transcriber = self._transcriber()
+        if transcriber is None:
+            self.skipped += 1
+            return
+        try:
+            segments = await transcriber.transcribe(heard.audio)
+        except Exception:  # one bad utterance must not stop the worker
+            log.exception("transcription of a %.1f s utterance failed", heard.end - heard.start)
+            self.failed += 1
+            return
+        self.transcribed += 1
+        await self._on_text(heard, segments)
+
+    # -- settling (for stop) -------------------------------------------------------------------
+
+    async def settle(self, until: float, *, flowing_s: float = 1.0) -> None:
+        """Return once everything heard up to ``until`` is transcribed and handed to on_text.
+
+        Waits for each source still delivering audio (a block within ``flowing_s``) to catch
+        up to ``until``, cuts the speech in progress there, then waits for the queue to empty.
+        Callers bound it with a timeout.
+        """
+
+        def caught_up() -> bool:
+            now = self._clock()
+            for source, segmenter in self.segmenters.items():
+                flowing = now - self._block_seen.get(source, -float("inf")) <= flowing_s
+                if flowing and (segmenter.heard_until or -float("inf")) < until:
+                    return False
+            return True
+
+        while not caught_up():
+            with trio.move_on_after(flowing_s):
+                await self._progress.park()
+        # the speech in progress is cut where each segmenter is now: at or just after `until`
+        limit = max([until, *(s.heard_until or until for s in self.segmenters.values())])
+        for segmenter in self.segmenters.values():
+            for heard in segmenter.flush():
+                await self._enqueue(heard)
+
+        def pending_before_until() -> bool:
+            oldest = self.queue.oldest_end()
+            return (oldest is not None and oldest <= limit) or (
+                self.current is not None and self.current.end <= limit
+            )
+
+        while pending_before_until():
+            await self._progress.park()
+
+
+def segment_tracks(
+    tracks: Iterable[tuple[str, np.ndarray]], vad: VadConfig | None = None
+) -> list[tuple[str, Utterance]]:
+    """The utterances of whole recordings (one per speaker), by end time: the same VAD as
+    live capture, for imported files."""
+    found: list[tuple[str, Utterance]] = []
+    piece = 30 * SAMPLE_RATE
+    for speaker, audio in tracks:
+        segmenter = Segmenter(vad)
+        for i in range(0, len(audio), piece):
+            found += [(speaker, u) for u in segmenter.feed(audio[i : i + piece])]
+        found += [(speaker, u) for u in segmenter.flush()]
+    return sorted(found, key=lambda item: item[1].end)

@@ -1,0 +1,488 @@
+"""Live capture wired to sessions: what the daemon hears becomes searchable turns.
+
+The microphone ("me") and the loopback of the default output ("them") are captured on their
+own threads, cut into utterances and transcribed one at a time (``daemon.audio.pipeline``).
+Each transcribed utterance is then kept or not by the session rules (``daemon.sessions``):
+
+- during a live session it becomes a turn — stored (and so searchable at once) and published
+  as a ``turn`` event;
+- outside one, nothing is stored: listening is always on, but what is heard outside a session
+  is only held in memory for the auto-start window and then forgotten.
+
+Sessions start with :meth:`Live.start` or automatically, and end with :meth:`Live.stop` or
+after the configured silence; an ending publishes the keep prompt (:class:`SessionEnded`).
+Audio files go through the same VAD and transcriber with :meth:`Live.import_audio`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import trio
+
+from daemon.asr.engine import Segment, Transcriber, WhisperTranscriber
+from daemon.audio.capture import (
+    SAMPLE_RATE,
+    SPEAKER,
+    BlockChannel,
+    CaptureThread,
+    Source,
+)
+from daemon.audio.files import load_audio_channels
+from daemon.audio.pipeline import UTTERANCE_QUEUE, Heard, Pipeline, segment_tracks
+from daemon.audio.vad import VadConfig, is_phantom
+from daemon.config import Settings
+from daemon.errors import InvalidInput, ModelError
+from daemon.ipc.protocol import (
+    Event,
+    ImportAudio,
+    ImportAudioReply,
+    ImportProgress,
+    LiveStatus,
+    SessionEnded,
+    SessionStarted,
+    SourceStatus,
+    Start,
+    StartReply,
+    StopReply,
+    TurnEvent,
+)
+from daemon.models.registry import resolve_model
+from daemon.sessions import (
+    START_WINDOW_S,
+    AutoStart,
+    capture_summary,
+    check_start,
+    end_due,
+    gist,
+    start_message,
+)
+from daemon.store.records import NewTurn, Session, Space
+from daemon.store.store import Store
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Call = Callable[[Callable[[], Any]], Awaitable[Any]]
+Publish = Callable[[Event], None]
+
+BLOCK_BACKLOG = 100  # blocks (10 s of audio over both sources) before the oldest are dropped
+SETTLE_TIMEOUT_S = 60.0  # a stop waits at most this long for the transcription to catch up
+SOURCES: tuple[Source, ...] = ("mic", "loopback")
+
+
+@dataclass(frozen=True)
+class Said:
+    """A transcribed utterance: wall-clock times."""
+
+    source: Source
+    start: float
+    end: float
+    text: str
+
+
+def text_of(segments: Sequence[Segment]) -> str:
+    return " ".join(" ".join(s.text for s in segments).split())
+
+
+class Live:
+    """Capture, transcription and the session lifecycle of one daemon.
+
+    ``settings`` is read on every decision, so settings changed while the daemon runs apply.
+    ``call`` runs a blocking store function (a thread by default); ``clock`` is the wall clock
+    (tests give trio's, with a mock clock). ``transcriber``, when given, is used instead of the
+    configured speech model.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Callable[[], Settings],
+        models_dir: Path,
+        publish: Publish,
+        *,
+        capture: bool = True,
+        clock: Callable[[], float] = time.time,
+        call: Call = trio.to_thread.run_sync,
+        transcriber: Transcriber | None = None,
+        vad: VadConfig | None = None,
+        block_backlog: int = BLOCK_BACKLOG,
+        queue_capacity: int = UTTERANCE_QUEUE,
+    ) -> None:
+        self.store = store
+        self._settings = settings
+        self.models_dir = models_dir
+        self._publish = publish
+        self.capture_enabled = capture
+        self.clock = clock
+        self._call = call
+        self._transcriber = transcriber
+        self._own_transcriber = transcriber is None
+        self._told_no_model = False
+        self.vad = vad
+        self.block_backlog = block_backlog
+        self.queue_capacity = queue_capacity
+        self.session: Session | None = None
+        self.space: Space | None = None
+        self._closing = False
+        self._last_speech: float | None = None
+        self._auto: AutoStart[Said] = AutoStart(window_s=START_WINDOW_S)
+        self._lock = trio.Lock()
+        self._session_changed = trio.lowlevel.ParkingLot()
+        self.captures: list[CaptureThread] = []
+        self.pipeline: Pipeline | None = None
+        self.phantoms = 0  # transcriptions dropped as whisper's inventions
+        self.turns = 0  # stored live
+
+    # -- running -------------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Capture and transcribe until cancelled; then stop capture and end the session."""
+        await self._end_stale_sessions()
+        channel = BlockChannel(self.block_backlog)
+        self.pipeline = Pipeline(
+            channel,
+            self._speech_model,
+            self._on_text,
+            wants_text=self._wants_text,
+            clock=self.clock,
+            vad=self.vad,
+            queue_capacity=self.queue_capacity,
+        )
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.pipeline.run)
+            nursery.start_soon(self._end_when_silent)
+            if self.capture_enabled:
+                settings = self._settings()
+                devices = {"mic": settings.mic_device, "loopback": settings.loopback_device}
+                for source in SOURCES:
+                    thread = CaptureThread(
+                        source, channel.put_threadsafe, device=devices[source],
+                        on_state=self._capture_state_changed,
+                    )
+                    self.captures.append(thread)
+                    thread.start()
+            task_status.started()
+            try:
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    await self._shut_down()
+
+    async def _shut_down(self) -> None:
+        def stop_capture() -> None:
+            for thread in self.captures:
+                thread.stop(timeout=2.0)
+
+        await trio.to_thread.run_sync(stop_capture)
+        if self.session is not None:
+            with contextlib.suppress(Exception):
+                await self._end(self.session, self.clock())
+        if self._transcriber is not None and self._own_transcriber:
+            await trio.to_thread.run_sync(self._transcriber.close)
+            self._transcriber = None
+
+    async def _end_stale_sessions(self) -> None:
+        """Sessions left live by a daemon that died end where their last turn ended."""
+        def end_stale() -> list[int]:
+            ended = []
+            for session in self.store.list_sessions(statuses=["live"]):
+                last = max((t.end for t in self.store.turns(session.id)), default=0.0)
+                self.store.end_session(session.id, ended_at=session.started_at + last)
+                ended.append(session.id)
+            return ended
+
+        for session_id in await self._db(end_stale):
+            log.info("session %d was left live by a previous run; ended it", session_id)
+
+    async def _db(self, fn: Callable[[], T]) -> T:
+        """Run a blocking store call off the event loop."""
+        result: T = await self._call(fn)
+        return result
+
+    def _capture_state_changed(self, source: Source, state: str, detail: str) -> None:
+        log.debug("capture %s: %s %s", source, state, detail)
+
+    # -- the speech model ----------------------------------------------------------------------
+
+    def _speech_model(self) -> Transcriber | None:
+        """The transcriber; None while no speech model is installed (looked for again on
+        every utterance, so installing one needs no restart)."""
+        try:
+            return self._require_speech_model()
+        except ModelError as e:
+            if not self._told_no_model:
+                log.warning("not transcribing: %s", e)
+                self._told_no_model = True
+            return None
+
+    def _require_speech_model(self) -> Transcriber:
+        if self._transcriber is None:
+            settings = self._settings()
+            path = resolve_model("asr", settings.asr_model, self.models_dir)
+            self._transcriber = WhisperTranscriber(path, threads=settings.asr_threads)
+            self._told_no_model = False
+        return self._transcriber
+
+    # -- what is heard -------------------------------------------------------------------------
+
+    def _wants_text(self) -> bool:
+        return self.session is not None or self._settings().auto_start
+
+    async def _on_text(self, heard: Heard, segments: list[Segment]) -> None:
+        text = text_of(segments)
+        if is_phantom(text):
+            self.phantoms += 1
+            return
+        said = Said(heard.source, heard.start, heard.end, text)
+        async with self._lock:
+            if self.session is not None:
+                await self._keep(self.session, [said])
+            elif self._settings().auto_start:
+                held = self._auto.heard(said.source, said.end, said)
+                if held:
+                    started_at = min(s.start for s in held)
+                    session = await self._begin(None, "", "", started_at)
+                    await self._keep(session, held)
+
+    async def _keep(self, session: Session, said: Sequence[Said]) -> None:
+        new = []
+        for s in said:
+            start = max(0.0, s.start - session.started_at)
+            end = max(start, s.end - session.started_at)
+            new.append(NewTurn(speaker=SPEAKER[s.source], text=s.text, start=start, end=end,
+                               source=s.source))
+        stored = await self._db(lambda: self.store.append_turns(session.id, new))
+        self.turns += len(stored)
+        self._last_speech = max([self._last_speech or -math.inf, *(s.end for s in said)])
+        self._session_changed.unpark_all()
+        for turn in stored:
+            self._publish(TurnEvent(session_id=session.id, turn_id=turn.id, speaker=turn.speaker,
+                                    source=turn.source, start=turn.start, end=turn.end,
+                                    text=turn.text))
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def _space(self, name: str | None) -> Space | None:
+        return None if name is None else await self._db(lambda: self.store.get_space(name))
+
+    async def _begin(
+        self, space: Space | None, activity: str, title: str, started_at: float
+    ) -> Session:
+        session = await self._db(
+            lambda: self.store.create_session(
+                space_id=None if space is None else space.id,
+                activity=activity or None,
+                title=title,
+                started_at=started_at,
+            )
+        )
+        self.session, self.space, self._last_speech = session, space, None
+        self._session_changed.unpark_all()
+        self._publish(SessionStarted(session_id=session.id, started_at=session.started_at,
+                                     space=None if space is None else space.name,
+                                     activity=session.activity, title=session.title))
+        log.info("session %d started%s", session.id, "" if space is None else f" in {space.name}")
+        return session
+
+    async def start(self, request: Start) -> StartReply:
+        """Start a session now; when one is live, give it these details instead."""
+        space = await self._space(request.space)
+        activity = request.activity or (space.activity if space is not None else "meeting")
+        check_start(activity, None if space is None else space.name)
+        async with self._lock:
+            if self._closing:
+                raise InvalidInput("the live session is ending", fix="try again in a moment")
+            continued = self.session is not None
+            if self.session is None:
+                session = await self._begin(space, request.activity, request.title, self.clock())
+                self._auto.forget()
+            else:
+                session = await self._amend(self.session, space, request)
+        remembered = space is None or space.memory_enabled
+        return StartReply(
+            session_id=session.id,
+            started_at=session.started_at,
+            message=start_message(session.id, None if space is None else space.name, remembered,
+                                  continued=continued),
+            space=None if space is None else space.name,
+            activity=session.activity,
+            title=session.title,
+        )
+
+    async def _amend(self, session: Session, space: Space | None, request: Start) -> Session:
+        """File the live session into ``space`` and give it the title and activity asked for."""
+        if space is not None and session.space_id != space.id:
+            await self._db(lambda: self.store.file_session(session.id, space.id))
+            self.space = space
+        session = await self._db(
+            lambda: self.store.update_session(
+                session.id,
+                title=request.title or None,
+                activity=request.activity or (space.activity if space is not None else None),
+            )
+        )
+        self.session = session
+        return session
+
+    async def stop(self) -> StopReply:
+        """End the live session once everything said until now is in it."""
+        async with self._lock:
+            if self.session is None or self._closing:
+                raise InvalidInput("no session is live", fix="start one with `braincue start`")
+            session = self.session
+            self._closing = True
+        until = self.clock()
+        try:
+            if self.pipeline is not None:
+                with trio.move_on_after(SETTLE_TIMEOUT_S):
+                    await self.pipeline.settle(until)
+            async with self._lock:
+                reply = await self._end(self.session or session, until)
+                self._auto.stopped_by_hand(until)
+                return reply
+        finally:
+            self._closing = False
+
+    async def _end(self, session: Session, ended_at: float) -> StopReply:
+        ended_at = max(ended_at, session.started_at)
+        await self._db(lambda: self.store.end_session(session.id, ended_at=ended_at))
+        space = self.space
+        self.session, self.space = None, None
+        self._session_changed.unpark_all()
+        turns = await self._db(lambda: self.store.turns(session.id))
+        prompt = SessionEnded(
+            session_id=session.id,
+            duration_s=ended_at - session.started_at,
+            gist=gist([t.text for t in turns]),
+            space=None if space is None else space.name,
+        )
+        self._publish(prompt)
+        log.info("session %d ended after %.0f s, %d turns", session.id, prompt.duration_s,
+                 len(turns))
+        return StopReply(session_id=session.id, duration_s=prompt.duration_s, gist=prompt.gist,
+                         turns=len(turns), space=prompt.space)
+
+    async def _end_when_silent(self) -> None:
+        """End the live session after ``auto_end_silence_min`` minutes without speech."""
+        while True:
+            due = None
+            if self.session is not None and not self._closing:
+                silence_s = self._settings().auto_end_silence_min * 60
+                due = end_due(self.session.started_at, self._last_speech, silence_s)
+            if due is not None and self.clock() >= due:
+                async with self._lock:
+                    if self.session is not None and not self._closing:
+                        session = self.session
+                        await self._end(session, self._last_speech or session.started_at)
+                continue
+            wait = math.inf if due is None else due - self.clock()
+            with trio.move_on_after(wait):
+                await self._session_changed.park()
+
+    # -- status --------------------------------------------------------------------------------
+
+    def status(self) -> LiveStatus:
+        if self.captures:
+            sources: dict[str, SourceStatus] = {
+                c.source: SourceStatus(state=c.state, device=c.device_name, detail=c.detail)
+                for c in self.captures
+            }
+        else:
+            sources = {s: SourceStatus(state="off") for s in SOURCES}
+        pipeline = self.pipeline
+        return LiveStatus(
+            sources=sources,
+            utterances_queued=0 if pipeline is None else pipeline.queued,
+            asr_lag_s=0.0 if pipeline is None else round(pipeline.lag(), 2),
+            dropped_blocks=0 if pipeline is None else pipeline.dropped_blocks,
+            asr_model="" if self._transcriber is None else self._transcriber.model_id,
+            session_id=None if self.session is None else self.session.id,
+        )
+
+    def capture_state(self) -> str:
+        """One word when both sources agree (capturing, no audio, off), else each."""
+        states = {name: s.state for name, s in self.status().sources.items()}
+        if len(set(states.values())) == 1:
+            return next(iter(states.values()))
+        return ", ".join(f"{name} {state}" for name, state in states.items())
+
+    # -- import --------------------------------------------------------------------------------
+
+    async def import_audio(self, request: ImportAudio, publish: Publish) -> ImportAudioReply:
+        """Transcribe an audio file into a new, ended session (mono: one speaker; stereo:
+        left "me", right "them"), publishing ImportProgress for ``request.id``."""
+        path = Path(request.path)
+        if not path.is_absolute():
+            raise InvalidInput(f"path: {request.path!r} is not absolute",
+                               fix="clients pass the file's full path")
+        if not request.stereo and not request.speaker.strip():
+            raise InvalidInput("speaker: the speaker of a mono import needs a name")
+        space = await self._space(request.space)
+        activity = request.activity or (space.activity if space is not None else "meeting")
+        check_start(activity, None if space is None else space.name)
+        transcriber = self._require_speech_model()
+        channels = await self._db(lambda: load_audio_channels(path))
+        if request.stereo and channels.shape[0] != 2:
+            raise InvalidInput(
+                f"--stereo needs a file with two channels; {path.name} has {channels.shape[0]}",
+                fix="import it without --stereo",
+            )
+        duration = channels.shape[1] / SAMPLE_RATE
+        if duration == 0:
+            raise InvalidInput(f"{path.name} holds no audio")
+        tracks = (
+            [("me", channels[0]), ("them", channels[1])]
+            if request.stereo
+            else [(request.speaker.strip(), channels.mean(axis=0))]
+        )
+        utterances = await self._db(lambda: segment_tracks(tracks, self.vad))
+        started_at = (
+            request.started_at if request.started_at is not None
+            else path.stat().st_mtime - duration
+        )
+        session = await self._db(
+            lambda: self.store.create_session(
+                space_id=None if space is None else space.id,
+                activity=request.activity or None,
+                title=request.title or path.stem,
+                started_at=started_at,
+            )
+        )
+        turns = 0
+        texts: list[str] = []
+        try:
+            for speaker, utterance in utterances:
+                text = text_of(await transcriber.transcribe(utterance.audio))
+                if not is_phantom(text):
+                    turn = NewTurn(speaker=speaker, text=text, start=utterance.start,
+                                   end=utterance.end, source="import")
+                    await self._db(partial(self.store.append_turns, session.id, [turn]))
+                    turns += 1
+                    texts.append(text)
+                publish(ImportProgress(request_id=request.id, done_s=utterance.end,
+                                       total_s=duration, turns=turns))
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._db(lambda: self.store.end_session(
+                    session.id, ended_at=started_at + duration))
+        publish(ImportProgress(request_id=request.id, done_s=duration, total_s=duration,
+                               turns=turns))
+        space_name = None if space is None else space.name
+        publish(SessionEnded(session_id=session.id, duration_s=duration, gist=gist(texts),
+                             space=space_name))
+        summary = capture_summary(space_name, space is None or space.memory_enabled)
+        return ImportAudioReply(
+            session_id=session.id,
+            turns=turns,
+            duration_s=duration,
+            message=f"imported {turns} turns into session {session.id}: {summary}",
+        )

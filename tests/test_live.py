@@ -1,0 +1,427 @@
+"""Live capture to turns, fast: synthetic blocks, a scripted transcriber, a real store, trio's
+mock clock (virtual time jumps whenever every task waits, so minutes of audio take milliseconds).
+
+The scripted transcriber "recognises" a tone by its pitch, so what each utterance says is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import soundfile
+import trio
+import trio.testing
+
+from daemon.asr.engine import ScriptedTranscriber, Segment
+from daemon.audio.capture import BLOCK, SAMPLE_RATE, Block, Source
+from daemon.audio.pipeline import Heard, UtteranceQueue
+from daemon.config import Settings
+from daemon.errors import AudioError, InvalidInput, NotFound
+from daemon.ipc.protocol import (
+    Event,
+    ImportAudio,
+    ImportProgress,
+    SessionEnded,
+    SessionStarted,
+    Start,
+    TurnEvent,
+)
+from daemon.live import Live
+from daemon.store.store import Store
+
+T0 = 1_785_000_000.0
+BLOCK_S = BLOCK / SAMPLE_RATE
+WORDS = {
+    220: "alpha budget review for the quarter",
+    330: "bravo pricing question from the vendor",
+    440: "charlie deadline moves to friday",
+    550: "delta hiring plan for the platform team",
+}
+
+
+def tone(seconds: float, freq: int, amplitude: float = 0.1) -> np.ndarray:
+    t = np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
+    envelope = 0.6 + 0.4 * np.sin(2 * np.pi * 4 * t)
+    return (amplitude * envelope * np.sin(2 * np.pi * freq * t)).astype(np.float32)
+
+
+def silence(seconds: float) -> np.ndarray:
+    return np.zeros(int(seconds * SAMPLE_RATE), dtype=np.float32)
+
+
+def noise(seconds: float, rms: float) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    return rng.normal(0, rms, int(seconds * SAMPLE_RATE)).astype(np.float32)
+
+
+def recognise(audio: np.ndarray) -> list[Segment]:
+    """What the scripted whisper hears: the words of the loudest known pitch, or a phantom."""
+    spectrum = np.abs(np.fft.rfft(audio))
+    freqs = np.fft.rfftfreq(len(audio), 1 / SAMPLE_RATE)
+    pitch = freqs[int(np.argmax(spectrum))]
+    for freq, words in WORDS.items():
+        if abs(pitch - freq) < 5:
+            return [Segment(0.0, len(audio) / SAMPLE_RATE, " " + words)]
+    return [Segment(0.0, 1.0, " Thank you.")]
+
+
+class SlowTranscriber(ScriptedTranscriber):
+    """Takes ``seconds`` of (virtual) time per utterance."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(recognise)
+        self.seconds = seconds
+
+    async def transcribe(self, audio: np.ndarray) -> list[Segment]:
+        await trio.sleep(self.seconds)
+        return self.transcribe_sync(audio)
+
+
+def clock() -> float:
+    return T0 + trio.current_time()
+
+
+async def inline(fn: Callable[[], Any]) -> Any:
+    """Store calls on the trio thread: no thread for the mock clock to jump past."""
+    return fn()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(tmp_path / "data")
+    yield s
+    s.close()
+
+
+class Rig:
+    def __init__(self, live: Live, events: list[Event], transcriber: ScriptedTranscriber) -> None:
+        self.live = live
+        self.events = events
+        self.transcriber = transcriber
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    async def play(self, mic: np.ndarray | None = None, loopback: np.ndarray | None = None,
+                   epoch: int = 1) -> None:
+        """Deliver both sources block by block in (virtual) real time; a missing source is
+        silent."""
+        given: dict[Source, np.ndarray] = {"mic": silence(0) if mic is None else mic,
+                 "loopback": silence(0) if loopback is None else loopback}
+        n = max(len(a) for a in given.values())
+        tracks = {source: np.pad(a, (0, n - len(a))) for source, a in given.items()}
+        assert self.live.pipeline is not None
+        for i in range(0, n, BLOCK):
+            await trio.sleep(BLOCK_S)
+            for source, audio in tracks.items():
+                self.live.pipeline.channel.put(
+                    Block(source, clock() - BLOCK_S, epoch, audio[i : i + BLOCK])
+                )
+        await trio.sleep(BLOCK_S)
+
+
+@asynccontextmanager
+async def running(store: Store, *, settings: Settings | None = None,
+                  transcriber: ScriptedTranscriber | None = None, **kwargs: Any,
+                  ) -> AsyncIterator[Rig]:
+    events: list[Event] = []
+    transcriber = transcriber or ScriptedTranscriber(recognise)
+    current = settings or Settings(auto_start=False)
+    live = Live(store, lambda: current, Path("/nonexistent-models"), events.append,
+                capture=False, clock=clock, call=inline, transcriber=transcriber, **kwargs)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(live.run)
+        yield Rig(live, events, transcriber)
+        nursery.cancel_scope.cancel()
+
+
+def dialogue(*turns: tuple[str, int], talk: float = 1.5, pause: float = 1.0,
+             tail: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
+    """Alternating speech on the two sources: (source, pitch) per turn."""
+    mic: list[np.ndarray] = []
+    loop: list[np.ndarray] = []
+    for source, freq in turns:
+        speech, quiet = tone(talk, freq), silence(talk)
+        mic += [speech if source == "mic" else quiet, silence(pause)]
+        loop += [speech if source == "loopback" else quiet, silence(pause)]
+    mic.append(silence(tail))
+    loop.append(silence(tail))
+    return np.concatenate(mic), np.concatenate(loop)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_a_dialogue_becomes_turns_labelled_me_and_them_in_session_time(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    async with running(store) as rig:
+        started = await rig.live.start(Start(title="weekly"))
+        mic, loop = dialogue(("mic", 220), ("loopback", 330), ("mic", 440), ("loopback", 550))
+        await rig.play(mic, loop)
+        stopped = await rig.live.stop()
+
+    turns = store.turns(started.session_id)
+    assert [(t.speaker, t.source, t.text) for t in turns] == [
+        ("me", "mic", WORDS[220]),
+        ("them", "loopback", WORDS[330]),
+        ("me", "mic", WORDS[440]),
+        ("them", "loopback", WORDS[550]),
+    ]
+    # each turn 1.5 s long, 2.5 s apart from the start (give or take the VAD's pre-roll)
+    for i, turn in enumerate(turns):
+        assert turn.start == pytest.approx(2.5 * i, abs=0.3)
+        assert turn.end == pytest.approx(turn.start + 1.5, abs=0.4)
+    assert [t.start for t in turns] == sorted(t.start for t in turns)
+
+    assert [e.text for e in rig.of(TurnEvent)] == [t.text for t in turns]
+    assert [e.session_id for e in rig.of(SessionStarted)] == [started.session_id]
+    [ended] = rig.of(SessionEnded)
+    assert ended.session_id == stopped.session_id == started.session_id
+    assert ended.gist == WORDS[550]  # the turn with the most content words
+    assert ended.space is None
+    assert stopped.turns == 4
+    assert ended.duration_s == pytest.approx(4 * 2.5 + 2.0 + 2 * BLOCK_S, abs=0.5)
+    assert store.get_session(started.session_id).status == "ended"
+
+
+async def test_stop_keeps_the_words_being_said_at_that_moment(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    async with running(store) as rig:
+        started = await rig.live.start(Start())
+        await rig.play(mic=tone(1.0, 440))  # no pause after it: still talking at the stop
+        await rig.live.stop()
+    assert [t.text for t in store.turns(started.session_id)] == [WORDS[440]]
+
+
+async def test_silence_and_noise_give_no_turn_and_phantoms_are_dropped(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    async with running(store) as rig:
+        started = await rig.live.start(Start())
+        await rig.play(mic=silence(60), loopback=silence(60))
+        await rig.play(mic=noise(60, rms=0.003), loopback=noise(60, rms=0.003))
+        # a loud click train the VAD takes for speech: whisper's "Thank you." is dropped
+        await rig.play(mic=np.concatenate([noise(1.0, rms=0.2), silence(2)]))
+        await rig.live.stop()
+    assert store.turns(started.session_id) == []
+    assert rig.live.phantoms == 1
+    assert rig.of(TurnEvent) == []
+
+
+async def test_nothing_is_transcribed_or_stored_outside_a_session_without_auto_start(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    async with running(store, settings=Settings(auto_start=False)) as rig:
+        mic, loop = dialogue(("mic", 220), ("loopback", 330))
+        await rig.play(mic, loop)
+        assert rig.live.pipeline is not None and rig.live.pipeline.utterances == 2
+    assert rig.transcriber.calls == []
+    assert store.list_sessions() == []
+
+
+async def test_speech_on_both_sources_starts_a_session_that_holds_its_first_words(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    settings = Settings(auto_start=True, auto_end_silence_min=1.0)
+    async with running(store, settings=settings) as rig:
+        await rig.play(mic=np.concatenate([tone(1.5, 220), silence(2)]))
+        assert store.list_sessions() == []  # one source alone: not a call
+        t_first = clock() - 3.5
+        await rig.play(loopback=np.concatenate([tone(1.5, 330), silence(2)]))
+        [session] = store.list_sessions()
+        assert session.status == "live"
+        assert session.started_at == pytest.approx(t_first, abs=0.3)
+        assert [t.text for t in store.turns(session.id)] == [WORDS[220], WORDS[330]]
+        assert [e.session_id for e in rig.of(SessionStarted)] == [session.id]
+
+        last_speech = session.started_at + store.turns(session.id)[-1].end
+        await trio.sleep(61)  # a minute of silence (no audio at all)
+        ended = store.get_session(session.id)
+        assert ended.status == "ended"
+        assert ended.ended_at == pytest.approx(last_speech)
+        [prompt] = rig.of(SessionEnded)
+        assert prompt.session_id == session.id
+        assert prompt.gist == WORDS[220]  # as content-rich as the other: the earlier wins
+
+
+async def test_speech_on_both_sources_far_apart_starts_nothing(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    async with running(store, settings=Settings(auto_start=True)) as rig:
+        await rig.play(mic=np.concatenate([tone(1.5, 220), silence(40)]))
+        await rig.play(loopback=np.concatenate([tone(1.5, 330), silence(2)]))
+    assert store.list_sessions() == []
+
+
+async def test_after_a_stop_the_same_conversation_does_not_start_again(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    async with running(store, settings=Settings(auto_start=True)) as rig:
+        await rig.live.start(Start())
+        await rig.live.stop()
+        mic, loop = dialogue(("mic", 220), ("loopback", 330))
+        await rig.play(mic, loop)
+        assert [s.status for s in store.list_sessions()] == ["ended"]
+
+
+async def test_a_backlog_is_reported_and_old_blocks_are_dropped_not_capture_blocked(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    slow = SlowTranscriber(seconds=20.0)
+    async with running(store, transcriber=slow, block_backlog=10, queue_capacity=2) as rig:
+        await rig.live.start(Start())
+        turns = [("mic", 220), ("loopback", 330)] * 4
+        mic, loop = dialogue(*turns, talk=1.0, pause=0.8)
+        await rig.play(mic, loop)  # returns: feeding never waited for transcription
+        status = rig.live.status()
+        assert status.utterances_queued == 3  # two queued, one being transcribed
+        assert status.asr_lag_s > 5
+        assert status.dropped_blocks > 0
+        assert status.session_id is not None
+        assert status.sources == {"mic": status.sources["mic"], "loopback": status.sources["loopback"]}
+        assert status.sources["mic"].state == "off"
+
+
+async def test_the_utterance_that_ended_first_is_transcribed_first() -> None:
+    queue = UtteranceQueue(capacity=4)
+    audio = silence(0.1)
+    await queue.put(Heard("mic", 0.0, 9.0, audio))  # cut at the maximum length: queued at once
+    await queue.put(Heard("loopback", 5.0, 8.4, audio))  # ended earlier, queued after
+    await queue.put(Heard("mic", 9.0, 12.0, audio))
+    assert [(await queue.get()).end for _ in range(3)] == [8.4, 9.0, 12.0]
+
+
+async def test_a_full_utterance_queue_makes_the_producer_wait(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    queue = UtteranceQueue(capacity=1)
+    audio = silence(0.1)
+    await queue.put(Heard("mic", 0.0, 1.0, audio))
+    with trio.move_on_after(1) as waited:
+        await queue.put(Heard("mic", 1.0, 2.0, audio))
+    assert waited.cancelled_caught and len(queue) == 1
+
+
+# -- starting --------------------------------------------------------------------------------
+
+
+async def test_start_says_what_survives_and_an_interview_needs_a_space(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    space = store.create_space("Acme", activity="job")
+    async with running(store) as rig:
+        with pytest.raises(InvalidInput, match="needs a Space"):
+            await rig.live.start(Start(activity="job"))
+        with pytest.raises(NotFound):
+            await rig.live.start(Start(space="Nowhere"))
+        assert store.list_sessions() == []
+
+        plain = await rig.live.start(Start(title="chat"))
+        assert plain.message == (f"session {plain.session_id} started: nothing is summarised "
+                                 "or remembered — pick a Space for that")
+        assert plain.activity == "meeting" and plain.space is None
+
+        # starting again gives the live session a Space (and the Space's kind)
+        filed = await rig.live.start(Start(space="acme"))
+        assert filed.session_id == plain.session_id
+        assert filed.message.endswith("a summary and memory suggestions will be filed into Acme")
+        assert "continues" in filed.message
+        session = store.get_session(plain.session_id)
+        assert (session.space_id, session.activity, session.title) == (space.id, "job", "chat")
+        stopped = await rig.live.stop()
+        assert stopped.space == "Acme"
+        with pytest.raises(InvalidInput, match="no session is live"):
+            await rig.live.stop()
+
+        interview = await rig.live.start(Start(space="Acme", title="round 2"))
+        assert interview.activity == "job"
+        assert "filed into Acme" in interview.message
+
+
+async def test_sessions_left_live_by_a_crash_are_ended_at_their_last_turn(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    from daemon.store.records import NewTurn
+
+    left = store.create_session(started_at=T0 - 1000)
+    store.append_turns(left.id, [NewTurn(speaker="me", text="unfinished", start=3, end=12)])
+    async with running(store):
+        pass
+    ended = store.get_session(left.id)
+    assert ended.status == "ended" and ended.ended_at == T0 - 1000 + 12
+
+
+# -- importing -------------------------------------------------------------------------------
+
+
+def _write(path: Path, *channels: np.ndarray, rate: int = 44100) -> Path:
+    import soxr
+
+    resampled = [soxr.resample(c, SAMPLE_RATE, rate) for c in channels]
+    soundfile.write(path, np.stack(resampled, axis=1), rate)
+    return path
+
+
+async def test_import_of_a_mono_file_is_one_speaker_with_progress(
+    autojump_clock: trio.testing.MockClock, store: Store, tmp_path: Path
+) -> None:
+    audio = np.concatenate([silence(1), tone(2, 220), silence(1.5), tone(2, 440), silence(1)])
+    path = _write(tmp_path / "memo.wav", audio)
+    async with running(store) as rig:
+        events: list[Event] = []
+        reply = await rig.live.import_audio(
+            ImportAudio(id="r1", path=str(path), started_at=T0 - 3600), events.append)
+    turns = store.turns(reply.session_id)
+    assert [(t.speaker, t.source, t.text) for t in turns] == [
+        ("me", "import", WORDS[220]), ("me", "import", WORDS[440])]
+    assert turns[0].start == pytest.approx(1.0, abs=0.3)
+    assert turns[1].start == pytest.approx(4.5, abs=0.3)
+    session = store.get_session(reply.session_id)
+    assert session.status == "ended" and session.title == "memo"
+    assert session.started_at == T0 - 3600
+    assert reply.turns == 2 and reply.duration_s == pytest.approx(7.5, abs=0.01)
+    assert "nothing is summarised" in reply.message
+    progress = [e for e in events if isinstance(e, ImportProgress)]
+    assert [p.done_s for p in progress] == sorted(p.done_s for p in progress)
+    assert progress[-1].done_s == progress[-1].total_s and progress[-1].turns == 2
+    assert all(p.request_id == "r1" for p in progress)
+    [ended] = [e for e in events if isinstance(e, SessionEnded)]
+    assert ended.session_id == reply.session_id
+
+
+async def test_import_of_a_stereo_file_takes_left_as_me_and_right_as_them(
+    autojump_clock: trio.testing.MockClock, store: Store, tmp_path: Path
+) -> None:
+    left = np.concatenate([silence(0.5), tone(2, 220), silence(4)])
+    right = np.concatenate([silence(3.5), tone(2, 330), silence(1)])
+    path = _write(tmp_path / "call.flac", left, right)
+    store.create_space("Atlas")
+    async with running(store) as rig:
+        reply = await rig.live.import_audio(
+            ImportAudio(path=str(path), stereo=True, space="Atlas", title="Atlas sync"),
+            lambda e: None)
+        assert [(t.speaker, t.text) for t in store.turns(reply.session_id)] == [
+            ("me", WORDS[220]), ("them", WORDS[330])]
+        assert "filed into Atlas" in reply.message
+        assert store.get_session(reply.session_id).title == "Atlas sync"
+
+        mono = _write(tmp_path / "mono.wav", left)
+        with pytest.raises(InvalidInput, match="two channels"):
+            await rig.live.import_audio(ImportAudio(path=str(mono), stereo=True), lambda e: None)
+        with pytest.raises(InvalidInput, match="not absolute"):
+            await rig.live.import_audio(ImportAudio(path="call.flac"), lambda e: None)
+        with pytest.raises(InvalidInput, match="needs a Space"):
+            await rig.live.import_audio(ImportAudio(path=str(mono), activity="job"),
+                                        lambda e: None)
+        (tmp_path / "notes.wav").write_text("not audio")
+        with pytest.raises(AudioError, match="cannot read audio file"):
+            await rig.live.import_audio(ImportAudio(path=str(tmp_path / "notes.wav")),
+                                        lambda e: None)
+    assert len(store.list_sessions()) == 1  # refused imports leave nothing behind
