@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import operator
 import re
-from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
+from typing import Any, ClassVar, Generic, Literal, TypeVar, get_args, get_origin
 
 import msgspec
 
@@ -283,6 +283,120 @@ class ImportAudio(Request[ImportAudioReply]):
     activity: str = ""
     title: str = ""
     started_at: float | None = None  # unix time; None: the file's modification time - duration
+
+
+# ---------------------------------------------------------------------------------------------
+# Remembering: keep / discard / later, an assertion's history, the review of memories
+
+
+class RememberReply(Reply):
+    """What answering "Keep this conversation?" did. Counts may be 0; ``notes`` say why
+    (no Space, practice, the Space opted out, a switch off) and what failed, one line each."""
+
+    session_id: int
+    answer: str  # keep | discard | later
+    status: str  # the session's status now; "discarded" once it is deleted
+    space: str | None = None  # the Space it is filed in
+    archived: bool = False
+    assertions: int = 0  # new assertions stored
+    superseded: int = 0  # of which replace an earlier assertion (kept in its history)
+    duplicates: int = 0  # statements already stored, linked instead of stored again
+    candidates: int = 0  # memories about you proposed for review
+    redactions: int = 0  # secrets replaced by a marker before anything was stored
+    deleted: dict[str, int] = {}  # discard: what was deleted, by kind
+    notes: list[str] = []
+
+
+class AssertionInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """One assertion (or memory about the person) as clients show it."""
+
+    id: int
+    kind: str  # decision | fact | commitment | preference | task
+    text: str
+    about_person: bool
+    review_status: str  # pending | approved | rejected | archived
+    source: str  # extracted | user | agent
+    space_id: int | None  # None: profile-wide
+    space: str | None  # the Space's name
+    occurred_at: float
+    recorded_at: float
+    chosen: str | None = None
+    alternatives: list[str] = []
+    reasoning: str | None = None
+    owner: str | None = None
+    due: str | None = None
+    session_id: int | None = None
+    anchor_chunk_id: int | None = None
+    invalidated_at: float | None = None
+    superseded_by: int | None = None
+    expires_at: float | None = None
+
+
+class HistoryReply(Reply):
+    chain: list[AssertionInfo]  # oldest first; the last one is the current version
+
+
+class MemoryListReply(Reply):
+    memories: list[AssertionInfo]  # newest first
+    memory_enabled: bool  # consent: without it nothing here is recalled
+
+
+class MemoryReply(Reply):
+    memory: AssertionInfo
+
+
+class Remember(Request[RememberReply]):
+    """Answer "Keep this conversation?" for an ended session. It is filed first: into
+    ``space``, out of every Space with ``no_space``, else where it ran."""
+
+    session_id: int
+    answer: Literal["keep", "discard", "later"]
+    space: str | None = None
+    no_space: bool = False
+
+
+class History(Request[HistoryReply]):
+    """The supersede chain an assertion belongs to."""
+
+    assertion_id: int
+
+
+class MemoryList(Request[MemoryListReply]):
+    """Memories about the person, of every Space or of one (``space``) or profile-wide only."""
+
+    space: str | None = None
+    profile_wide: bool = False
+    status: Literal["", "pending", "approved", "rejected", "archived"] = ""  # "": every status
+
+
+class MemoryApprove(Request[MemoryReply]):
+    memory_id: int
+
+
+class MemoryReject(Request[MemoryReply]):
+    memory_id: int
+
+
+class MemoryArchive(Request[MemoryReply]):
+    memory_id: int
+
+
+class MemoryEdit(Request[MemoryReply]):
+    memory_id: int
+    text: str
+
+
+class MemoryScope(Request[MemoryReply]):
+    """Where a memory is recalled: in ``space`` only, or everywhere with ``profile``."""
+
+    memory_id: int
+    space: str | None = None
+    profile: bool = False
+
+
+class MemoryExpire(Request[MemoryReply]):
+    memory_id: int
+    expires_at: float | None  # unix time; None: never
 
 
 # ---------------------------------------------------------------------------------------------
