@@ -19,7 +19,11 @@ import trio
 from daemon.config import Config, Paths
 from daemon.errors import user_error
 from daemon.ipc.builtin import register_builtin
+from daemon.ipc.live import register_live
+from daemon.ipc.protocol import LiveStatus
 from daemon.ipc.server import Handlers, IpcServer, serve_ipc
+from daemon.live import Live
+from daemon.store.store import Store
 
 log = logging.getLogger("braincue")
 
@@ -50,16 +54,22 @@ class Daemon:
         self.ipc: IpcServer | None = None
         # Each part that owns countable things (sessions, turns, ...) adds a counter here.
         self.counters: list[Callable[[], Awaitable[dict[str, int]]]] = []
+        self.store: Store | None = None
+        self.live: Live | None = None
 
     @property
     def paths(self) -> Paths:
         return self.config.paths
 
     def models_loaded(self) -> list[str]:
-        return []
+        speech = None if self.live is None else self.live.speech_model_loaded()
+        return [] if speech is None else [speech]
 
     def capture_state(self) -> str:
-        return "off"
+        return "off" if self.live is None else self.live.capture_state()
+
+    def live_status(self) -> LiveStatus | None:
+        return None if self.live is None else self.live.status()
 
     async def counts(self) -> dict[str, int]:
         merged: dict[str, int] = {}
@@ -79,16 +89,33 @@ async def serve(
             # First: the IPC server takes the profile's lock, so a second daemon stops here.
             daemon.ipc = await nursery.start(serve_ipc, config.paths, daemon.handlers)
             register_builtin(daemon.handlers, daemon, daemon.ipc)
-            log.info("braincued: profile %s, data in %s",
-                     config.paths.profile, config.paths.data_dir)
-            task_status.started(daemon)
-            notify_systemd("READY=1")
+            daemon.store = await trio.to_thread.run_sync(Store.open, config.paths)
             try:
-                await trio.sleep_forever()
+                async with trio.open_nursery() as parts:
+                    daemon.live = Live(daemon.store, lambda: daemon.settings,
+                                       config.paths.models_dir, daemon.ipc.publish,
+                                       capture=capture_enabled())
+                    await parts.start(daemon.live.run)
+                    register_live(daemon.handlers, daemon.live)
+                    log.info("braincued: profile %s, data in %s",
+                             config.paths.profile, config.paths.data_dir)
+                    task_status.started(daemon)
+                    notify_systemd("READY=1")
+                    try:
+                        await trio.sleep_forever()
+                    finally:
+                        notify_systemd("STOPPING=1")
             finally:
-                notify_systemd("STOPPING=1")
+                # after every part that writes has stopped
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(daemon.store.close)
     finally:
         log.info("braincued: stopped")
+
+
+def capture_enabled() -> bool:
+    """Capture runs unless ``BRAINCUE_CAPTURE`` is 0/off/false (the tests' default)."""
+    return os.environ.get("BRAINCUE_CAPTURE", "on").strip().lower() not in {"0", "off", "false"}
 
 
 async def run_until_signalled(config: Config) -> None:

@@ -224,6 +224,9 @@ class Live:
                 self._told_no_model = True
             return None
 
+    def speech_model_loaded(self) -> str | None:
+        return None if self._transcriber is None else self._transcriber.model_id
+
     def _require_speech_model(self) -> Transcriber:
         if self._transcriber is None:
             settings = self._settings()
@@ -404,7 +407,7 @@ class Live:
             utterances_queued=0 if pipeline is None else pipeline.queued,
             asr_lag_s=0.0 if pipeline is None else round(pipeline.lag(), 2),
             dropped_blocks=0 if pipeline is None else pipeline.dropped_blocks,
-            asr_model="" if self._transcriber is None else self._transcriber.model_id,
+            asr_model=self.speech_model_loaded() or "",
             session_id=None if self.session is None else self.session.id,
         )
 

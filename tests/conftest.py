@@ -40,6 +40,8 @@ def braincue_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("BRAINCUE_MODELS", str(_MODELS_DIR))
     monkeypatch.delenv("BRAINCUE_PROFILE", raising=False)
     monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+    # daemons started by tests do not listen to the machine's audio unless a test says so
+    monkeypatch.setenv("BRAINCUE_CAPTURE", "off")
     return home
 
 

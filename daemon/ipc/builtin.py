@@ -14,6 +14,7 @@ from daemon.config import Paths, Settings, save_settings, set_setting
 from daemon.errors import ConfigError
 from daemon.ipc import protocol
 from daemon.ipc.protocol import (
+    LiveStatus,
     Ping,
     Pong,
     SettingsGet,
@@ -40,6 +41,8 @@ class DaemonState(Protocol):
     def models_loaded(self) -> list[str]: ...
 
     def capture_state(self) -> str: ...
+
+    def live_status(self) -> LiveStatus | None: ...
 
     async def counts(self) -> dict[str, int]: ...
 
@@ -68,6 +71,7 @@ def register_builtin(handlers: Handlers, state: DaemonState, server: IpcServer) 
             capture=state.capture_state(),
             counts=await state.counts(),
             ipc=server.stats.as_dict(),
+            live=state.live_status(),
         )
 
     async def settings_get(request: SettingsGet) -> SettingsReply:

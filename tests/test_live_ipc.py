@@ -1,0 +1,81 @@
+"""Start, Stop and the live status over the real sockets of an in-process daemon (no capture)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+
+from daemon.app import Daemon, serve
+from daemon.config import Config
+from daemon.errors import InvalidInput, NotFound
+from daemon.ipc.client import Client
+from daemon.ipc.protocol import (
+    TOPIC_SESSIONS,
+    SessionEnded,
+    SessionStarted,
+    Start,
+    Status,
+    Stop,
+)
+from daemon.ipc.testing import short_home
+
+
+@pytest.fixture
+def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = short_home()
+    monkeypatch.setenv("BRAINCUE_HOME", str(path))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@asynccontextmanager
+async def running_daemon() -> AsyncIterator[Daemon]:
+    async with trio.open_nursery() as nursery:
+        daemon: Daemon = await nursery.start(serve, Config.load())
+        yield daemon
+        nursery.cancel_scope.cancel()
+
+
+async def test_sessions_start_and_stop_over_ipc_with_the_keep_prompt(home: Path) -> None:
+    async with running_daemon() as daemon:
+        assert daemon.store is not None
+        daemon.store.create_space("Atlas")
+
+        def exchange() -> None:
+            client = Client(timeout=30)
+            with client.subscribe([TOPIC_SESSIONS]) as events:
+                with pytest.raises(InvalidInput, match="needs a Space"):
+                    client.request(Start(activity="job"))
+                with pytest.raises(NotFound, match="no Space 'Nowhere'"):
+                    client.request(Start(space="Nowhere"))
+                started = client.request(Start(space="Atlas", title="planning"))
+                assert started.message.endswith(
+                    "a summary and memory suggestions will be filed into Atlas")
+                status = client.request(Status())
+                assert status.live is not None
+                assert status.live.session_id == started.session_id
+                assert set(status.live.sources) == {"mic", "loopback"}
+                assert {s.state for s in status.live.sources.values()} == {"off"}
+                assert (status.live.utterances_queued, status.live.dropped_blocks) == (0, 0)
+                assert status.capture == "off"
+
+                stopped = client.request(Stop())
+                assert (stopped.session_id, stopped.space, stopped.turns) == (
+                    started.session_id, "Atlas", 0)
+                assert stopped.gist == "nothing was said"
+                with pytest.raises(InvalidInput, match="no session is live"):
+                    client.request(Stop())
+
+                first, second = events.receive(10), events.receive(10)
+                assert isinstance(first, SessionStarted) and first.space == "Atlas"
+                assert isinstance(second, SessionEnded)
+                assert (second.session_id, second.space) == (started.session_id, "Atlas")
+
+        await trio.to_thread.run_sync(exchange)
+        session = daemon.store.list_sessions()[0]
+        assert (session.status, session.title) == ("ended", "planning")
