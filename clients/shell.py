@@ -41,9 +41,11 @@ def cli(ctx: click.Context, profile: str) -> None:
 
 
 def _register() -> None:
-    from clients.cli import audio, models, store
+    from clients.cli import audio, desktop, models, store
 
     cli.add_command(models.models)
+    for command in desktop.COMMANDS:
+        cli.add_command(command)
     cli.add_command(audio.transcribe)
     for command in store.COMMANDS:
         cli.add_command(command)
