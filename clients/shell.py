@@ -41,13 +41,15 @@ def cli(ctx: click.Context, profile: str) -> None:
 
 
 def _register() -> None:
-    from clients.cli import audio, desktop, models, store
+    from clients.cli import audio, desktop, live, models, store
 
     cli.add_command(models.models)
     for command in desktop.COMMANDS:
         cli.add_command(command)
     cli.add_command(audio.transcribe)
     for command in store.COMMANDS:
+        cli.add_command(command)
+    for command in live.COMMANDS:
         cli.add_command(command)
 
 

@@ -79,3 +79,26 @@ async def test_sessions_start_and_stop_over_ipc_with_the_keep_prompt(home: Path)
         await trio.to_thread.run_sync(exchange)
         session = daemon.store.list_sessions()[0]
         assert (session.status, session.title) == ("ended", "planning")
+
+
+async def test_the_shell_starts_and_stops_sessions(home: Path) -> None:
+    from click.testing import CliRunner
+
+    from clients.shell import cli
+
+    async with running_daemon():
+
+        def run(*args: str) -> str:
+            result = CliRunner().invoke(cli, list(args))
+            assert result.exit_code == 0, result.output
+            return result.output
+
+        def exchange() -> None:
+            assert run("start", "--title", "chat") == (
+                "session 1 started: nothing is summarised or remembered — pick a Space for that\n")
+            assert run("stop") == "session 1 ended after 0 s, 0 turns: nothing was said\n"
+            refused = CliRunner().invoke(cli, ["start", "--activity", "job"])
+            assert refused.exit_code != 0
+            assert "needs a Space" in str(refused.exception)
+
+        await trio.to_thread.run_sync(exchange)
