@@ -285,6 +285,13 @@ class ImportAudio(Request[ImportAudioReply]):
     started_at: float | None = None  # unix time; None: the file's modification time - duration
 
 
+class Pause(Request[Ok]):
+    """Stop listening (``paused``) or listen again; while paused, status reports capture
+    "paused" and nothing is heard, so no session starts by itself."""
+
+    paused: bool = True
+
+
 # ---------------------------------------------------------------------------------------------
 # Remembering: keep / discard / later, an assertion's history, the review of memories
 
@@ -397,6 +404,41 @@ class MemoryScope(Request[MemoryReply]):
 class MemoryExpire(Request[MemoryReply]):
     memory_id: int
     expires_at: float | None  # unix time; None: never
+
+
+# ---------------------------------------------------------------------------------------------
+# Asking
+
+
+class Citation(msgspec.Struct, frozen=True, kw_only=True):
+    """A source an answer cites as ``[n]``."""
+
+    n: int
+    title: str  # the session's (or document's) title
+    session_id: int | None = None  # None: a Space document
+    date: float = 0.0  # unix time the session started; 0: unknown
+    speaker: str = ""
+    quote: str = ""
+    verified: bool = True  # False: the quote was not found verbatim in the cited source
+
+
+class AskReply(Reply):
+    """The whole answer; its text was streamed before as AnswerToken events, then AnswerDone."""
+
+    answer: str
+    sources: list[Citation] = []
+    question: str = ""  # the question answered (asked with none: the one heard from "them")
+
+
+class Ask(Request[AskReply]):
+    """Answer from memory, streaming AnswerToken events on ``answer_topic(id)`` and AnswerDone.
+
+    With no ``question``, answer the last question "them" asked in the live session.
+    """
+
+    question: str | None = None
+    space: str | None = None  # recall within this Space (and profile-wide memory)
+    session: int | None = None  # ground on this session first (default: the live one)
 
 
 # ---------------------------------------------------------------------------------------------
