@@ -28,6 +28,12 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
 # -- system packages -------------------------------------------------------------------------
 apt_packages=(python3 python3-venv python3-dev build-essential cmake git pulseaudio pulseaudio-utils espeak-ng sox)
+# the desktop clients (Qt's X11 platform plugin and a font) and their tests (a virtual X server,
+# a D-Bus session bus, synthetic key presses, systemd-analyze for the service unit)
+apt_packages+=(libegl1 libgl1 libfontconfig1 libxkbcommon-x11-0 libx11-xcb1 libxcb-cursor0
+  libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render-util0 libxcb-shape0
+  libxcb-xkb1 fonts-dejavu-core)
+if [ "$dev" -eq 1 ]; then apt_packages+=(xvfb dbus xdotool systemd); fi
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
