@@ -281,8 +281,29 @@ def test_archive_is_indexed_in_the_sessions_space_and_replaced_on_rearchive(stor
     fts_integrity(store)
 
 
+def test_archive_is_refused_outside_a_space_for_practice_and_for_opted_out_spaces(
+    store: Store, embedder: CountingEmbedder
+) -> None:
+    space = store.create_space("A")
+    unfiled = recorded_session(store, ["hello"])
+    practice = recorded_session(store, ["mock interview"], space_id=space.id)
+    store.update_session(practice, practice=True)
+    opted_out = store.create_space("Private", memory_enabled=False)
+    private = recorded_session(store, ["secret"], space_id=opted_out.id)
+    embedded = len(embedder.texts)
+    for session_id, reason in (
+        (unfiled, "no Space"),
+        (practice, "practice"),
+        (private, "memory is off"),
+    ):
+        with pytest.raises(InvalidInput, match=reason):
+            store.put_archive(session_id, "Topic: anything")
+        assert store.archive(session_id) == []
+    assert len(embedder.texts) == embedded  # nothing was sent to a model
+
+
 def test_archive_is_embedded_first(store: Store, embedder: CountingEmbedder) -> None:
-    session_id = recorded_session(store, ["hello"])
+    session_id = recorded_session(store, ["hello"], space_id=store.create_space("A").id)
     store.put_archive(session_id, "Topic: first")
     embedder.failing = True
     with pytest.raises(Exception, match="embedding failed"):

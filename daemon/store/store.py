@@ -569,7 +569,9 @@ class Store:
     def put_archive(self, session_id: int, text: str) -> list[Chunk]:
         """Store a session's rendered archive as ``session`` chunks in the session's Space,
         replacing any earlier archive. Embedded first: a model failure raises and changes
-        nothing."""
+        nothing. Refused (InvalidInput) for a session in no Space, in a Space whose memory is
+        off, or a practice session: those are never summarised (seed 000 §4, §15)."""
+        self.db.read(lambda conn: _check_archivable(conn, session_id))
         session = self.get_session(session_id)
         ctx = chunking.ChunkContext(
             date=_local_date(session.started_at),
@@ -582,7 +584,7 @@ class Store:
         vectors = self._embed([f"{head}\n{b}" for b in bodies])
 
         def txn(conn: apsw.Connection, changes: _IndexChanges) -> list[int]:
-            space_id = _require(conn, "sessions", session_id, "session", "space_id")
+            space_id = _check_archivable(conn, session_id)
             old = _column(
                 conn,
                 "SELECT id FROM chunks WHERE session_id = ? AND kind = 'session'",
@@ -1118,10 +1120,13 @@ class Store:
 
     # -- embedding -----------------------------------------------------------------------------
 
-    def embed_pending(self, batch: int = 64) -> int:
+    def embed_pending(
+        self, batch: int = 64, *, should_stop: Callable[[], bool] | None = None
+    ) -> int:
         """Embed every chunk and assertion that has no vector from the current model (or
         whose chunk text grew since), e.g. after a model change or an embedding failure.
-        Returns how many vectors were written; a model failure raises."""
+        Returns how many vectors were written; a model failure raises. ``should_stop`` is
+        asked between batches (a daemon shutting down stops there; the rest waits)."""
         if self.embedder is None:
             return 0
         model = self.embedder.model_id
@@ -1146,12 +1151,27 @@ class Store:
         )
         written = 0
         for start in range(0, len(chunk_ids), batch):
+            if should_stop is not None and should_stop():
+                return written
             written += self._refresh_chunk_vectors(
                 chunk_ids[start : start + batch], swallow=False, growing=True
             )
         for start in range(0, len(assertion_ids), batch):
+            if should_stop is not None and should_stop():
+                return written
             written += self._embed_assertions(assertion_ids[start : start + batch])
         return written
+
+    def counts(self) -> dict[str, int]:
+        """How many rows of each kind the profile holds (for status)."""
+        tables = ("spaces", "sessions", "turns", "chunks", "documents", "assertions")
+
+        def count(conn: apsw.Connection) -> dict[str, int]:
+            found = {table: _count(conn, table) for table in tables}
+            found["vectors"] = _count(conn, "embeddings")
+            return found
+
+        return self.db.read(count)
 
     def vector_count(self, kind: OwnerKind) -> int:
         """How many vectors of the current model the index holds for ``kind``."""
@@ -1379,6 +1399,32 @@ def _require(conn: apsw.Connection, table: str, row_id: int, what: str, column: 
     if row is None:
         raise NotFound(f"no {what} {row_id}")
     return row[0]
+
+
+def _check_archivable(conn: apsw.Connection, session_id: int) -> int:
+    """The Space a session's archive goes to; raises when the session must not be archived."""
+    row = _row(
+        conn,
+        "SELECT s.space_id, s.practice, sp.memory_enabled FROM sessions s"
+        " LEFT JOIN spaces sp ON sp.id = s.space_id WHERE s.id = ?",
+        (session_id,),
+    )
+    if row is None:
+        raise NotFound(f"no session {session_id}")
+    space_id, practice, memory_enabled = row
+    if practice:
+        raise InvalidInput(f"session {session_id} is practice, and practice is never archived")
+    if space_id is None:
+        raise InvalidInput(
+            f"session {session_id} is in no Space, so nothing of it is kept",
+            fix="file it into a Space first",
+        )
+    if not memory_enabled:
+        raise InvalidInput(
+            f"session {session_id} is in a Space whose memory is off",
+            fix="turn the Space's memory on to keep archives there",
+        )
+    return int(space_id)
 
 
 def _check_space_name_free(conn: apsw.Connection, name: str, other_than: int | None = None) -> None:
