@@ -58,6 +58,9 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     search_k: int = 5
     per_session_cap: int = 2
     archive_cap: int = 2
+    # desktop: the global hotkeys of `braincue hotkey` (modifiers Ctrl, Alt, Shift, Super + a key)
+    hotkey_ask: str = "Ctrl+Alt+Space"  # opens the ask box
+    hotkey_answer_them: str = "Ctrl+Alt+Shift+Space"  # answers what "they" just asked
 
 
 @dataclass(frozen=True)
