@@ -215,6 +215,105 @@ class SettingsReply(Reply):
     settings: dict[str, SettingValue]
 
 
+# What the store holds, as the protocol shows it: the wire format of the product's API, kept
+# apart from the store's own rows so that either can change without the other.
+
+ACTIVITIES = ("meeting", "custom", "project", "job", "subject", "personal", "game", "solo")
+EXPORT_FORMATS = ("md", "json", "srt", "vtt")
+# The bytes of a file sent in one request, leaving room in the frame for the other fields.
+MAX_CONTENT_BYTES = MAX_FRAME_BYTES - 64 * 1024
+
+
+class SpaceInfo(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    name: str
+    activity: str
+    memory_enabled: bool  # False: opted out, its sessions are never summarised or remembered
+    created_at: float  # unix time
+    sessions: int = 0
+    documents: int = 0
+
+
+class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    title: str
+    activity: str
+    status: str  # live | ended | kept | later | discarded
+    started_at: float  # unix time
+    ended_at: float | None
+    space: str | None  # the Space's name; None: in no Space
+    participants: list[str]
+    turns: int
+    practice: bool = False
+
+
+class TurnInfo(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    seq: int
+    speaker: str
+    source: str  # mic | loopback | import
+    start: float  # seconds from the start of the session
+    end: float
+    text: str
+    ref: str | None = None  # an external id given at import
+
+
+class DocumentInfo(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    title: str
+    filename: str
+    media_type: str
+    chars: int
+    chunks: int
+    added_at: float  # unix time
+    space: str | None  # None: profile-wide
+
+
+class SessionsReply(Reply):
+    sessions: list[SessionInfo]  # newest first
+
+
+class SessionReply(Reply):
+    session: SessionInfo
+    turns: list[TurnInfo]  # in order
+
+
+class ExportReply(Reply):
+    text: str
+    format: str
+
+
+class ImportTranscriptReply(Reply):
+    session: SessionInfo
+    chunks: int
+    note: str = ""  # e.g. that vectors follow once an embedding model is installed
+
+
+class SpacesReply(Reply):
+    spaces: list[SpaceInfo]  # by name
+
+
+class SpaceReply(Reply):
+    space: SpaceInfo
+
+
+class DocumentsReply(Reply):
+    documents: list[DocumentInfo]  # newest first
+
+
+class DocumentReply(Reply):
+    document: DocumentInfo
+    note: str = ""
+
+
+class DeletedReply(Reply):
+    """What a deletion removed: ``name`` of what was asked for, ``deleted`` counts by kind
+    (``sessions``, ``turns``, ``chunks``, ``documents``, ``assertions``, ``vectors``...)."""
+
+    name: str
+    deleted: dict[str, int]
+
+
 # ---------------------------------------------------------------------------------------------
 # Requests
 
@@ -283,6 +382,75 @@ class ImportAudio(Request[ImportAudioReply]):
     activity: str = ""
     title: str = ""
     started_at: float | None = None  # unix time; None: the file's modification time - duration
+
+
+class ListSessions(Request[SessionsReply]):
+    space: str | None = None  # only this Space's sessions
+    limit: int | None = None  # the newest ones
+
+
+class ShowSession(Request[SessionReply]):
+    session_id: int
+
+
+class ExportSession(Request[ExportReply]):
+    """A session's transcript as text (``format`` one of EXPORT_FORMATS); the client writes
+    the file."""
+
+    session_id: int
+    format: str
+
+
+class ImportTranscript(Request[ImportTranscriptReply]):
+    """Make an ended session from the bytes of a JSON transcript (the format of
+    ``daemon.store.transcript``), read by the client; the daemon validates them."""
+
+    content: bytes
+    filename: str = ""  # for messages only
+    space: str | None = None
+
+
+class ListSpaces(Request[SpacesReply]):
+    pass
+
+
+class AddSpace(Request[SpaceReply]):
+    name: str
+    activity: str = "meeting"
+    memory_enabled: bool = True
+
+
+class SetSpace(Request[SpaceReply]):
+    """Change a Space: what is None stays as it is."""
+
+    name: str
+    rename: str | None = None
+    activity: str | None = None
+    memory_enabled: bool | None = None
+
+
+class RemoveSpace(Request[DeletedReply]):
+    """Delete a Space and everything recorded in it; profile-wide memory stays."""
+
+    name: str
+
+
+class ListDocuments(Request[DocumentsReply]):
+    space: str | None = None
+
+
+class AddDocument(Request[DocumentReply]):
+    """Add a .txt, .md or .pdf file, sent as its bytes (at most MAX_CONTENT_BYTES)."""
+
+    filename: str  # its extension says how to read it
+    content: bytes
+    space: str | None = None  # None: profile-wide
+    title: str | None = None  # None: the file name without its extension
+    modified_at: float | None = None  # the file's mtime: the date in its chunks' headers
+
+
+class RemoveDocument(Request[DeletedReply]):
+    document_id: int
 
 
 class Pause(Request[Ok]):

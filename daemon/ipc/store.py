@@ -1,0 +1,318 @@
+"""Handlers for what clients read and change in the store: sessions, transcripts, exports,
+Spaces and documents.
+
+Each handler runs its store calls on a worker thread (``Daemon.db``) and answers with the
+protocol's own structs, converted here from the store's rows by pure functions. Failures are
+daemon.errors exceptions (NotFound, InvalidInput...), which the server turns into typed Error
+replies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from daemon.errors import InvalidInput
+from daemon.ipc.protocol import (
+    AddDocument,
+    AddSpace,
+    DeletedReply,
+    DocumentInfo,
+    DocumentReply,
+    DocumentsReply,
+    ExportReply,
+    ExportSession,
+    ImportTranscript,
+    ImportTranscriptReply,
+    ListDocuments,
+    ListSessions,
+    ListSpaces,
+    RemoveDocument,
+    RemoveSpace,
+    SessionEnded,
+    SessionInfo,
+    SessionReply,
+    SessionsReply,
+    SetSpace,
+    ShowSession,
+    SpaceInfo,
+    SpaceReply,
+    SpacesReply,
+    TurnInfo,
+)
+from daemon.sessions import gist
+from daemon.store.documents import extract_text
+from daemon.store.export import render
+from daemon.store.records import Deleted, Document, NewTurn, Session, Space, Turn
+from daemon.store.store import Store
+from daemon.store.transcript import TranscriptIn, parse_transcript
+
+if TYPE_CHECKING:
+    from daemon.app import Daemon
+
+NO_VECTORS_NOTE = (
+    "stored for full-text search; vectors are added once an embedding model is installed "
+    "(`braincue models install`) and the daemon restarts"
+)
+
+
+# -- the store's rows as the protocol shows them (pure) -----------------------------------------
+
+
+def space_info(space: Space, *, sessions: int = 0, documents: int = 0) -> SpaceInfo:
+    return SpaceInfo(
+        id=space.id,
+        name=space.name,
+        activity=space.activity,
+        memory_enabled=space.memory_enabled,
+        created_at=space.created_at,
+        sessions=sessions,
+        documents=documents,
+    )
+
+
+def session_info(session: Session, space_names: Mapping[int, str]) -> SessionInfo:
+    return SessionInfo(
+        id=session.id,
+        title=session.title,
+        activity=session.activity,
+        status=session.status,
+        started_at=session.started_at,
+        ended_at=session.ended_at,
+        space=_name(session.space_id, space_names),
+        participants=list(session.participants),
+        turns=session.turn_count,
+        practice=session.practice,
+    )
+
+
+def turn_info(turn: Turn) -> TurnInfo:
+    return TurnInfo(
+        id=turn.id,
+        seq=turn.seq,
+        speaker=turn.speaker,
+        source=turn.source,
+        start=turn.start,
+        end=turn.end,
+        text=turn.text,
+        ref=turn.ref,
+    )
+
+
+def document_info(document: Document, space_names: Mapping[int, str]) -> DocumentInfo:
+    return DocumentInfo(
+        id=document.id,
+        title=document.title,
+        filename=document.filename,
+        media_type=document.media_type,
+        chars=document.chars,
+        chunks=document.chunk_count,
+        added_at=document.added_at,
+        space=_name(document.space_id, space_names),
+    )
+
+
+def deleted_counts(deleted: Deleted) -> dict[str, int]:
+    """What a deletion removed, by kind, leaving out the kinds it removed none of."""
+    return {kind: n for kind, n in msgspec.structs.asdict(deleted).items() if n}
+
+
+def _name(space_id: int | None, space_names: Mapping[int, str]) -> str | None:
+    return None if space_id is None else space_names.get(space_id)
+
+
+# -- store work (blocking: runs on a worker thread) ---------------------------------------------
+
+
+def space_names(store: Store) -> dict[int, str]:
+    return {space.id: space.name for space in store.list_spaces()}
+
+
+def space_id(store: Store, name: str | None) -> int | None:
+    return None if name is None else store.get_space(name).id
+
+
+def parse_named_transcript(content: bytes, filename: str) -> TranscriptIn:
+    """:func:`parse_transcript`, its errors naming the file too when there is a name."""
+    try:
+        return parse_transcript(content)
+    except InvalidInput as e:
+        if not filename:
+            raise
+        raise InvalidInput(f"{filename}: {e.message}", fix=e.fix) from None
+
+
+def import_transcript(
+    store: Store, transcript: TranscriptIn, space: str | None
+) -> tuple[Session, list[Turn], int]:
+    """An ended session made from ``transcript``: (session, turns, chunks). Nothing is left
+    behind when a step fails."""
+    space_id_ = space_id(store, space)
+    session = store.create_session(
+        space_id=space_id_,
+        activity=transcript.activity,
+        title=transcript.title,
+        started_at=transcript.started_at.timestamp(),
+        participants=transcript.participants,
+    )
+    try:
+        turns = store.append_turns(session.id, [
+            NewTurn(speaker=t.speaker, text=t.text, start=t.t, end=t.end, ref=t.ref,
+                    source="import")
+            for t in transcript.turns
+        ])
+        last = max(t.t if t.end is None else t.end for t in transcript.turns)
+        session = store.end_session(session.id, ended_at=session.started_at + last)
+    except BaseException:
+        store.delete_session(session.id)
+        raise
+    return session, turns, len(store.chunks(session_id=session.id))
+
+
+# -- handlers ----------------------------------------------------------------------------------
+
+
+async def register(daemon: Daemon) -> None:
+    store = daemon.store
+    db = daemon.db
+
+    async def counts() -> dict[str, int]:
+        return await db(store.counts)
+
+    async def list_sessions(request: ListSessions) -> SessionsReply:
+        if request.limit is not None and request.limit < 1:
+            raise InvalidInput(f"limit: {request.limit} is not a positive number")
+
+        def work() -> SessionsReply:
+            found = store.list_sessions(space_id=space_id(store, request.space),
+                                        limit=request.limit)
+            names = space_names(store)
+            return SessionsReply(sessions=[session_info(s, names) for s in found])
+
+        return await db(work)
+
+    async def show_session(request: ShowSession) -> SessionReply:
+        def work() -> SessionReply:
+            session = store.get_session(request.session_id)
+            turns = store.turns(session.id)
+            return SessionReply(session=session_info(session, space_names(store)),
+                                turns=[turn_info(t) for t in turns])
+
+        return await db(work)
+
+    async def export_session(request: ExportSession) -> ExportReply:
+        def work() -> ExportReply:
+            session = store.get_session(request.session_id)
+            text = render(request.format, session, store.turns(session.id))
+            return ExportReply(text=text, format=request.format)
+
+        return await db(work)
+
+    async def import_transcript_(request: ImportTranscript) -> ImportTranscriptReply:
+        def work() -> tuple[SessionInfo, list[Turn], int]:
+            transcript = parse_named_transcript(request.content, request.filename)
+            session, turns, chunks = import_transcript(store, transcript, request.space)
+            return session_info(session, space_names(store)), turns, chunks
+
+        session, turns, chunks = await db(work)
+        daemon.publish(SessionEnded(
+            session_id=session.id,
+            duration_s=(session.ended_at or session.started_at) - session.started_at,
+            gist=gist([t.text for t in turns]),
+            space=session.space,
+        ))
+        return ImportTranscriptReply(session=session, chunks=chunks, note=_vectors_note(store))
+
+    async def list_spaces(request: ListSpaces) -> SpacesReply:
+        def work() -> SpacesReply:
+            return SpacesReply(spaces=[
+                space_info(s, sessions=len(store.list_sessions(space_id=s.id)),
+                           documents=len(store.list_documents(space_id=s.id)))
+                for s in store.list_spaces()
+            ])
+
+        return await db(work)
+
+    async def add_space(request: AddSpace) -> SpaceReply:
+        space = await db(lambda: store.create_space(
+            request.name, activity=request.activity, memory_enabled=request.memory_enabled))
+        return SpaceReply(space=space_info(space))
+
+    async def set_space(request: SetSpace) -> SpaceReply:
+        if request.rename is None and request.activity is None and request.memory_enabled is None:
+            raise InvalidInput(f"nothing to change in Space {request.name!r}",
+                               fix="give a new name, activity or memory setting")
+
+        def work() -> SpaceReply:
+            space = store.update_space(
+                store.get_space(request.name).id,
+                name=request.rename,
+                activity=request.activity,
+                memory_enabled=request.memory_enabled,
+            )
+            return SpaceReply(space=space_info(
+                space, sessions=len(store.list_sessions(space_id=space.id)),
+                documents=len(store.list_documents(space_id=space.id))))
+
+        return await db(work)
+
+    async def remove_space(request: RemoveSpace) -> DeletedReply:
+        def work() -> DeletedReply:
+            space = store.get_space(request.name)
+            return DeletedReply(name=space.name, deleted=deleted_counts(
+                store.delete_space(space.id)))
+
+        return await db(work)
+
+    async def list_documents(request: ListDocuments) -> DocumentsReply:
+        def work() -> DocumentsReply:
+            found = store.list_documents(space_id=space_id(store, request.space))
+            names = space_names(store)
+            return DocumentsReply(documents=[document_info(d, names) for d in found])
+
+        return await db(work)
+
+    async def add_document(request: AddDocument) -> DocumentReply:
+        filename = Path(request.filename).name
+        if not filename:
+            raise InvalidInput("filename: a document needs its file's name",
+                               fix="its extension (.txt, .md, .pdf) says how to read it")
+
+        def work() -> DocumentReply:
+            text = msgspec.structs.replace(extract_text(filename, request.content),
+                                           modified_at=request.modified_at)
+            document = store.add_document(text, space_id=space_id(store, request.space),
+                                          title=request.title)
+            return DocumentReply(document=document_info(document, space_names(store)),
+                                 note=_vectors_note(store))
+
+        return await db(work)
+
+    async def remove_document(request: RemoveDocument) -> DeletedReply:
+        def work() -> DeletedReply:
+            title = store.get_document(request.document_id).title
+            return DeletedReply(name=title, deleted=deleted_counts(
+                store.delete_document(request.document_id)))
+
+        return await db(work)
+
+    daemon.counters.append(counts)
+    handlers = daemon.handlers
+    handlers.add(ListSessions, list_sessions)
+    handlers.add(ShowSession, show_session)
+    handlers.add(ExportSession, export_session)
+    handlers.add(ImportTranscript, import_transcript_)
+    handlers.add(ListSpaces, list_spaces)
+    handlers.add(AddSpace, add_space)
+    handlers.add(SetSpace, set_space)
+    handlers.add(RemoveSpace, remove_space)
+    handlers.add(ListDocuments, list_documents)
+    handlers.add(AddDocument, add_document)
+    handlers.add(RemoveDocument, remove_document)
+
+
+def _vectors_note(store: Store) -> str:
+    return NO_VECTORS_NOTE if store.embedder is None else ""
