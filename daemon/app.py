@@ -3,6 +3,30 @@
 ``serve(config, task_status=...)`` can be started by a nursery and stopped by cancelling it,
 which is how tests run it in-process; ``main()`` in ``daemon.__main__`` runs it until
 SIGTERM/SIGINT.
+
+Starting, in order: take the profile's lock (a second daemon stops here), load the embedding
+model and open the store, run every part in ``PARTS``, then bind the sockets and report
+readiness (``task_status`` and ``READY=1`` to systemd). Requests are answered from the first
+one on by every part's handlers.
+
+Stopping (``Daemon.stop()``, or cancelling ``serve``): long store work stops at its next batch
+(``Daemon.stopping``), the parts stop (live capture ends the live session), requests in flight
+finish, the sockets close and their files are removed; then the store drains its writer and
+saves its vector index, the models are freed, and the lock is released last.
+
+Adding a part. A part is ``async def register(daemon: Daemon) -> None`` that registers its
+request handlers (``daemon.handlers.add(Request, handler)``) and starts its background tasks
+(``await daemon.nursery.start(...)`` / ``start_soon``); add it to ``PARTS`` below, one line.
+What a part gets from the Daemon:
+
+- ``daemon.store`` (open) and ``await daemon.db(fn)`` to run a blocking store call off the
+  event loop;
+- ``daemon.engines.embedder`` (None without an embedding model) and
+  ``daemon.engines.generator()`` (the LLM: loads on first use, unloads when idle; raises
+  ModelNotInstalled when there is none);
+- ``daemon.publish(event)``, ``daemon.settings`` (always the current ones), ``daemon.paths``;
+- ``daemon.counters``: append an async function returning counts for ``status``;
+- ``daemon.stopping``: a threading.Event set when shutdown starts, for long loops on threads.
 """
 
 from __future__ import annotations
@@ -11,21 +35,30 @@ import logging
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TypeVar
 
 import trio
 
 from daemon.config import Config, Paths
-from daemon.errors import user_error
+from daemon.engines import Engines, unload_idle_engines
+from daemon.errors import BrainCueError, user_error
+from daemon.ipc import store as store_requests
 from daemon.ipc.builtin import register_builtin
 from daemon.ipc.live import register_live
-from daemon.ipc.protocol import LiveStatus
+from daemon.ipc.protocol import Event, LiveStatus, StatusEvent
+from daemon.ipc.runtime import profile_lock
 from daemon.ipc.server import Handlers, IpcServer, serve_ipc
 from daemon.live import Live
 from daemon.store.store import Store
 
 log = logging.getLogger("braincue")
+
+T = TypeVar("T")
+EMBED_BATCH_ON_START = 16  # small batches: a shutdown waits for the one in progress
 
 
 def notify_systemd(state: str) -> None:
@@ -44,26 +77,59 @@ def notify_systemd(state: str) -> None:
 
 
 class Daemon:
-    """What one running daemon holds for its profile."""
+    """What one running daemon holds for its profile (see the module docstring)."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, engines: Engines | None = None) -> None:
         self.config = config
         self.settings = config.settings  # the live settings; SettingsSet replaces them
         self.started_at = time.time()
-        self.handlers = Handlers()  # request handlers; parts register theirs when they open
+        self.handlers = Handlers()
+        self.engines = engines or Engines(lambda: self.settings, config.paths.models_dir)
         self.ipc: IpcServer | None = None
         # Each part that owns countable things (sessions, turns, ...) adds a counter here.
         self.counters: list[Callable[[], Awaitable[dict[str, int]]]] = []
-        self.store: Store | None = None
         self.live: Live | None = None
+        self.stopping = threading.Event()
+        self._store: Store | None = None
+        self._nursery: trio.Nursery | None = None
 
     @property
     def paths(self) -> Paths:
         return self.config.paths
 
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            raise RuntimeError("the store is not open yet")
+        return self._store
+
+    @property
+    def nursery(self) -> trio.Nursery:
+        """Where parts run their background tasks; cancelled when the daemon stops."""
+        if self._nursery is None:
+            raise RuntimeError("the daemon is not running yet")
+        return self._nursery
+
+    async def db(self, fn: Callable[[], T]) -> T:
+        """Run a blocking call (the store's) on a worker thread."""
+        return await trio.to_thread.run_sync(fn)
+
+    def publish(self, event: Event) -> None:
+        """Send an event to the subscribers (dropped before the sockets are bound)."""
+        if self.ipc is not None:
+            self.ipc.publish(event)
+
+    def stop(self) -> None:
+        """Shut down (see the module docstring): ``serve`` returns once everything is closed."""
+        self.publish(StatusEvent(capture="off", message="the daemon is stopping"))
+        self.stopping.set()
+        self.nursery.cancel_scope.cancel()
+
+    # -- what status reports -------------------------------------------------------------------
+
     def models_loaded(self) -> list[str]:
         speech = None if self.live is None else self.live.speech_model_loaded()
-        return [] if speech is None else [speech]
+        return self.engines.loaded() + ([] if speech is None else [f"asr:{speech}"])
 
     def capture_state(self) -> str:
         return "off" if self.live is None else self.live.capture_state()
@@ -77,26 +143,74 @@ class Daemon:
             merged.update(await counter())
         return merged
 
+    def ipc_stats(self) -> dict[str, int]:
+        return {} if self.ipc is None else self.ipc.stats.as_dict()
+
+
+Part = Callable[[Daemon], Awaitable[None]]
+
+
+async def live_capture(daemon: Daemon) -> None:
+    """Capture and transcription, sessions, audio import: Start, Stop, ImportAudio."""
+    daemon.live = Live(daemon.store, lambda: daemon.settings, daemon.paths.models_dir,
+                       daemon.publish, capture=capture_enabled())
+    await daemon.nursery.start(daemon.live.run)
+    register_live(daemon.handlers, daemon.live)
+
+
+async def vectors_catch_up(daemon: Daemon) -> None:
+    """Embed what was stored without a vector (no model then, a failure, a model change)."""
+
+    async def catch_up() -> None:
+        embed = partial(daemon.store.embed_pending, EMBED_BATCH_ON_START,
+                        should_stop=daemon.stopping.is_set)
+        try:
+            written = await daemon.db(embed)
+        except BrainCueError as e:
+            log.warning("could not embed what was stored without vectors: %s", e)
+            return
+        if written:
+            log.info("embedded %d item(s) stored without vectors", written)
+
+    if daemon.engines.embedder is not None:
+        daemon.nursery.start_soon(catch_up)
+
+
+async def idle_unload(daemon: Daemon) -> None:
+    """The language model leaves memory after ``llm_idle_unload_s`` unused."""
+    daemon.nursery.start_soon(unload_idle_engines, daemon.engines, lambda: daemon.settings)
+
+
+# The parts of the daemon, started in this order once the store is open.
+PARTS: tuple[Part, ...] = (
+    store_requests.register,  # sessions, transcripts, exports, Spaces, documents
+    vectors_catch_up,
+    idle_unload,
+    live_capture,
+)
+
 
 async def serve(
-    config: Config, *, task_status: trio.TaskStatus[Daemon] = trio.TASK_STATUS_IGNORED
+    config: Config,
+    *,
+    engines: Engines | None = None,
+    task_status: trio.TaskStatus[Daemon] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Open the profile and run until cancelled."""
+    """Open the profile and run until cancelled (see the module docstring)."""
     config.paths.ensure()
-    daemon = Daemon(config)
+    daemon = Daemon(config, engines)
+    register_builtin(daemon.handlers, daemon)
     try:
-        async with trio.open_nursery() as nursery:
-            # First: the IPC server takes the profile's lock, so a second daemon stops here.
-            daemon.ipc = await nursery.start(serve_ipc, config.paths, daemon.handlers)
-            register_builtin(daemon.handlers, daemon, daemon.ipc)
-            daemon.store = await trio.to_thread.run_sync(Store.open, config.paths)
+        with profile_lock(config.paths) as files:
+            embedder = await trio.to_thread.run_sync(daemon.engines.open_embedder)
+            daemon._store = await trio.to_thread.run_sync(Store.open, config.paths, embedder)
             try:
-                async with trio.open_nursery() as parts:
-                    daemon.live = Live(daemon.store, lambda: daemon.settings,
-                                       config.paths.models_dir, daemon.ipc.publish,
-                                       capture=capture_enabled())
-                    await parts.start(daemon.live.run)
-                    register_live(daemon.handlers, daemon.live)
+                async with trio.open_nursery() as nursery:
+                    daemon._nursery = nursery
+                    for part in PARTS:
+                        await part(daemon)
+                    daemon.ipc = await nursery.start(
+                        partial(serve_ipc, config.paths, daemon.handlers, locked=files))
                     log.info("braincued: profile %s, data in %s",
                              config.paths.profile, config.paths.data_dir)
                     task_status.started(daemon)
@@ -104,13 +218,22 @@ async def serve(
                     try:
                         await trio.sleep_forever()
                     finally:
+                        daemon.stopping.set()
                         notify_systemd("STOPPING=1")
             finally:
-                # after every part that writes has stopped
+                # every part and every request has finished: nothing uses the store any more
                 with trio.CancelScope(shield=True):
-                    await trio.to_thread.run_sync(daemon.store.close)
+                    await trio.to_thread.run_sync(_close, daemon)
     finally:
         log.info("braincued: stopped")
+
+
+def _close(daemon: Daemon) -> None:
+    try:
+        if daemon._store is not None:
+            daemon._store.close()  # drains the writer, saves the vector index
+    finally:
+        daemon.engines.close()
 
 
 def capture_enabled() -> bool:
@@ -127,12 +250,11 @@ async def run_until_signalled(config: Config) -> None:
     try:
         async with trio.open_nursery() as nursery:
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                await nursery.start(serve, config)
+                daemon: Daemon = await nursery.start(serve, config)
                 async for signum in signals:
                     log.info("braincued: %s received, shutting down",
                              signal.Signals(signum).name)
-                    nursery.cancel_scope.cancel()
+                    daemon.stop()
                     break
     except BaseExceptionGroup as group:
         raise user_error(group) or group from None
-

@@ -93,7 +93,8 @@ async def test_status_reports_the_daemon(home: Path) -> None:
         status = await trio.to_thread.run_sync(Client().request, Status())
     assert isinstance(status, StatusReply)
     assert (status.profile, status.protocol, status.capture) == ("default", 1, "off")
-    assert status.counts == {"sessions": 3}
+    assert status.counts == {"spaces": 0, "sessions": 3, "turns": 0, "chunks": 0,
+                             "documents": 0, "assertions": 0, "vectors": 0}
     assert status.uptime_s >= 0 and status.ipc["received"] == 1
 
 

@@ -24,7 +24,7 @@ from daemon.ipc.protocol import (
     Status,
     StatusReply,
 )
-from daemon.ipc.server import Handlers, IpcServer
+from daemon.ipc.server import Handlers
 
 
 class DaemonState(Protocol):
@@ -46,6 +46,8 @@ class DaemonState(Protocol):
 
     async def counts(self) -> dict[str, int]: ...
 
+    def ipc_stats(self) -> dict[str, int]: ...
+
 
 def package_version() -> str:
     try:
@@ -54,7 +56,7 @@ def package_version() -> str:
         return "unknown"
 
 
-def register_builtin(handlers: Handlers, state: DaemonState, server: IpcServer) -> None:
+def register_builtin(handlers: Handlers, state: DaemonState) -> None:
     settings_lock = trio.Lock()
 
     async def ping(request: Ping) -> Pong:
@@ -70,7 +72,7 @@ def register_builtin(handlers: Handlers, state: DaemonState, server: IpcServer) 
             models_loaded=state.models_loaded(),
             capture=state.capture_state(),
             counts=await state.counts(),
-            ipc=server.stats.as_dict(),
+            ipc=state.ipc_stats(),
             live=state.live_status(),
         )
 

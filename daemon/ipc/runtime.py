@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,3 +119,20 @@ def _read_pid(fd: int) -> int | None:
         return int(os.pread(fd, 32, 0).decode().strip())
     except (OSError, ValueError):
         return None
+
+
+@contextlib.contextmanager
+def profile_lock(paths: Paths) -> Iterator[RuntimeFiles]:
+    """Hold the profile's daemon lock, in its private runtime directory, for the block.
+
+    Raises DaemonAlreadyRunning when another daemon holds it, ConfigError when the socket paths
+    would be too long or the runtime directory is not ours.
+    """
+    files = RuntimeFiles.of(paths)
+    files.check_socket_paths()
+    make_private_dir(files.directory)
+    lock = acquire_lock(files)
+    try:
+        yield files
+    finally:
+        lock.release()

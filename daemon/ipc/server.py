@@ -25,7 +25,7 @@ from daemon.config import Paths
 from daemon.errors import user_error
 from daemon.ipc import protocol
 from daemon.ipc.protocol import Error, Event, Reply, Request
-from daemon.ipc.runtime import RuntimeFiles, acquire_lock, endpoint, make_private_dir
+from daemon.ipc.runtime import RuntimeFiles, endpoint, profile_lock
 from daemon.ipc.trio_zmq import TrioSocket, trio_socket
 
 log = logging.getLogger("braincue.ipc")
@@ -199,18 +199,28 @@ async def serve_ipc(
     paths: Paths,
     handlers: Handlers,
     *,
+    locked: RuntimeFiles | None = None,
     max_concurrent: int = MAX_CONCURRENT_REQUESTS,
     task_status: trio.TaskStatus[IpcServer] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Take the profile's daemon lock, bind the sockets, serve until cancelled, clean up.
 
+    ``locked``: the caller already holds the lock (:func:`profile_lock`) and releases it
+    after this returns, e.g. once what the daemon opened behind the lock is closed.
     Raises DaemonAlreadyRunning when another daemon holds the lock, ConfigError when the
     socket paths are too long or the runtime directory is not ours.
     """
-    files = RuntimeFiles.of(paths)
-    files.check_socket_paths()
-    make_private_dir(files.directory)
-    lock = acquire_lock(files)
+    with contextlib.ExitStack() as stack:
+        files = locked if locked is not None else stack.enter_context(profile_lock(paths))
+        await _serve(files, handlers, max_concurrent, task_status)
+
+
+async def _serve(
+    files: RuntimeFiles,
+    handlers: Handlers,
+    max_concurrent: int,
+    task_status: trio.TaskStatus[IpcServer],
+) -> None:
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     try:
         router = context.socket(zmq.ROUTER)
@@ -236,7 +246,6 @@ async def serve_ipc(
         for path in (files.requests, files.events):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-        lock.release()
 
 
 def _bind_private(sock: zmq.Socket[bytes], path: Path) -> None:

@@ -1,0 +1,114 @@
+"""The models a daemon runs for everyone: the embedder and the generator.
+
+The embedder is small and every write and search needs it, so it loads when the daemon opens
+its store; without an installed embedding model the daemon runs anyway (text and full-text
+search work, vectors follow once a model is installed and the daemon restarts). The generator
+is big and only some requests need it: it is created on first use, loads its model then, and
+is unloaded after ``llm_idle_unload_s`` without use by :func:`unload_idle_engines`. The speech
+model belongs to live capture (``daemon.live``), which loads it on its first utterance.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import trio
+
+from daemon.config import Settings
+from daemon.errors import EngineError, ModelError
+from daemon.llm.embed import Embedder, LlamaEmbedder
+from daemon.llm.generate import Generator, LlamaGenerator
+from daemon.models.registry import resolve_model
+
+log = logging.getLogger(__name__)
+
+MIN_UNLOAD_CHECK_S = 1.0
+MAX_UNLOAD_CHECK_S = 30.0
+
+
+class Engines:
+    """The daemon's shared models. ``embedder``/``generator`` given here are used instead of
+    the configured ones (tests pass scripted models)."""
+
+    def __init__(
+        self,
+        settings: Callable[[], Settings],
+        models_dir: Path,
+        *,
+        embedder: Embedder | None = None,
+        generator: Generator | None = None,
+    ) -> None:
+        self._settings = settings
+        self.models_dir = models_dir
+        self.embedder = embedder
+        self._generator = generator
+
+    def open_embedder(self) -> Embedder | None:
+        """Load the configured embedding model (blocking: call it on a thread); None, with a
+        log line saying what still works, when there is none to load."""
+        if self.embedder is not None:
+            return self.embedder
+        settings = self._settings()
+        try:
+            path = resolve_model("embed", settings.embed_model, self.models_dir)
+            self.embedder = LlamaEmbedder(
+                path, threads=settings.llm_threads, batch=settings.embed_batch
+            )
+        except (ModelError, EngineError) as e:
+            log.warning("no vectors: %s. Text is stored and found by its words; vectors are "
+                        "added once an embedding model is installed and the daemon restarts", e)
+            return None
+        log.info("embedding model %s (%d dimensions)", self.embedder.model_id,
+                 self.embedder.dimensions)
+        return self.embedder
+
+    def generator(self) -> Generator:
+        """The language model, created on first use (it loads its weights on its first call);
+        raises ModelNotInstalled naming the fix when none is installed."""
+        if self._generator is None:
+            settings = self._settings()
+            path = resolve_model("llm", settings.llm_model, self.models_dir)
+            self._generator = LlamaGenerator(
+                path,
+                threads=settings.llm_threads,
+                n_ctx=settings.llm_context,
+                idle_unload_s=settings.llm_idle_unload_s,
+            )
+            log.info("language model %s ready (loads on first use)", self._generator.model_id)
+        return self._generator
+
+    def loaded(self) -> list[str]:
+        """The models in memory now, as ``role:model id``."""
+        found = []
+        if self.embedder is not None:
+            found.append(f"embed:{self.embedder.model_id}")
+        if self._generator is not None and self._generator.loaded:
+            found.append(f"llm:{self._generator.model_id}")
+        return found
+
+    async def unload_idle(self) -> None:
+        if self._generator is not None and await self._generator.unload_if_idle():
+            log.info("language model %s unloaded after %g s unused",
+                     self._generator.model_id, self._settings().llm_idle_unload_s)
+
+    def close(self) -> None:
+        """Free every model (blocking: waits for running work)."""
+        for engine in (self._generator, self.embedder):
+            if engine is not None:
+                engine.close()
+        self._generator = self.embedder = None
+
+
+def unload_check_interval(idle_unload_s: float) -> float:
+    """How often to look for an idle model: a tenth of the timeout, within bounds."""
+    return min(MAX_UNLOAD_CHECK_S, max(MIN_UNLOAD_CHECK_S, idle_unload_s / 10))
+
+
+async def unload_idle_engines(engines: Engines, settings: Callable[[], Settings]) -> None:
+    """Unload the generator once it has been idle for ``llm_idle_unload_s``; runs until
+    cancelled."""
+    while True:
+        await trio.sleep(unload_check_interval(settings().llm_idle_unload_s))
+        await engines.unload_idle()
