@@ -1,0 +1,169 @@
+"""Fitting a transcript into a small model's context, and putting the answers back together.
+
+The local model has a context of a few thousand tokens (4,096 for the default 0.5B), shared by
+the instructions, the JSON schema, the transcript and the answer. A transcript that does not
+fit is cut at turn boundaries into pieces that do (a single turn longer than a piece is cut at
+word boundaries); each piece is summarised or extracted on its own, and the answers are merged
+here without another model call:
+
+- archives: the first topic, the piece summaries in order (clipped at a sentence boundary),
+  participants and section items from every piece (taken in turns, piece by piece, so the caps
+  of :func:`~daemon.memory.archive.take_sections` keep the early items of *every* piece rather
+  than all items of the first), key quotes likewise;
+- extractions: the assertions of every piece, the same sentence only once.
+
+Nothing is dropped for length: a three-hour meeting is simply more pieces (and more time).
+Token counts are estimated from characters (English speech runs about 4.2 characters per token
+with the Qwen tokenizer, dense numbers about 3.4; the estimates stay below both).
+
+Pure: no model, no database.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from itertools import zip_longest
+from typing import Any, TypeVar
+
+from daemon.memory.archive import MAX_SUMMARY_CHARS, ArchiveEnvelope
+from daemon.memory.extract import ExtractedAssertion, Extraction, normalise
+
+T = TypeVar("T")
+
+TRANSCRIPT_CHARS_PER_TOKEN = 3.2  # speech; measured 4.2 on conversation, 3.4 on numbers
+FRAME_CHARS_PER_TOKEN = 2.5  # instructions and JSON schema: punctuation-heavy
+TEMPLATE_TOKENS = 64  # the chat template's own tokens, per message and overall
+MIN_PIECE_CHARS = 600
+
+
+def transcript_lines(turns: Iterable[tuple[str, str]]) -> list[str]:
+    """``speaker: words`` per (speaker, text) turn, whitespace collapsed, empty turns left out."""
+    lines = []
+    for speaker, text in turns:
+        words = " ".join(text.split())
+        if words:
+            lines.append(f"{speaker}: {words}")
+    return lines
+
+
+def transcript_budget(context_tokens: int, answer_tokens: int, frame_chars: int) -> int:
+    """How many characters of transcript fit beside a prompt frame of ``frame_chars`` characters
+    (instructions and schema) and an answer of ``answer_tokens`` tokens."""
+    frame_tokens = math.ceil(frame_chars / FRAME_CHARS_PER_TOKEN) + TEMPLATE_TOKENS
+    spare = context_tokens - answer_tokens - frame_tokens
+    return max(MIN_PIECE_CHARS, int(spare * TRANSCRIPT_CHARS_PER_TOKEN))
+
+
+def split_pieces(lines: Sequence[str], budget: int) -> list[str]:
+    """The transcript as pieces of at most ``budget`` characters, cut between lines; a line
+    longer than a piece is cut at spaces (or anywhere, for a word longer than a piece)."""
+    budget = max(1, budget)
+    pieces: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in lines:
+        for part in _cut(line, budget):
+            extra = len(part) + (1 if current else 0)
+            if current and size + extra > budget:
+                pieces.append("\n".join(current))
+                current, size, extra = [], 0, len(part)
+            current.append(part)
+            size += extra
+    if current:
+        pieces.append("\n".join(current))
+    return pieces
+
+
+def _cut(line: str, budget: int) -> list[str]:
+    parts = []
+    while len(line) > budget:
+        at = line.rfind(" ", 0, budget + 1)
+        at = budget if at <= 0 else at
+        parts.append(line[:at].rstrip())
+        line = line[at:].lstrip()
+    if line:
+        parts.append(line)
+    return parts
+
+
+def part_title(title: str, index: int, count: int) -> str:
+    """The title a piece is introduced with: the model is told it sees part of a whole."""
+    name = title or "untitled"
+    return name if count == 1 else f"{name} (part {index + 1} of {count} of the transcript)"
+
+
+def interleave(lists: Iterable[Sequence[T]]) -> list[T]:
+    """The first item of every list, then the second of every list, and so on."""
+    return [item for row in zip_longest(*lists) for item in row if item is not None]
+
+
+def _unique_text(items: Iterable[Any]) -> list[str]:
+    seen: set[str] = set()
+    kept: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            continue
+        key = " ".join(item.casefold().split())
+        if key and key not in seen:
+            seen.add(key)
+            kept.append(item)
+    return kept
+
+
+_SENTENCE_END = re.compile(r"[.!?…](?=\s|$)")
+
+
+def clip_sentences(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, at a sentence end when there is one."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    ends = [m.end() for m in _SENTENCE_END.finditer(head)]
+    if ends:
+        return head[: ends[-1]]
+    return head.rsplit(" ", 1)[0] if " " in head else head
+
+
+def merge_envelopes(envelopes: Sequence[ArchiveEnvelope]) -> ArchiveEnvelope:
+    """One archive answer from the answers about each piece, in transcript order."""
+    if len(envelopes) == 1:
+        return envelopes[0]
+    keys: list[str] = []
+    for envelope in envelopes:
+        keys += [k for k in envelope.sections if k not in keys]
+    sections = {
+        key: _unique_text(interleave(_as_list(e.sections.get(key)) for e in envelopes))
+        for key in keys
+    }
+    return ArchiveEnvelope(
+        topic=next((e.topic for e in envelopes if e.topic.strip()), ""),
+        summary=clip_sentences(
+            " ".join(e.summary.strip() for e in envelopes if e.summary.strip()),
+            MAX_SUMMARY_CHARS,
+        ),
+        participants=_unique_text(p for e in envelopes for p in e.participants),
+        sections=sections,
+        key_quotes=_unique_text(interleave(e.key_quotes for e in envelopes)),
+    )
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, list):
+        return value
+    return [value] if isinstance(value, str) else []
+
+
+def merge_extractions(extractions: Sequence[Extraction]) -> list[ExtractedAssertion]:
+    """Every piece's assertions in order, each sentence (normalised) once."""
+    seen: set[str] = set()
+    merged: list[ExtractedAssertion] = []
+    for extraction in extractions:
+        for item in extraction.assertions:
+            key = normalise(item.text)
+            if key and key not in seen:
+                seen.add(key)
+                merged.append(item)
+    return merged

@@ -1,0 +1,106 @@
+"""Fitting transcripts into a small context and merging the answers (pure)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from daemon.memory.archive import MAX_SUMMARY_CHARS, ArchiveEnvelope
+from daemon.memory.extract import ExtractedAssertion, Extraction
+from daemon.memory.pieces import (
+    MIN_PIECE_CHARS,
+    clip_sentences,
+    interleave,
+    merge_envelopes,
+    merge_extractions,
+    part_title,
+    split_pieces,
+    transcript_budget,
+    transcript_lines,
+)
+
+
+def test_lines_collapse_whitespace_and_skip_empty_turns() -> None:
+    assert transcript_lines([("me", " hello \n there "), ("them", "  "), ("them", "ok")]) == [
+        "me: hello there", "them: ok",
+    ]
+
+
+def test_budget_leaves_room_for_the_frame_and_the_answer() -> None:
+    roomy = transcript_budget(4096, 768, frame_chars=2000)
+    assert transcript_budget(4096, 1024, frame_chars=2000) < roomy
+    assert transcript_budget(4096, 768, frame_chars=4000) < roomy
+    # at ~3.2 characters a token, 4096 - 768 - 864 tokens leave about 7.8k characters
+    assert 7000 < roomy < 8500
+    assert transcript_budget(1024, 1024, frame_chars=2000) == MIN_PIECE_CHARS
+
+
+def test_pieces_are_cut_between_turns() -> None:
+    lines = [f"me: line {i} " + "x" * 40 for i in range(10)]
+    pieces = split_pieces(lines, 200)
+    assert all(len(p) <= 200 for p in pieces)
+    assert "\n".join(pieces).split("\n") == lines
+
+
+def test_a_turn_longer_than_a_piece_is_cut_at_spaces() -> None:
+    long = "them: " + " ".join(f"word{i}" for i in range(100))
+    pieces = split_pieces(["me: hi", long], 120)
+    assert all(len(p) <= 120 for p in pieces)
+    assert " ".join(" ".join(pieces).split()) == " ".join(f"me: hi {long}".split())
+
+
+@given(st.lists(st.text(alphabet="ab \n", min_size=0, max_size=80), max_size=30),
+       st.integers(min_value=5, max_value=150))
+def test_pieces_fit_and_lose_no_word(lines: list[str], budget: int) -> None:
+    lines = transcript_lines(("s", line) for line in lines)
+    pieces = split_pieces(lines, budget)
+    assert all(0 < len(p) <= budget for p in pieces)
+    assert " ".join(pieces).split() == " ".join(lines).split()
+
+
+def test_part_titles_say_which_part() -> None:
+    assert part_title("Standup", 0, 1) == "Standup"
+    assert part_title("", 1, 3) == "untitled (part 2 of 3 of the transcript)"
+
+
+def test_interleave_takes_turns() -> None:
+    assert interleave([[1, 2, 3], [4], [5, 6]]) == [1, 4, 5, 2, 6, 3]
+
+
+def test_clip_sentences_cuts_at_a_sentence_end() -> None:
+    assert clip_sentences("One. Two is longer. Three.", 20) == "One. Two is longer."
+    assert clip_sentences("no sentence end here at all", 12) == "no sentence"
+    assert clip_sentences("short", 12) == "short"
+
+
+def test_merged_archive_keeps_every_piece_in_order() -> None:
+    first = ArchiveEnvelope(topic="", summary="Part one happened.", participants=["Ann"],
+                            sections={"decided": ["A", "B"], "still_open": ["Q1"]},
+                            key_quotes=["q1", "q2"])
+    second = ArchiveEnvelope(topic="Budget", summary="Part two happened.",
+                             participants=["ann", "Bob"],
+                             sections={"decided": ["C", "a"], "action_items": "call Bob"},
+                             key_quotes=["q3"])
+    merged = merge_envelopes([first, second])
+    assert merged.topic == "Budget"
+    assert merged.summary == "Part one happened. Part two happened."
+    assert merged.participants == ["Ann", "Bob"]
+    assert merged.sections == {"decided": ["A", "C", "B"], "still_open": ["Q1"],
+                               "action_items": ["call Bob"]}
+    assert merged.key_quotes == ["q1", "q3", "q2"]
+
+
+def test_merged_summary_is_capped_at_a_sentence() -> None:
+    pieces = [ArchiveEnvelope(summary=f"Sentence number {i} is about this much text. " * 5)
+              for i in range(10)]
+    summary = merge_envelopes(pieces).summary
+    assert len(summary) <= MAX_SUMMARY_CHARS and summary.endswith(".")
+
+
+def test_merged_extractions_keep_each_sentence_once() -> None:
+    def fact(text: str) -> ExtractedAssertion:
+        return ExtractedAssertion(kind="fact", text=text)
+
+    merged = merge_extractions([Extraction([fact("The sky is blue."), fact("B.")]),
+                                Extraction([fact("the  sky is BLUE"), fact("C.")])])
+    assert [a.text for a in merged] == ["The sky is blue.", "B.", "C."]
