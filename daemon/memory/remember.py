@@ -1,0 +1,488 @@
+"""Remembering a session: the user's answer to "Keep this conversation?" (seed 000 §3, §11, §15).
+
+Only :meth:`Rememberer.remember` sends a transcript to a model, and only after the user said
+*Keep it*. It files the session first — into the Space chosen, out of every Space, or where it
+ran — because where a session is kept decides where its archive and memories are recalled.
+
+- **discard** deletes the session, its turns, chunks, archive, assertions and the memory
+  candidates still pending; memories the user already reviewed stay (their decision).
+- **later** remembers nothing; the session stays listed as undecided (status ``later``).
+- **keep** marks the session kept, then — each step gated, each failure reported, never undoing
+  the keep:
+
+  1. nothing at all without a Space (nothing is even sent to a model), for a practice session
+     (a rehearsal against an AI is not something that happened), or in a Space opted out of
+     memory;
+  2. the archive (switch ``session_archive_enabled``): a summary in the activity's format,
+     key quotes verified against the turns, rendered, passed through the sensitive-data gate,
+     embedded and written as the session's ``session`` chunks, replacing an earlier archive;
+  3. extraction: typed assertions about what happened (also under ``session_archive_enabled``:
+     like the archive they say what the conversation *was*, live in its Space and go with it)
+     and, with consent (``memory_enabled``), memories about the person as pending candidates,
+     in the Space or profile-wide as the extractor says. Each is anchored to the transcript
+     chunk that supports it (unanchored ones are dropped), gated, and reconciled: the same
+     sentence already stored is a duplicate without asking; otherwise current assertions of
+     the same Space within ``reconcile_distance`` (cosine distance) go to the model, which
+     rules duplicate (not stored again), supersedes (stored; the old one keeps its place in the
+     history) or separate. A candidate the user was already asked about in a visible scope is
+     not proposed again (``already_known``). Everything is embedded first and then written in
+     one transaction; supersede links follow.
+
+Long transcripts are summarised and extracted in pieces that fit the model's context
+(:mod:`daemon.memory.pieces`). Keeps run one at a time: the model is one thread anyway, and
+pressing *Keep* twice must see the first keep's memories.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar
+
+import msgspec
+import trio
+
+from daemon.config import Settings
+from daemon.errors import BrainCueError, InvalidInput
+from daemon.llm.generate import ChatMessage, Generator, output_schema, with_schema_instruction
+from daemon.memory import archive
+from daemon.memory.extract import (
+    AnchorCandidate,
+    Existing,
+    ExtractedAssertion,
+    Extraction,
+    KnownMemory,
+    Ruling,
+    already_known,
+    extraction_prompt,
+    find_anchor,
+    normalise,
+    plan_from_ruling,
+    reconcile_prompt,
+)
+from daemon.memory.pieces import (
+    merge_envelopes,
+    merge_extractions,
+    part_title,
+    split_pieces,
+    transcript_budget,
+    transcript_lines,
+)
+from daemon.memory.sensitive import redact
+from daemon.store.records import Chunk, NewAssertion, Session, Space, Turn
+from daemon.store.scope import Scope
+from daemon.store.store import Store, assertion_body
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Answer = Literal["keep", "discard", "later"]
+ANSWERS: tuple[Answer, ...] = ("keep", "discard", "later")
+
+ARCHIVE_TOKENS = 768  # the longest archive answer allowed
+EXTRACT_TOKENS = 1024
+RULING_TOKENS = 48
+RECONCILE_CANDIDATES = 5  # nearest current assertions shown to the model
+MAX_EXTRACTED = 48  # per session, after merging the pieces
+
+NO_SPACE = ("no Space: nothing was summarised or remembered — pick a Space for that "
+            "(`braincue keep ID --space NAME`)")
+
+
+class Remembered(msgspec.Struct, kw_only=True):
+    """What an answer did. Counts may be 0: ``notes`` say why, and what failed."""
+
+    session_id: int
+    answer: Answer
+    status: str  # the session's status now; "discarded" once deleted
+    space: str | None = None
+    archived: bool = False
+    assertions: int = 0  # new assertions stored (superseding ones included)
+    superseded: int = 0
+    duplicates: int = 0
+    candidates: int = 0  # memories about the person proposed (pending review)
+    redactions: int = 0
+    deleted: dict[str, int] = {}
+    notes: list[str] = []
+
+
+# -- pure helpers --------------------------------------------------------------------------------
+
+
+def chat(messages: Sequence[dict[str, str]]) -> list[ChatMessage]:
+    return [ChatMessage(m["role"], m["content"]) for m in messages]
+
+
+def frame_chars(messages: Sequence[dict[str, str]], output_type: type[Any]) -> int:
+    """The length of a prompt as the model sees it (schema instruction included)."""
+    framed = with_schema_instruction(chat(messages), output_schema(output_type))
+    return sum(len(m.content) for m in framed)
+
+
+def redact_extracted(item: ExtractedAssertion) -> tuple[ExtractedAssertion, int]:
+    """``item`` with every secret in its text fields replaced by a marker, and how many."""
+    found = 0
+
+    def clean(text: str) -> str:
+        nonlocal found
+        result = redact(text)
+        found += result.count
+        return result.text
+
+    cleaned = msgspec.structs.replace(
+        item,
+        text=clean(item.text),
+        chosen=clean(item.chosen),
+        alternatives=[clean(a) for a in item.alternatives],
+        reasoning=clean(item.reasoning),
+        owner=clean(item.owner),
+        due=clean(item.due),
+    )
+    return cleaned, found
+
+
+def to_new_assertion(
+    item: ExtractedAssertion, anchor: Chunk, session: Session
+) -> NewAssertion:
+    """The row to write for an extracted item anchored on ``anchor`` (said when it was).
+
+    Only a decision keeps chosen/alternatives/reasoning, only a commitment or task an owner and
+    a due date: a small model fills fields that do not apply. A memory about the person is a
+    pending candidate, in the session's Space or profile-wide as the extractor said.
+    """
+    decision = item.kind == "decision"
+    assigned = item.kind in ("commitment", "task")
+    person = item.about_person
+    return NewAssertion(
+        kind=item.kind,
+        text=" ".join(item.text.split()),
+        source="extracted",
+        space_id=None if person and item.scope == "profile" else session.space_id,
+        session_id=session.id,
+        anchor_chunk_id=anchor.id,
+        occurred_at=anchor.occurred_at,
+        chosen=(item.chosen.strip() or None) if decision else None,
+        alternatives=tuple(a.strip() for a in item.alternatives if a.strip()) if decision else (),
+        reasoning=(item.reasoning.strip() or None) if decision else None,
+        owner=(item.owner.strip() or None) if assigned else None,
+        due=(item.due.strip() or None) if assigned else None,
+        about_person=person,
+        review_status="pending" if person else None,
+    )
+
+
+def _day(timestamp: float) -> str:
+    return f"{dt.datetime.fromtimestamp(timestamp):%Y-%m-%d}"
+
+
+def _why(error: Exception) -> str:
+    return str(error) if isinstance(error, BrainCueError) else f"{type(error).__name__}: {error}"
+
+
+def _plural(n: int, word: str, words: str = "") -> str:
+    return f"{n} {word if n == 1 else words or word + 's'}"
+
+
+# -- the service ---------------------------------------------------------------------------------
+
+
+class Rememberer:
+    """Answers "Keep this conversation?" for one profile's store.
+
+    ``generator()`` returns the language model, raising a BrainCueError (e.g.
+    ModelNotInstalled) when there is none; it is called only when a model is needed.
+    ``settings()`` is read on every answer, so changed switches apply at once.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        generator: Callable[[], Generator],
+        settings: Callable[[], Settings],
+    ) -> None:
+        self.store = store
+        self._generator = generator
+        self._settings = settings
+        self._lock = trio.Lock()
+
+    async def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    async def remember(
+        self,
+        session_id: int,
+        answer: Answer,
+        space_id: int | msgspec.UnsetType | None = msgspec.UNSET,
+    ) -> Remembered:
+        """Apply the user's answer. ``space_id``: the Space to file the session into first
+        (None: out of every Space; unset: where it ran)."""
+        if answer not in ANSWERS:
+            raise InvalidInput(f"answer: unknown value {answer!r}", fix="keep, discard or later")
+        async with self._lock:
+            session = await self._db(self.store.get_session, session_id)
+            if session.status == "live":
+                raise InvalidInput(f"session {session_id} is still live",
+                                   fix="end it first with `braincue stop`")
+            if answer == "discard":
+                return await self._discard(session)
+            if not isinstance(space_id, msgspec.UnsetType) and space_id != session.space_id:
+                session = await self._db(self.store.file_session, session_id, space_id)
+            space = (None if session.space_id is None
+                     else await self._db(self.store.get_space, session.space_id))
+            status: Literal["kept", "later"] = "later" if answer == "later" else "kept"
+            # the answer is recorded before any model runs: a failure below never undoes it
+            session = await self._db(self.store.update_session, session_id, status=status)
+            outcome = Remembered(session_id=session_id, answer=answer, status=status,
+                                 space=None if space is None else space.name)
+            if answer == "later":
+                outcome.notes.append("nothing was remembered: the session stays undecided "
+                                     "(keep or discard it later)")
+            else:
+                await self._keep(session, space, outcome)
+            return outcome
+
+    async def _discard(self, session: Session) -> Remembered:
+        reviewed = await self._db(
+            self.store.list_assertions, session_id=session.id, about_person=True,
+            statuses=["approved", "rejected", "archived"], include_invalidated=True,
+        )
+        deleted = await self._db(self.store.delete_session, session.id)
+        counts = {k: v for k, v in msgspec.structs.asdict(deleted).items() if v}
+        outcome = Remembered(session_id=session.id, answer="discard", status="discarded",
+                             deleted=counts)
+        if reviewed:
+            outcome.notes.append(f"{_plural(len(reviewed), 'memory', 'memories')} you already "
+                                 "reviewed from it stay (see `braincue memory list`)")
+        return outcome
+
+    async def _keep(self, session: Session, space: Space | None, out: Remembered) -> None:
+        settings = self._settings()
+        if space is None:
+            out.notes.append(NO_SPACE)
+            return
+        if not space.memory_enabled:
+            out.notes.append(f"the Space {space.name} is set to be forgotten: nothing was "
+                             "summarised or extracted")
+            return
+        if session.practice:
+            out.notes.append("a practice session is never archived: nothing was summarised or "
+                             "extracted")
+            return
+        archive_on = settings.session_archive_enabled
+        memory_on = settings.memory_enabled
+        if not archive_on:
+            out.notes.append("archiving is off (session_archive_enabled): no summary or "
+                             "assertions were written")
+        if not memory_on:
+            out.notes.append("memory is off (memory_enabled): no memories about you were "
+                             "proposed")
+        if not (archive_on or memory_on):
+            return
+        turns = await self._db(self.store.turns, session.id)
+        if not turns:
+            out.notes.append("nothing was said: there is nothing to summarise")
+            return
+        try:
+            generator = self._generator()
+        except BrainCueError as e:
+            out.notes.append(f"nothing was summarised or extracted: {e}")
+            return
+        context = settings.llm_context
+        if archive_on:
+            try:
+                await self._archive(generator, context, session, turns, out)
+            except Exception as e:  # a failure to summarise never breaks the keep
+                _log_unexpected(e)
+                out.notes.append(f"the archive failed: {_why(e)}")
+        try:
+            await self._extract(generator, context, session, turns, out,
+                                assertions=archive_on, memories=memory_on)
+        except Exception as e:
+            _log_unexpected(e)
+            out.notes.append(f"extraction failed: {_why(e)}")
+
+    # -- archive -------------------------------------------------------------------------------
+
+    async def _archive(self, generator: Generator, context: int, session: Session,
+                       turns: Sequence[Turn], out: Remembered) -> None:
+        fmt = archive.format_for(session.activity)
+        answer_type = archive.output_type(fmt)
+        lines = transcript_lines((t.speaker, t.text) for t in turns)
+        budget = transcript_budget(
+            context, ARCHIVE_TOKENS,
+            frame_chars(archive.prompt(fmt, session.title, ""), answer_type),
+        )
+        pieces = split_pieces(lines, budget)
+        envelopes = []
+        for i, piece in enumerate(pieces):
+            messages = archive.prompt(fmt, part_title(session.title, i, len(pieces)), piece)
+            answer = await generator.generate(chat(messages), answer_type,
+                                              max_tokens=ARCHIVE_TOKENS)
+            envelopes.append(msgspec.convert(msgspec.to_builtins(answer),
+                                             archive.ArchiveEnvelope))
+        built = archive.build_archive(
+            fmt, merge_envelopes(envelopes),
+            [archive.TranscriptTurn(t.id, t.speaker, t.text) for t in turns],
+        )
+        if not (built.topic or built.summary or any(built.sections.values()) or built.quotes):
+            out.notes.append("the archive came back empty: nothing was archived")
+            return
+        gated = redact(archive.render(built, fmt))
+        await self._db(self.store.put_archive, session.id, gated.text)
+        out.archived = True
+        out.redactions += gated.count
+
+    # -- assertions and memory candidates --------------------------------------------------------
+
+    async def _extract(self, generator: Generator, context: int, session: Session,
+                       turns: Sequence[Turn], out: Remembered, *, assertions: bool,
+                       memories: bool) -> None:
+        lines = transcript_lines((t.speaker, t.text) for t in turns)
+        budget = transcript_budget(
+            context, EXTRACT_TOKENS,
+            frame_chars(extraction_prompt(session.title, "", memory_enabled=memories),
+                        Extraction),
+        )
+        pieces = split_pieces(lines, budget)
+        extractions = []
+        for i, piece in enumerate(pieces):
+            messages = extraction_prompt(part_title(session.title, i, len(pieces)), piece,
+                                         memory_enabled=memories)
+            extractions.append(await generator.generate(chat(messages), Extraction,
+                                                        max_tokens=EXTRACT_TOKENS))
+        items = merge_extractions(extractions)[:MAX_EXTRACTED]
+
+        chunks = await self._db(self.store.chunks, session_id=session.id, kind="transcript")
+        anchors = [AnchorCandidate(c.id, c.body) for c in chunks]
+        by_id = {c.id: c for c in chunks}
+        facts: list[tuple[NewAssertion, int]] = []
+        people: list[tuple[NewAssertion, int]] = []
+        unanchored = 0
+        for item in items:
+            # without consent no claim about the person is stored, not even as a plain fact
+            if (item.about_person and not memories) or (not item.about_person and not assertions):
+                continue
+            anchor = find_anchor(item, anchors)
+            if anchor is None:
+                unanchored += 1
+                continue
+            cleaned, found = redact_extracted(item)
+            new = to_new_assertion(cleaned, by_id[anchor], session)
+            (people if new.about_person else facts).append((new, found))
+        if unanchored:
+            out.notes.append(f"{_plural(unanchored, 'extracted statement')} dropped: nothing "
+                             "in the transcript supports them")
+
+        candidates = await self._unasked(people, session.space_id, out)
+        inserts, links = await self._reconcile(generator, facts, session, out)
+        written = await self._db(self.store.add_assertions,
+                                 [new for new, _ in inserts + candidates])
+        out.assertions = len(inserts)
+        out.candidates = len(candidates)
+        out.redactions += sum(found for _, found in inserts + candidates)
+        for index, old_id in links:
+            try:
+                await self._db(self.store.supersede, old_id, written[index].id)
+                out.superseded += 1
+            except BrainCueError as e:  # e.g. superseded meanwhile: both stay current
+                out.notes.append(f"assertion {written[index].id} kept beside {old_id}: {e}")
+
+    async def _unasked(
+        self, people: list[tuple[NewAssertion, int]], space_id: int | None, out: Remembered
+    ) -> list[tuple[NewAssertion, int]]:
+        """The candidates the user has not been asked about yet in a visible scope."""
+        if not people:
+            return []
+        asked = await self._db(self.store.list_assertions, about_person=True,
+                               include_invalidated=True)
+        known = [KnownMemory(a.text, a.space_id) for a in asked]
+        fresh = []
+        for new, found in people:
+            if already_known(new.text, space_id, known):
+                continue
+            known.append(KnownMemory(new.text, new.space_id))
+            fresh.append((new, found))
+        if len(fresh) < len(people):
+            out.notes.append(f"{_plural(len(people) - len(fresh), 'memory', 'memories')} you "
+                             "were already asked about not proposed again")
+        return fresh
+
+    async def _reconcile(
+        self,
+        generator: Generator,
+        facts: list[tuple[NewAssertion, int]],
+        session: Session,
+        out: Remembered,
+    ) -> tuple[list[tuple[NewAssertion, int]], list[tuple[int, int]]]:
+        """Which new assertions to insert, and (index among them, old id) supersede links."""
+        if not facts:
+            return [], []
+        space_id = session.space_id
+        scope = Scope(space_id=space_id, person_memory=False)
+        current = await self._db(self.store.current_assertions, scope)
+        stored_text = {normalise(a.text) for a in current if a.space_id == space_id}
+        embedder = self.store.embedder
+        vectors = (None if embedder is None
+                   else await embedder.embed([assertion_body(new) for new, _ in facts]))
+        nearest = 1.0 - self._settings().reconcile_distance
+        accepted: list[int] = []  # indexes into facts, in order
+        replaces: dict[int, int] = {}  # index into facts -> the stored id it supersedes
+        failed = 0
+        for i, (new, _) in enumerate(facts):
+            if normalise(new.text) in stored_text:
+                out.duplicates += 1
+                continue
+            similar: list[Existing] = []
+            if vectors is not None:
+                hits = await self._db(self.store.vector_assertions, vectors[i], scope,
+                                      RECONCILE_CANDIDATES)
+                close = await self._db(self.store.get_assertions,
+                                       [h.id for h in hits if h.score >= nearest])
+                similar += [Existing(a.id, a.kind, a.text, _day(a.occurred_at))
+                            for a in close
+                            if a.space_id == space_id and a.id not in replaces.values()]
+                # earlier statements of this same keep, not stored yet: negative ids
+                similar += [Existing(-(j + 1), facts[j][0].kind, facts[j][0].text,
+                                     _day(facts[j][0].occurred_at or 0.0))
+                            for j in accepted if float(vectors[i] @ vectors[j]) >= nearest]
+            if not similar:
+                accepted.append(i)
+                continue
+            try:
+                ruling = await generator.generate(
+                    chat(reconcile_prompt(new.text, new.kind, similar)), Ruling,
+                    max_tokens=RULING_TOKENS,
+                )
+            except BrainCueError as e:
+                log.warning("reconciliation failed, stored as separate: %s", e)
+                failed += 1
+                accepted.append(i)
+                continue
+            plan = plan_from_ruling(ruling, similar)
+            if plan.action == "skip":
+                log.info("duplicate of assertion %s: %r", plan.target, new.text)
+                out.duplicates += 1
+                continue
+            accepted.append(i)
+            if plan.action == "supersede" and plan.target is not None:
+                if plan.target < 0:  # replaces an earlier statement of this keep
+                    earlier = -plan.target - 1
+                    accepted.remove(earlier)
+                    if earlier in replaces:
+                        replaces[i] = replaces.pop(earlier)
+                else:
+                    replaces[i] = plan.target
+        if failed:
+            out.notes.append(f"reconciliation failed for {_plural(failed, 'assertion')}: "
+                             "stored as separate")
+        position = {index: n for n, index in enumerate(accepted)}
+        return ([facts[i] for i in accepted],
+                [(position[i], old) for i, old in replaces.items()])
+
+
+def _log_unexpected(error: Exception) -> None:
+    if not isinstance(error, BrainCueError):
+        log.error("remembering failed unexpectedly", exc_info=error)
