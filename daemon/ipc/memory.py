@@ -1,0 +1,138 @@
+"""Handlers for what is remembered: keep/discard/later, an assertion's history, memory review."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import msgspec
+import trio
+
+from daemon.config import Settings
+from daemon.errors import InvalidInput
+from daemon.ipc.protocol import (
+    AssertionInfo,
+    History,
+    HistoryReply,
+    MemoryApprove,
+    MemoryArchive,
+    MemoryEdit,
+    MemoryExpire,
+    MemoryList,
+    MemoryListReply,
+    MemoryReject,
+    MemoryReply,
+    MemoryScope,
+    Remember,
+    RememberReply,
+)
+from daemon.ipc.server import Handlers
+from daemon.memory import person
+from daemon.memory.remember import Rememberer
+from daemon.store.records import Assertion
+from daemon.store.store import Store
+
+T = TypeVar("T")
+
+
+def assertion_infos(store: Store, assertions: Sequence[Assertion]) -> list[AssertionInfo]:
+    """Assertions as the protocol shows them, each with its Space's name (a blocking read)."""
+    names = {s.id: s.name for s in store.list_spaces()} if assertions else {}
+    return [
+        AssertionInfo(
+            id=a.id, kind=a.kind, text=a.text, about_person=a.about_person,
+            review_status=a.review_status, source=a.source, space_id=a.space_id,
+            space=None if a.space_id is None else names.get(a.space_id),
+            occurred_at=a.occurred_at, recorded_at=a.recorded_at, chosen=a.chosen,
+            alternatives=list(a.alternatives), reasoning=a.reasoning, owner=a.owner, due=a.due,
+            session_id=a.session_id, anchor_chunk_id=a.anchor_chunk_id,
+            invalidated_at=a.invalidated_at, superseded_by=a.superseded_by,
+            expires_at=a.expires_at,
+        )
+        for a in assertions
+    ]
+
+
+def register_memory(
+    handlers: Handlers,
+    store: Store,
+    rememberer: Rememberer,
+    settings: Callable[[], Settings],
+) -> None:
+    async def db(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    def space_id(name: str) -> int:
+        return store.get_space(name).id
+
+    async def remember(request: Remember) -> RememberReply:
+        if request.space is not None and request.no_space:
+            raise InvalidInput("space and no_space: choose one",
+                               fix="file it into a Space, or into none")
+        target: int | msgspec.UnsetType | None = msgspec.UNSET
+        if request.no_space:
+            target = None
+        elif request.space is not None:
+            target = await db(space_id, request.space)
+        outcome = await rememberer.remember(request.session_id, request.answer, target)
+        return RememberReply(**msgspec.structs.asdict(outcome))
+
+    async def history(request: History) -> HistoryReply:
+        def read() -> list[AssertionInfo]:
+            return assertion_infos(store, store.chain(request.assertion_id))
+
+        return HistoryReply(chain=await db(read))
+
+    async def memory_list(request: MemoryList) -> MemoryListReply:
+        if request.space is not None and request.profile_wide:
+            raise InvalidInput("space and profile_wide: choose one")
+
+        def read() -> list[AssertionInfo]:
+            return assertion_infos(store, person.list_memories(
+                store,
+                space_id=None if request.space is None else space_id(request.space),
+                profile_wide=request.profile_wide,
+                status=request.status or None,
+            ))
+
+        return MemoryListReply(memories=await db(read),
+                               memory_enabled=settings().memory_enabled)
+
+    async def reply(fn: Callable[..., Assertion], *args: Any) -> MemoryReply:
+        def run() -> AssertionInfo:
+            return assertion_infos(store, [fn(store, *args)])[0]
+
+        return MemoryReply(memory=await db(run))
+
+    async def approve(request: MemoryApprove) -> MemoryReply:
+        return await reply(person.set_status, request.memory_id, "approved")
+
+    async def reject(request: MemoryReject) -> MemoryReply:
+        return await reply(person.set_status, request.memory_id, "rejected")
+
+    async def archive(request: MemoryArchive) -> MemoryReply:
+        return await reply(person.set_status, request.memory_id, "archived")
+
+    async def edit(request: MemoryEdit) -> MemoryReply:
+        return await reply(person.edit, request.memory_id, request.text)
+
+    async def scope(request: MemoryScope) -> MemoryReply:
+        if (request.space is None) == (not request.profile):
+            raise InvalidInput("scope: give a Space or profile-wide, not both or neither",
+                               fix="--space NAME or --profile")
+        target = None if request.profile else await db(space_id, request.space or "")
+        return await reply(person.rescope, request.memory_id, target)
+
+    async def expire(request: MemoryExpire) -> MemoryReply:
+        return await reply(person.set_expiry, request.memory_id, request.expires_at)
+
+    handlers.add(Remember, remember)
+    handlers.add(History, history)
+    handlers.add(MemoryList, memory_list)
+    handlers.add(MemoryApprove, approve)
+    handlers.add(MemoryReject, reject)
+    handlers.add(MemoryArchive, archive)
+    handlers.add(MemoryEdit, edit)
+    handlers.add(MemoryScope, scope)
+    handlers.add(MemoryExpire, expire)
