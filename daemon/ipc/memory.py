@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 import trio
@@ -33,7 +33,17 @@ from daemon.memory.remember import Rememberer
 from daemon.store.records import Assertion
 from daemon.store.store import Store
 
+if TYPE_CHECKING:
+    from daemon.app import Daemon
+
 T = TypeVar("T")
+
+
+async def register(daemon: Daemon) -> None:
+    """The daemon part: remembering runs on the daemon's store and language model."""
+    rememberer = Rememberer(daemon.store, generator=daemon.engines.generator,
+                            settings=lambda: daemon.settings)
+    register_memory(daemon.handlers, daemon.store, rememberer, lambda: daemon.settings)
 
 
 def assertion_infos(store: Store, assertions: Sequence[Assertion]) -> list[AssertionInfo]:
