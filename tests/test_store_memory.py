@@ -435,3 +435,27 @@ def test_file_session_moves_its_assertions_but_not_reviewed_person_memory(store:
     store.file_session(session_id, b.id)
     assert store.get_assertion(decision.id).space_id == b.id
     assert store.get_assertion(memory.id).space_id == a.id
+
+
+def test_deleted_words_leave_no_trace_on_disk(tmp_path: Path) -> None:
+    data_dir = tmp_path / "p"
+    with open_store(data_dir) as store:
+        space = store.create_space("A")
+        recorded_session(
+            store, [f"ordinary words number {i} about lunch" for i in range(200)], space_id=space.id
+        )
+        doomed = recorded_session(
+            store,
+            ["the zanzibarword secret"] + [f"more words {i}" for i in range(50)],
+            space_id=space.id,
+        )
+        store.put_archive(doomed, "Topic: zanzibarword archive")
+        extracted(store, doomed, "zanzibarword decision")
+        doc = tmp_path / "secret.txt"
+        doc.write_text("the quokkaword document")
+        document = store.add_document(doc, space_id=space.id)
+        store.delete_session(doomed)
+        store.delete_document(document.id)
+    for f in data_dir.iterdir():
+        data = f.read_bytes()
+        assert b"zanzibarword" not in data and b"quokkaword" not in data, f.name
