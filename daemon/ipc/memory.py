@@ -106,8 +106,9 @@ def register_memory(
                 status=request.status or None,
             ))
 
-        return MemoryListReply(memories=await db(read),
-                               memory_enabled=settings().memory_enabled)
+        now = settings()
+        return MemoryListReply(memories=await db(read), memory_enabled=now.memory_enabled,
+                               session_archive_enabled=now.session_archive_enabled)
 
     async def reply(fn: Callable[..., Assertion], *args: Any) -> MemoryReply:
         def run() -> AssertionInfo:

@@ -514,6 +514,7 @@ class HistoryReply(Reply):
 class MemoryListReply(Reply):
     memories: list[AssertionInfo]  # newest first
     memory_enabled: bool  # consent: without it nothing here is recalled
+    session_archive_enabled: bool  # the other switch, shown beside it (seed 000 §14)
 
 
 class MemoryReply(Reply):
