@@ -1,0 +1,252 @@
+"""Live capture end to end: a real daemon, a private PulseAudio server with virtual devices,
+espeak-ng voices played into them, whisper tiny.en.
+
+Nothing here waits a fixed time for something to happen: every wait polls the condition (turn
+events, the daemon's status, the store) with a deadline that only guards against a hang.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from itertools import groupby, pairwise
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from wer import word_error_rate
+
+from daemon.audio.testing import ME_SINK, THEM_SINK, PulseServer, noise_wav, speak
+from daemon.config import Paths
+from daemon.ipc.client import Client
+from daemon.ipc.protocol import (
+    TOPIC_SESSIONS,
+    TOPIC_TURNS,
+    Event,
+    SessionEnded,
+    Start,
+    Status,
+    Stop,
+    TurnEvent,
+)
+from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
+from daemon.store.scope import Scope
+from daemon.store.store import Store
+
+pytestmark = pytest.mark.slow
+
+T = TypeVar("T")
+
+ME_VOICE, THEM_VOICE = "en-us", "en-gb+f3"
+DIALOGUE = [
+    ("me", "Good morning, thanks for joining the call about the budget."),
+    ("them", "Happy to help. We finished the new website yesterday."),
+    ("me", "Great. Can we move the launch to next week?"),
+    ("them", "Yes, but the payment page still needs more testing."),
+    ("me", "I will ask Maria to test the payment page tomorrow."),
+    ("them", "Perfect. Let us meet again on Friday morning."),
+]
+DISTINCTIVE = (4, "Maria")  # a word only the fifth turn says
+
+
+def wait_for(what: str, check: Callable[[], T | None], timeout: float = 60.0) -> T:
+    """Poll ``check`` until it returns something other than None (or fail after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found is not None:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.1)
+
+
+class Events:
+    """Every event the daemon publishes on ``topics``, collected by a thread."""
+
+    def __init__(self, topics: list[str]) -> None:
+        self.received: list[tuple[float, Event]] = []
+        self._stop = threading.Event()
+        ready = threading.Event()
+
+        def collect() -> None:
+            with Client(timeout=30) as client, client.subscribe(topics) as subscription:
+                ready.set()
+                while not self._stop.is_set():
+                    event = subscription.receive(0.1)
+                    if event is not None:
+                        self.received.append((time.monotonic(), event))
+
+        self._thread = threading.Thread(target=collect, daemon=True)
+        self._thread.start()
+        assert ready.wait(30), "could not subscribe to the daemon's events"
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [e for _, e in self.received if isinstance(e, kind)]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+@pytest.fixture
+def voices(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    folder = tmp_path_factory.mktemp("voices")
+    return [speak(text, ME_VOICE if who == "me" else THEM_VOICE, folder / f"turn{i}.wav")
+            for i, (who, text) in enumerate(DIALOGUE)]
+
+
+@pytest.fixture
+def pulse() -> Iterator[PulseServer]:
+    if shutil.which("pulseaudio") is None:
+        pytest.fail("pulseaudio is not installed (scripts/setup.sh --dev installs it)")
+    server = PulseServer()
+    server.start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def daemon(pulse: PulseServer, installed_model: Callable[[str], Path],
+           monkeypatch: pytest.MonkeyPatch) -> Iterator[DaemonProcess]:
+    installed_model("whisper-tiny.en")
+    home = short_home()
+    monkeypatch.setenv("BRAINCUE_HOME", str(home))
+    monkeypatch.setenv("BRAINCUE_CAPTURE", "on")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(pulse.runtime_dir))
+    (home / "config").mkdir()
+    (home / "config" / "config.toml").write_text('asr_model = "whisper-tiny.en"\n')
+    process = start_daemon(home)
+    try:
+        wait_for("capture on both sources", lambda: capturing(Client(timeout=30)))
+        yield process
+    finally:
+        process.stop(signal.SIGTERM)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def capturing(client: Client) -> bool | None:
+    live = client.request(Status()).live
+    assert live is not None
+    return all(s.state == "capturing" for s in live.sources.values()) or None
+
+
+def turn_events(events: Events, n: int) -> list[TurnEvent] | None:
+    turns = events.of(TurnEvent)
+    return turns if len(turns) >= n else None
+
+
+def play(pulse: PulseServer, who: str, wav: Path) -> None:
+    pulse.play(ME_SINK if who == "me" else THEM_SINK, wav)
+
+
+def test_a_spoken_dialogue_becomes_six_labelled_searchable_turns(
+    pulse: PulseServer, daemon: DaemonProcess, voices: list[Path]
+) -> None:
+    client = Client(timeout=120)
+    events = Events([TOPIC_TURNS, TOPIC_SESSIONS])
+    try:
+        started = client.request(Start(title="launch sync"))
+        store = Store.open(Paths.resolve())  # read beside the daemon, as the CLI does
+        found_after: float | None = None
+        for i, ((who, _), wav) in enumerate(zip(DIALOGUE, voices, strict=True)):
+            play(pulse, who, wav)
+            if i == DISTINCTIVE[0]:
+                spoken = time.monotonic()
+                wait_for(f"{DISTINCTIVE[1]!r} to be searchable",
+                         lambda: store.fts_chunks(DISTINCTIVE[1], Scope()) or None)
+                found_after = time.monotonic() - spoken
+            # a pause between turns; polled so the turn is out before the next voice starts
+            wait_for(f"turn {i + 1}", lambda i=i: turn_events(events, i + 1), timeout=60)
+        stopped = client.request(Stop())
+        ended = wait_for("the keep prompt", lambda: events.of(SessionEnded) or None)
+    finally:
+        events.close()
+
+    turns = store.turns(started.session_id)
+    store.close()
+    print(f"\n'{DISTINCTIVE[1]}' searchable {found_after:.1f} s after its utterance was played")
+    for t in turns:
+        print(f"  {t.speaker:4} {t.start:6.2f}-{t.end:6.2f} {t.text}")
+    assert 5 <= len(turns) <= 7  # one split or merge is tolerated
+    # consecutive turns of one speaker are one turn of the script (a split utterance)
+    runs = [(speaker, " ".join(t.text for t in group))
+            for speaker, group in groupby(turns, key=lambda t: t.speaker)]
+    assert [speaker for speaker, _ in runs] == [who for who, _ in DIALOGUE]
+    for (_, said), (_, heard) in zip(DIALOGUE, runs, strict=True):
+        assert word_error_rate(said, heard) <= 0.25, (said, heard)
+    assert all(t.source == ("mic" if t.speaker == "me" else "loopback") for t in turns)
+    assert all(t.start <= t.end for t in turns)
+    assert [t.start for t in turns] == sorted(t.start for t in turns)
+    assert all(a.end <= b.start for a, b in pairwise(turns))
+    [prompt] = ended
+    assert prompt.session_id == stopped.session_id == started.session_id
+    assert prompt.gist and prompt.duration_s == pytest.approx(stopped.duration_s)
+    assert stopped.turns == len(turns)
+
+
+def test_silence_and_low_noise_give_no_turn(
+    pulse: PulseServer, daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    client = Client(timeout=120)
+    events = Events([TOPIC_TURNS])
+    try:
+        started = client.request(Start(title="quiet"))
+        # 60 s of silence: the virtual devices deliver digital silence when nothing plays
+        silence_until = time.monotonic() + 60
+        wait_for("a minute of silence", lambda: time.monotonic() >= silence_until or None, 90)
+        noise = noise_wav(tmp_path / "noise.wav", 60, volume=0.01)
+        players = [threading.Thread(target=pulse.play, args=(sink, noise))
+                   for sink in (ME_SINK, THEM_SINK)]
+        for player in players:
+            player.start()
+        for player in players:
+            player.join()
+        stopped = client.request(Stop())
+    finally:
+        events.close()
+    assert stopped.session_id == started.session_id
+    assert stopped.turns == 0
+    assert events.of(TurnEvent) == []
+    status = client.request(Status())
+    assert status.live is not None and status.live.dropped_blocks == 0
+
+
+def test_capture_survives_the_audio_server_going_away(
+    pulse: PulseServer, daemon: DaemonProcess, voices: list[Path]
+) -> None:
+    client = Client(timeout=120)
+    events = Events([TOPIC_TURNS])
+    try:
+        started = client.request(Start(title="flaky audio"))
+        play(pulse, "me", voices[0])
+        wait_for("the first turn", lambda: turn_events(events, 1))
+
+        pulse.stop()
+
+        def no_audio() -> bool | None:
+            live = client.request(Status()).live
+            assert live is not None
+            return all(s.state == "no audio" for s in live.sources.values()) or None
+
+        wait_for("state 'no audio'", no_audio)
+        assert client.request(Status()).capture == "no audio"
+        assert daemon.process.poll() is None
+
+        pulse.start()
+        wait_for("capture to resume", lambda: capturing(client))
+        play(pulse, "them", voices[1])
+        wait_for("a turn after the restart", lambda: turn_events(events, 2))
+        stopped = client.request(Stop())
+    finally:
+        events.close()
+    assert stopped.session_id == started.session_id
+    texts = [(e.speaker, e.text) for e in events.of(TurnEvent)]
+    assert [speaker for speaker, _ in texts] == ["me", "them"]
+    assert word_error_rate(DIALOGUE[0][1], texts[0][1]) <= 0.25
+    assert word_error_rate(DIALOGUE[1][1], texts[1][1]) <= 0.25
+    assert stopped.turns == 2  # the turn before the fault is kept
+    assert "Traceback" not in daemon.log()
