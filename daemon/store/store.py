@@ -23,21 +23,19 @@ after a change of embedding model.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
 import msgspec
 import numpy as np
 
 from daemon.errors import InvalidInput, NotFound
-from daemon.store import chunking, documents, fts
+from daemon.store import chunking, documents, fts, sql, writes
 from daemon.store.db import Database
 from daemon.store.documents import DocumentText
 from daemon.store.records import (
@@ -52,6 +50,7 @@ from daemon.store.records import (
     Hit,
     NewAssertion,
     NewTurn,
+    OwnerKind,
     ReviewStatus,
     Session,
     SessionStatus,
@@ -69,36 +68,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-OwnerKind = Literal["chunk", "assertion"]
 OWNER_KINDS: tuple[OwnerKind, ...] = ("chunk", "assertion")
 
 DB_FILE = "braincue.db"
 LIVE_REEMBED_CHARS = 350  # a quarter of a chunk: the growing chunk is re-embedded ~4 times
 UNSET: Any = msgspec.UNSET
-
-_SPACE = "id, name, activity, memory_enabled, created_at"
-_SESSION = (
-    "s.id, s.space_id, s.activity, s.title, s.started_at, s.ended_at, s.status, s.practice,"
-    " s.participants, (SELECT count(*) FROM turns t WHERE t.session_id = s.id)"
-)
-_TURN = "id, session_id, seq, speaker, source, start_s, end_s, text, ref"
-_CHUNK = (
-    "c.id, c.kind, c.session_id, c.document_id, c.space_id, c.header, c.body, c.occurred_at,"
-    " c.first_turn, c.last_turn, c.closed"
-)
-_ASSERTION = (
-    "a.id, a.kind, a.text, a.chosen, a.alternatives, a.reasoning, a.owner, a.due,"
-    " a.about_person, a.review_status, a.space_id, a.source, a.anchor_chunk_id, a.session_id,"
-    " a.occurred_at, a.recorded_at, a.invalidated_at, a.superseded_by, a.expires_at"
-)
-
-
-class _IndexChanges:
-    """Vector index edits made by one transaction, applied once it has committed."""
-
-    def __init__(self) -> None:
-        self.added: dict[str, list[tuple[int, Vectors]]] = defaultdict(list)
-        self.removed: dict[str, list[int]] = defaultdict(list)
 
 
 class Store:
@@ -176,8 +150,8 @@ class Store:
         name = _space_name(name)
         _check_activity(activity)
 
-        def txn(conn: apsw.Connection, _: _IndexChanges) -> int:
-            _check_space_name_free(conn, name)
+        def txn(conn: apsw.Connection, _: writes.IndexChanges) -> int:
+            writes.check_space_name_free(conn, name)
             conn.execute(
                 "INSERT INTO spaces (name, activity, memory_enabled, created_at)"
                 " VALUES (?, ?, ?, ?)",
@@ -191,17 +165,21 @@ class Store:
         """A Space by id or by name (ignoring case)."""
         column = "id" if isinstance(ref, int) else "name"
         row = self.db.read(
-            lambda conn: _row(conn, f"SELECT {_SPACE} FROM spaces WHERE {column} = ?", (ref,))
+            lambda conn: sql.row(
+                conn, f"SELECT {sql.SPACE_COLUMNS} FROM spaces WHERE {column} = ?", (ref,)
+            )
         )
         if row is None:
             raise NotFound(f"no Space {ref!r}", fix="see `braincue spaces list`")
-        return _space(row)
+        return sql.space_from(row)
 
     def list_spaces(self) -> list[Space]:
         rows = self.db.read(
-            lambda conn: _rows(conn, f"SELECT {_SPACE} FROM spaces ORDER BY name COLLATE NOCASE")
+            lambda conn: sql.rows(
+                conn, f"SELECT {sql.SPACE_COLUMNS} FROM spaces ORDER BY name COLLATE NOCASE"
+            )
         )
-        return [_space(r) for r in rows]
+        return [sql.space_from(r) for r in rows]
 
     def update_space(
         self,
@@ -217,10 +195,10 @@ class Store:
         if activity is not None:
             _check_activity(activity)
 
-        def txn(conn: apsw.Connection, _: _IndexChanges) -> None:
-            _require(conn, "spaces", space_id, "Space")
+        def txn(conn: apsw.Connection, _: writes.IndexChanges) -> None:
+            sql.require(conn, "spaces", space_id, "Space")
             if name is not None:
-                _check_space_name_free(conn, name, other_than=space_id)
+                writes.check_space_name_free(conn, name, other_than=space_id)
                 conn.execute("UPDATE spaces SET name = ? WHERE id = ?", (name, space_id))
             if activity is not None:
                 conn.execute("UPDATE spaces SET activity = ? WHERE id = ?", (activity, space_id))
@@ -238,27 +216,27 @@ class Store:
         documents, archives and every assertion scoped to it. Profile-wide memory stays, even
         when it came from a session of this Space."""
 
-        def txn(conn: apsw.Connection, changes: _IndexChanges) -> Deleted:
-            _require(conn, "spaces", space_id, "Space")
+        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> Deleted:
+            sql.require(conn, "spaces", space_id, "Space")
             deleted = Deleted(spaces=1)
-            for (session_id,) in _rows(
+            for (session_id,) in sql.rows(
                 conn, "SELECT id FROM sessions WHERE space_id = ?", (space_id,)
             ):
-                _delete_session(conn, changes, session_id, deleted)
-            for (document_id,) in _rows(
+                writes.delete_session(conn, changes, session_id, deleted)
+            for (document_id,) in sql.rows(
                 conn, "SELECT id FROM documents WHERE space_id = ?", (space_id,)
             ):
-                _delete_document(conn, changes, document_id, deleted)
-            _delete_assertions(
+                writes.delete_document(conn, changes, document_id, deleted)
+            writes.delete_assertions(
                 conn,
                 changes,
-                _column(conn, "SELECT id FROM assertions WHERE space_id = ?", (space_id,)),
+                sql.column(conn, "SELECT id FROM assertions WHERE space_id = ?", (space_id,)),
                 deleted,
             )
-            _delete_chunks(
+            writes.delete_chunks(
                 conn,
                 changes,
-                _column(conn, "SELECT id FROM chunks WHERE space_id = ?", (space_id,)),
+                sql.column(conn, "SELECT id FROM chunks WHERE space_id = ?", (space_id,)),
                 deleted,
             )
             conn.execute("DELETE FROM spaces WHERE id = ?", (space_id,))
@@ -282,10 +260,10 @@ class Store:
         if activity is not None:
             _check_activity(activity)
 
-        def txn(conn: apsw.Connection, _: _IndexChanges) -> int:
+        def txn(conn: apsw.Connection, _: writes.IndexChanges) -> int:
             kind = activity
             if space_id is not None:
-                space_activity = _require(conn, "spaces", space_id, "Space", "activity")
+                space_activity = sql.require(conn, "spaces", space_id, "Space", "activity")
                 kind = kind or space_activity
             conn.execute(
                 "INSERT INTO sessions (space_id, activity, title, started_at, practice,"
@@ -305,13 +283,13 @@ class Store:
 
     def get_session(self, session_id: int) -> Session:
         row = self.db.read(
-            lambda conn: _row(
-                conn, f"SELECT {_SESSION} FROM sessions s WHERE s.id = ?", (session_id,)
+            lambda conn: sql.row(
+                conn, f"SELECT {sql.SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (session_id,)
             )
         )
         if row is None:
             raise NotFound(f"no session {session_id}", fix="see `braincue sessions`")
-        return _session(row)
+        return sql.session_from(row)
 
     def list_sessions(
         self,
@@ -336,15 +314,15 @@ class Store:
                 _check_choice("status", status, SESSION_STATUSES)
             where.append("s.status IN (SELECT value FROM json_each(?))")
             params.append(json.dumps(wanted))
-        sql = (
-            f"SELECT {_SESSION} FROM sessions s WHERE {' AND '.join(where)}"
+        query = (
+            f"SELECT {sql.SESSION_COLUMNS} FROM sessions s WHERE {' AND '.join(where)}"
             " ORDER BY s.started_at DESC, s.id DESC"
         )
         if limit is not None:
-            sql += " LIMIT ?"
+            query += " LIMIT ?"
             params.append(limit)
-        rows = self.db.read(lambda conn: _rows(conn, sql, params))
-        return [_session(r) for r in rows]
+        rows = self.db.read(lambda conn: sql.rows(conn, query, params))
+        return [sql.session_from(r) for r in rows]
 
     def update_session(
         self,
@@ -370,8 +348,8 @@ class Store:
             "status": status,
         }
 
-        def txn(conn: apsw.Connection, _: _IndexChanges) -> None:
-            _require(conn, "sessions", session_id, "session")
+        def txn(conn: apsw.Connection, _: writes.IndexChanges) -> None:
+            sql.require(conn, "sessions", session_id, "session")
             for column, value in fields.items():
                 if value is not None:
                     conn.execute(
@@ -386,10 +364,10 @@ class Store:
         assertions it produced move with it; reviewed memories about the person keep the
         scope the user gave them."""
 
-        def txn(conn: apsw.Connection, _: _IndexChanges) -> None:
-            _require(conn, "sessions", session_id, "session")
+        def txn(conn: apsw.Connection, _: writes.IndexChanges) -> None:
+            sql.require(conn, "sessions", session_id, "session")
             if space_id is not None:
-                _require(conn, "spaces", space_id, "Space")
+                sql.require(conn, "spaces", space_id, "Space")
             conn.execute("UPDATE sessions SET space_id = ? WHERE id = ?", (space_id, session_id))
             conn.execute(
                 "UPDATE chunks SET space_id = ? WHERE session_id = ?", (space_id, session_id)
@@ -415,7 +393,7 @@ class Store:
         if not turns:
             return []
         stored, touched = self._write(
-            lambda conn, _: _append_turns(conn, session_id, turns, self.chunk_limit)
+            lambda conn, _: writes.append_turns(conn, session_id, turns, self.chunk_limit)
         )
         self._refresh_chunk_vectors(touched, swallow=True)
         return stored
@@ -432,11 +410,11 @@ class Store:
         if status == "live":
             raise InvalidInput("status: an ended session cannot be 'live'")
 
-        def txn(conn: apsw.Connection, _: _IndexChanges) -> list[int]:
-            current = _require(conn, "sessions", session_id, "session", "status")
+        def txn(conn: apsw.Connection, _: writes.IndexChanges) -> list[int]:
+            current = sql.require(conn, "sessions", session_id, "session", "status")
             if current != "live":
                 raise InvalidInput(f"session {session_id} has already ended")
-            open_ids = _column(
+            open_ids = sql.column(
                 conn,
                 "SELECT id FROM chunks WHERE session_id = ? AND kind = 'transcript' AND closed = 0",
                 (session_id,),
@@ -461,9 +439,9 @@ class Store:
         stay: that was the user's decision. An assertion it had superseded becomes current
         again unless something later superseded it too."""
 
-        def txn(conn: apsw.Connection, changes: _IndexChanges) -> Deleted:
+        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> Deleted:
             deleted = Deleted()
-            _delete_session(conn, changes, session_id, deleted)
+            writes.delete_session(conn, changes, session_id, deleted)
             return deleted
 
         return self._write(txn)
@@ -471,17 +449,17 @@ class Store:
     def delete_all(self) -> Deleted:
         """Empty the profile: every Space, session, document, assertion and vector."""
 
-        def txn(conn: apsw.Connection, changes: _IndexChanges) -> Deleted:
+        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> Deleted:
             deleted = Deleted(
-                spaces=_count(conn, "spaces"),
-                sessions=_count(conn, "sessions"),
-                turns=_count(conn, "turns"),
-                chunks=_count(conn, "chunks"),
-                documents=_count(conn, "documents"),
-                assertions=_count(conn, "assertions"),
-                vectors=_count(conn, "embeddings"),
+                spaces=sql.count_rows(conn, "spaces"),
+                sessions=sql.count_rows(conn, "sessions"),
+                turns=sql.count_rows(conn, "turns"),
+                chunks=sql.count_rows(conn, "chunks"),
+                documents=sql.count_rows(conn, "documents"),
+                assertions=sql.count_rows(conn, "assertions"),
+                vectors=sql.count_rows(conn, "embeddings"),
             )
-            for kind, key in _rows(conn, "SELECT owner_kind, id FROM embeddings"):
+            for kind, key in sql.rows(conn, "SELECT owner_kind, id FROM embeddings"):
                 changes.removed[kind].append(key)
             conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")
             conn.execute("DELETE FROM assertions_fts")
@@ -498,25 +476,27 @@ class Store:
     def turns(self, session_id: int) -> list[Turn]:
         """A session's turns in order."""
         rows = self.db.read(
-            lambda conn: _rows(
-                conn, f"SELECT {_TURN} FROM turns WHERE session_id = ? ORDER BY seq", (session_id,)
+            lambda conn: sql.rows(
+                conn,
+                f"SELECT {sql.TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY seq",
+                (session_id,),
             )
         )
-        return [_turn(r) for r in rows]
+        return [sql.turn_from(r) for r in rows]
 
     def turns_of_chunk(self, chunk_id: int) -> list[Turn]:
         """The turns a transcript chunk covers (empty for archives and documents)."""
         rows = self.db.read(
-            lambda conn: _rows(
+            lambda conn: sql.rows(
                 conn,
-                f"SELECT {_TURN} FROM turns WHERE session_id = (SELECT session_id FROM chunks"
-                " WHERE id = :c AND kind = 'transcript') AND id BETWEEN (SELECT first_turn FROM"
-                " chunks WHERE id = :c) AND (SELECT last_turn FROM chunks WHERE id = :c)"
-                " ORDER BY seq",
+                f"SELECT {sql.TURN_COLUMNS} FROM turns WHERE session_id = (SELECT session_id"
+                " FROM chunks WHERE id = :c AND kind = 'transcript') AND id BETWEEN (SELECT"
+                " first_turn FROM chunks WHERE id = :c) AND (SELECT last_turn FROM chunks"
+                " WHERE id = :c) ORDER BY seq",
                 {"c": chunk_id},
             )
         )
-        return [_turn(r) for r in rows]
+        return [sql.turn_from(r) for r in rows]
 
     def chunks(
         self,
@@ -538,24 +518,26 @@ class Store:
             where.append("c.kind = ?")
             params.append(kind)
         rows = self.db.read(
-            lambda conn: _rows(
+            lambda conn: sql.rows(
                 conn,
-                f"SELECT {_CHUNK} FROM chunks c WHERE {' AND '.join(where)} ORDER BY c.id",
+                f"SELECT {sql.CHUNK_COLUMNS} FROM chunks c WHERE {' AND '.join(where)}"
+                " ORDER BY c.id",
                 params,
             )
         )
-        return [_chunk(r) for r in rows]
+        return [sql.chunk_from(r) for r in rows]
 
     def get_chunks(self, ids: Sequence[int]) -> list[Chunk]:
         """Chunks by id, in the order asked; ids that no longer exist are left out."""
         rows = self.db.read(
-            lambda conn: _rows(
+            lambda conn: sql.rows(
                 conn,
-                f"SELECT {_CHUNK} FROM chunks c WHERE c.id IN (SELECT value FROM json_each(?))",
-                (_json_ids(ids),),
+                f"SELECT {sql.CHUNK_COLUMNS} FROM chunks c"
+                " WHERE c.id IN (SELECT value FROM json_each(?))",
+                (sql.json_ids(ids),),
             )
         )
-        by_id = {r[0]: _chunk(r) for r in rows}
+        by_id = {r[0]: sql.chunk_from(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
     def get_chunk(self, chunk_id: int) -> Chunk:
@@ -571,29 +553,29 @@ class Store:
         replacing any earlier archive. Embedded first: a model failure raises and changes
         nothing. Refused (InvalidInput) for a session in no Space, in a Space whose memory is
         off, or a practice session: those are never summarised (seed 000 §4, §15)."""
-        self.db.read(lambda conn: _check_archivable(conn, session_id))
+        self.db.read(lambda conn: writes.check_archivable(conn, session_id))
         session = self.get_session(session_id)
         ctx = chunking.ChunkContext(
-            date=_local_date(session.started_at),
+            date=writes.local_date(session.started_at),
             kind="session",
             title=session.title,
             participants=session.participants,
         )
-        head = archive_header(ctx)
+        head = writes.archive_header(ctx)
         bodies = chunking.split_text(text, self.chunk_limit) or [""]
         vectors = self._embed([f"{head}\n{b}" for b in bodies])
 
-        def txn(conn: apsw.Connection, changes: _IndexChanges) -> list[int]:
-            space_id = _check_archivable(conn, session_id)
-            old = _column(
+        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> list[int]:
+            space_id = writes.check_archivable(conn, session_id)
+            old = sql.column(
                 conn,
                 "SELECT id FROM chunks WHERE session_id = ? AND kind = 'session'",
                 (session_id,),
             )
-            _delete_chunks(conn, changes, old, Deleted())
+            writes.delete_chunks(conn, changes, old, Deleted())
             ids = []
             for i, body in enumerate(bodies):
-                chunk_id = _insert_chunk(
+                chunk_id = writes.insert_chunk(
                     conn,
                     kind="session",
                     session_id=session_id,
@@ -636,16 +618,16 @@ class Store:
         parts = documents.chunk_document(
             doc.text,
             title=title,
-            date=_local_date(dated),
+            date=writes.local_date(dated),
             markdown=doc.media_type == "text/markdown",
             limit=self.chunk_limit,
         )
         vectors = self._embed([p.text for p in parts])
 
-        def txn(conn: apsw.Connection, changes: _IndexChanges) -> int:
+        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
             if space_id is not None:
-                _require(conn, "spaces", space_id, "Space")
-            same = _row(
+                sql.require(conn, "spaces", space_id, "Space")
+            same = sql.row(
                 conn,
                 "SELECT id FROM documents WHERE sha256 = ? AND space_id IS ?",
                 (doc.sha256, space_id),
@@ -670,7 +652,7 @@ class Store:
             )
             document_id = int(conn.last_insert_rowid())
             for i, part in enumerate(parts):
-                chunk_id = _insert_chunk(
+                chunk_id = writes.insert_chunk(
                     conn,
                     kind="document",
                     document_id=document_id,
@@ -705,16 +687,16 @@ class Store:
     def delete_document(self, document_id: int) -> Deleted:
         """Remove a document with its chunks, their FTS entries and vectors."""
 
-        def txn(conn: apsw.Connection, changes: _IndexChanges) -> Deleted:
+        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> Deleted:
             deleted = Deleted()
-            _delete_document(conn, changes, document_id, deleted)
+            writes.delete_document(conn, changes, document_id, deleted)
             return deleted
 
         return self._write(txn)
 
     def _documents(self, where: str, params: list[Any]) -> list[Document]:
         rows = self.db.read(
-            lambda conn: _rows(
+            lambda conn: sql.rows(
                 conn,
                 "SELECT d.id, d.space_id, d.title, d.filename, d.media_type, d.sha256, d.chars,"
                 " d.added_at, (SELECT count(*) FROM chunks c WHERE c.document_id = d.id)"
@@ -732,16 +714,21 @@ class Store:
             _check_assertion(item)
         if not new:
             return []
-        vectors = self._embed([assertion_body(item) for item in new])
+        vectors = self._embed([writes.assertion_body(item) for item in new])
         now = self._clock()
 
-        def txn(conn: apsw.Connection, changes: _IndexChanges) -> list[int]:
+        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> list[int]:
             ids = []
             for i, item in enumerate(new):
-                ids.append(_insert_assertion(conn, item, now))
+                ids.append(writes.insert_assertion(conn, item, now))
                 if vectors is not None:
                     self._put_vector(
-                        conn, changes, "assertion", ids[-1], vectors[i], len(assertion_body(item))
+                        conn,
+                        changes,
+                        "assertion",
+                        ids[-1],
+                        vectors[i],
+                        len(writes.assertion_body(item)),
                     )
             return ids
 
@@ -758,11 +745,11 @@ class Store:
         vectors = None
         if isinstance(new, NewAssertion):
             _check_assertion(new)
-            vectors = self._embed([assertion_body(new)])
+            vectors = self._embed([writes.assertion_body(new)])
         now = self._clock()
 
-        def txn(conn: apsw.Connection, changes: _IndexChanges) -> int:
-            old = _row(
+        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
+            old = sql.row(
                 conn,
                 "SELECT occurred_at, invalidated_at, superseded_by FROM assertions WHERE id = ?",
                 (old_id,),
@@ -776,16 +763,24 @@ class Store:
                     fix="supersede the current one instead (see its history)",
                 )
             if isinstance(new, NewAssertion):
-                new_id = _insert_assertion(conn, new, now)
+                new_id = writes.insert_assertion(conn, new, now)
                 if vectors is not None:
                     self._put_vector(
-                        conn, changes, "assertion", new_id, vectors[0], len(assertion_body(new))
+                        conn,
+                        changes,
+                        "assertion",
+                        new_id,
+                        vectors[0],
+                        len(writes.assertion_body(new)),
                     )
             else:
                 new_id = new
                 if new_id == old_id:
                     raise InvalidInput("an assertion cannot supersede itself")
-                if _require(conn, "assertions", new_id, "assertion", "invalidated_at") is not None:
+                if (
+                    sql.require(conn, "assertions", new_id, "assertion", "invalidated_at")
+                    is not None
+                ):
                     raise InvalidInput(f"assertion {new_id} is no longer current")
             said = conn.execute("SELECT occurred_at FROM assertions WHERE id = ?", (new_id,)).get
             conn.execute(
@@ -834,8 +829,8 @@ class Store:
         )
         if not edited.text.strip():
             raise InvalidInput("text: an assertion needs some text")
-        body = assertion_body(edited)
-        reembed = body != assertion_body(current)
+        body = writes.assertion_body(edited)
+        reembed = body != writes.assertion_body(current)
         vectors = self._embed([body]) if reembed else None
         columns: dict[str, Any] = {
             k: (json.dumps(list(v)) if k == "alternatives" else v)
@@ -848,17 +843,17 @@ class Store:
             if v is not UNSET
         }
 
-        def txn(conn: apsw.Connection, changes: _IndexChanges) -> None:
-            _require(conn, "assertions", assertion_id, "assertion")
+        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> None:
+            sql.require(conn, "assertions", assertion_id, "assertion")
             if columns.get("space_id") is not None:
-                _require(conn, "spaces", columns["space_id"], "Space")
+                sql.require(conn, "spaces", columns["space_id"], "Space")
             for column, value in columns.items():
                 conn.execute(
                     f"UPDATE assertions SET {column} = ? WHERE id = ?", (value, assertion_id)
                 )
-            _reindex_assertion(conn, assertion_id)
+            writes.reindex_assertion(conn, assertion_id)
             if reembed:
-                _drop_vectors(conn, changes, "assertion", [assertion_id])
+                writes.drop_vectors(conn, changes, "assertion", [assertion_id])
                 if vectors is not None:
                     self._put_vector(
                         conn, changes, "assertion", assertion_id, vectors[0], len(body)
@@ -870,10 +865,10 @@ class Store:
     def delete_assertion(self, assertion_id: int) -> Deleted:
         """Delete one assertion (the user's explicit act); its chain is spliced around it."""
 
-        def txn(conn: apsw.Connection, changes: _IndexChanges) -> Deleted:
-            _require(conn, "assertions", assertion_id, "assertion")
+        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> Deleted:
+            sql.require(conn, "assertions", assertion_id, "assertion")
             deleted = Deleted()
-            _delete_assertions(conn, changes, [assertion_id], deleted)
+            writes.delete_assertions(conn, changes, [assertion_id], deleted)
             return deleted
 
         return self._write(txn)
@@ -881,14 +876,14 @@ class Store:
     def get_assertions(self, ids: Sequence[int]) -> list[Assertion]:
         """Assertions by id, in the order asked; ids that no longer exist are left out."""
         rows = self.db.read(
-            lambda conn: _rows(
+            lambda conn: sql.rows(
                 conn,
-                f"SELECT {_ASSERTION} FROM assertions a"
+                f"SELECT {sql.ASSERTION_COLUMNS} FROM assertions a"
                 " WHERE a.id IN (SELECT value FROM json_each(?))",
-                (_json_ids(ids),),
+                (sql.json_ids(ids),),
             )
         )
-        by_id = {r[0]: _assertion(r) for r in rows}
+        by_id = {r[0]: sql.assertion_from(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
     def get_assertion(self, assertion_id: int) -> Assertion:
@@ -913,7 +908,7 @@ class Store:
         that version, oldest first."""
         self.get_assertion(assertion_id)
         ids = self.db.read(
-            lambda conn: _column(
+            lambda conn: sql.column(
                 conn,
                 """
                 WITH RECURSIVE
@@ -970,43 +965,43 @@ class Store:
         if not include_invalidated:
             where.append("a.invalidated_at IS NULL")
         rows = self.db.read(
-            lambda conn: _rows(
+            lambda conn: sql.rows(
                 conn,
-                f"SELECT {_ASSERTION} FROM assertions a WHERE {' AND '.join(where)}"
+                f"SELECT {sql.ASSERTION_COLUMNS} FROM assertions a WHERE {' AND '.join(where)}"
                 " ORDER BY a.occurred_at DESC, a.id DESC",
                 params,
             )
         )
-        return [_assertion(r) for r in rows]
+        return [sql.assertion_from(r) for r in rows]
 
     def assertions_for_chunks(self, chunk_ids: Sequence[int], scope: Scope) -> list[Assertion]:
         """The in-scope assertions anchored on these chunks (a chunk hit's cross-links)."""
-        sql, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
+        where, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
         rows = self.db.read(
-            lambda conn: _rows(
+            lambda conn: sql.rows(
                 conn,
-                f"SELECT {_ASSERTION} FROM assertions a WHERE {sql}"
+                f"SELECT {sql.ASSERTION_COLUMNS} FROM assertions a WHERE {where}"
                 " AND a.anchor_chunk_id IN (SELECT value FROM json_each(:chunk_ids))"
                 " ORDER BY a.occurred_at, a.id",
-                {**params, "chunk_ids": _json_ids(chunk_ids)},
+                {**params, "chunk_ids": sql.json_ids(chunk_ids)},
             )
         )
-        return [_assertion(r) for r in rows]
+        return [sql.assertion_from(r) for r in rows]
 
     def _assertions_in(self, scope: Scope, kind: str | None) -> list[Assertion]:
-        sql, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
+        where, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
         if kind is not None:
-            sql += " AND a.kind = :kind"
+            where += " AND a.kind = :kind"
             params["kind"] = kind
         rows = self.db.read(
-            lambda conn: _rows(
+            lambda conn: sql.rows(
                 conn,
-                f"SELECT {_ASSERTION} FROM assertions a WHERE {sql}"
+                f"SELECT {sql.ASSERTION_COLUMNS} FROM assertions a WHERE {where}"
                 " ORDER BY a.occurred_at DESC, a.id DESC",
                 params,
             )
         )
-        return [_assertion(r) for r in rows]
+        return [sql.assertion_from(r) for r in rows]
 
     # -- search legs (for fusion search) -------------------------------------------------------
 
@@ -1017,8 +1012,8 @@ class Store:
 
     def fts_assertions(self, text: str, scope: Scope, limit: int = 50) -> list[Hit]:
         """Full-text search over the assertions ``scope`` may see: (assertion id, bm25)."""
-        sql, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
-        return self._fts("assertions_fts", "assertions", sql, params, text, limit, alias="a")
+        where, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
+        return self._fts("assertions_fts", "assertions", where, params, text, limit, alias="a")
 
     def embed_query(self, text: str) -> Vectors | None:
         """The query's vector under the current model (None without an embedder)."""
@@ -1030,13 +1025,13 @@ class Store:
     def vector_chunks(self, query: Vectors | str, scope: Scope, limit: int = 50) -> list[Hit]:
         """Nearest chunks in ``scope`` by cosine similarity: (chunk id, similarity), best
         first. ``query`` is a vector from :meth:`embed_query` or the text itself."""
-        sql, params = chunk_filter(scope)
-        return self._vector("chunk", "chunks", "c", sql, params, query, limit)
+        where, params = chunk_filter(scope)
+        return self._vector("chunk", "chunks", "c", where, params, query, limit)
 
     def vector_assertions(self, query: Vectors | str, scope: Scope, limit: int = 50) -> list[Hit]:
         """Nearest assertions ``scope`` may see: (assertion id, similarity), best first."""
-        sql, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
-        return self._vector("assertion", "assertions", "a", sql, params, query, limit)
+        where, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
+        return self._vector("assertion", "assertions", "a", where, params, query, limit)
 
     def _fts(
         self,
@@ -1054,7 +1049,7 @@ class Store:
             return []
         weights = ", ".join(str(w) for w in fts.COLUMN_WEIGHTS)
         rows = self.db.read(
-            lambda conn: _rows(
+            lambda conn: sql.rows(
                 conn,
                 f"SELECT {alias}.id, bm25({fts_table}, {weights}) AS score FROM {fts_table}"
                 f" JOIN {table} {alias} ON {alias}.id = {fts_table}.rowid"
@@ -1094,18 +1089,18 @@ class Store:
 
         def allowed(keys: list[int]) -> dict[int, int]:
             rows = self.db.read(
-                lambda conn: _rows(
+                lambda conn: sql.rows(
                     conn,
                     f"SELECT e.id, e.owner_id {join}"
                     " AND e.id IN (SELECT value FROM json_each(:keys))",
-                    {**bound, "keys": _json_ids(keys)},
+                    {**bound, "keys": sql.json_ids(keys)},
                 )
             )
             return {key: owner for key, owner in rows}
 
         def allowed_rows() -> tuple[list[int], list[int], Vectors]:
             rows = self.db.read(
-                lambda conn: _rows(conn, f"SELECT e.id, e.owner_id, e.vector {join}", bound)
+                lambda conn: sql.rows(conn, f"SELECT e.id, e.owner_id, e.vector {join}", bound)
             )
             dims = self.embedder.dimensions if self.embedder else 0
             matrix = (
@@ -1131,7 +1126,7 @@ class Store:
             return 0
         model = self.embedder.model_id
         chunk_ids = self.db.read(
-            lambda conn: _column(
+            lambda conn: sql.column(
                 conn,
                 "SELECT c.id FROM chunks c LEFT JOIN embeddings e ON e.owner_kind = 'chunk'"
                 " AND e.owner_id = c.id AND e.model_id = ?"
@@ -1141,7 +1136,7 @@ class Store:
             )
         )
         assertion_ids = self.db.read(
-            lambda conn: _column(
+            lambda conn: sql.column(
                 conn,
                 "SELECT a.id FROM assertions a LEFT JOIN embeddings e"
                 " ON e.owner_kind = 'assertion' AND e.owner_id = a.id AND e.model_id = ?"
@@ -1167,8 +1162,8 @@ class Store:
         tables = ("spaces", "sessions", "turns", "chunks", "documents", "assertions")
 
         def count(conn: apsw.Connection) -> dict[str, int]:
-            found = {table: _count(conn, table) for table in tables}
-            found["vectors"] = _count(conn, "embeddings")
+            found = {table: sql.count_rows(conn, table) for table in tables}
+            found["vectors"] = sql.count_rows(conn, "embeddings")
             return found
 
         return self.db.read(count)
@@ -1194,12 +1189,12 @@ class Store:
         model = self.embedder.model_id
         threshold = 0 if growing else self.live_reembed_chars
         rows = self.db.read(
-            lambda conn: _rows(
+            lambda conn: sql.rows(
                 conn,
                 "SELECT c.id, c.header, c.body, c.closed, e.chars FROM chunks c"
                 " LEFT JOIN embeddings e ON e.owner_kind = 'chunk' AND e.owner_id = c.id"
                 " AND e.model_id = ? WHERE c.id IN (SELECT value FROM json_each(?))",
-                (model, _json_ids(chunk_ids)),
+                (model, sql.json_ids(chunk_ids)),
             )
         )
         todo = [
@@ -1221,10 +1216,10 @@ class Store:
             )
             return 0
 
-        def txn(conn: apsw.Connection, changes: _IndexChanges) -> int:
+        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
             written = 0
             for (chunk_id, text), vector in zip(todo, vectors, strict=True):
-                row = _row(conn, "SELECT header, body FROM chunks WHERE id = ?", (chunk_id,))
+                row = sql.row(conn, "SELECT header, body FROM chunks WHERE id = ?", (chunk_id,))
                 if row is None or f"{row[0]}\n{row[1]}" != text:
                     continue  # changed while it was being embedded: the next pass takes it
                 self._put_vector(conn, changes, "chunk", chunk_id, vector, len(text))
@@ -1237,13 +1232,13 @@ class Store:
         found = self.get_assertions(ids)
         if not found or self.embedder is None:
             return 0
-        bodies = [assertion_body(a) for a in found]
+        bodies = [writes.assertion_body(a) for a in found]
         vectors = self.embedder.embed_sync(bodies)
 
-        def txn(conn: apsw.Connection, changes: _IndexChanges) -> int:
+        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
             written = 0
             for a, body, vector in zip(found, bodies, vectors, strict=True):
-                if _row(conn, "SELECT 1 FROM assertions WHERE id = ?", (a.id,)):
+                if sql.row(conn, "SELECT 1 FROM assertions WHERE id = ?", (a.id,)):
                     self._put_vector(conn, changes, "assertion", a.id, vector, len(body))
                     written += 1
             return written
@@ -1253,7 +1248,7 @@ class Store:
     def _put_vector(
         self,
         conn: apsw.Connection,
-        changes: _IndexChanges,
+        changes: writes.IndexChanges,
         kind: OwnerKind,
         owner_id: int,
         vector: Vectors,
@@ -1263,7 +1258,7 @@ class Store:
         updating in place: a new row id is what tells a stale index apart)."""
         assert self.embedder is not None
         model = self.embedder.model_id
-        old = _column(
+        old = sql.column(
             conn,
             "SELECT id FROM embeddings WHERE owner_kind = ? AND owner_id = ? AND model_id = ?",
             (kind, owner_id, model),
@@ -1271,7 +1266,7 @@ class Store:
         if old:
             conn.execute(
                 "DELETE FROM embeddings WHERE id IN (SELECT value FROM json_each(?))",
-                (_json_ids(old),),
+                (sql.json_ids(old),),
             )
             changes.removed[kind].extend(old)
         vector = np.asarray(vector, dtype=np.float32)
@@ -1284,13 +1279,13 @@ class Store:
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    def _write(self, fn: Callable[[apsw.Connection, _IndexChanges], T]) -> T:
-        changes = _IndexChanges()
+    def _write(self, fn: Callable[[apsw.Connection, writes.IndexChanges], T]) -> T:
+        changes = writes.IndexChanges()
         return self.db.write(
             lambda conn: fn(conn, changes), on_commit=lambda _: self._apply(changes)
         )
 
-    def _apply(self, changes: _IndexChanges) -> None:
+    def _apply(self, changes: writes.IndexChanges) -> None:
         for kind, keys in changes.removed.items():
             if kind in self._indexes:
                 self._indexes[kind].remove(keys)
@@ -1301,38 +1296,6 @@ class Store:
 
 
 # -- pure helpers --------------------------------------------------------------------------------
-
-
-def archive_header(ctx: chunking.ChunkContext) -> str:
-    """``[date | kind | title | participants]``: a chunk header without a speaker."""
-    return chunking.header(ctx, "", 0).rsplit(" | ", 1)[0] + "]"
-
-
-def assertion_header(a: NewAssertion | Assertion, occurred_at: float) -> str:
-    """The FTS header of an assertion: ``[date | kind | owner | due]``."""
-    fields = [f"{_local_date(occurred_at):%Y-%m-%d}", a.kind]
-    if a.owner:
-        fields.append(a.owner)
-    if a.due:
-        fields.append(f"due {a.due}")
-    return "[" + " | ".join(fields) + "]"
-
-
-def assertion_body(a: NewAssertion | Assertion) -> str:
-    """What is indexed and embedded: the statement and, for decisions, what was chosen over
-    what, and why (the rejected alternatives are what keeps "why not B?" answerable)."""
-    lines = [a.text.strip()]
-    if a.chosen:
-        lines.append(f"Chosen: {a.chosen}")
-    if a.alternatives:
-        lines.append("Alternatives: " + "; ".join(a.alternatives))
-    if a.reasoning:
-        lines.append(f"Reasoning: {a.reasoning}")
-    return "\n".join(lines)
-
-
-def _local_date(timestamp: float) -> dt.date:
-    return dt.datetime.fromtimestamp(timestamp).date()
 
 
 def _space_name(name: str) -> str:
@@ -1372,491 +1335,7 @@ def _check_assertion(a: NewAssertion) -> None:
         )
 
 
-def _json_ids(ids: Iterable[int]) -> str:
-    return json.dumps([int(i) for i in ids])
-
-
-def _rows(conn: apsw.Connection, sql: str, params: Any = ()) -> list[Any]:
-    """All rows, loosely typed: a row holds whatever the schema says its columns hold."""
-    return conn.execute(sql, params).fetchall()
-
-
-def _row(conn: apsw.Connection, sql: str, params: Any = ()) -> Any:
-    return conn.execute(sql, params).fetchone()
-
-
-def _column(conn: apsw.Connection, sql: str, params: Any = ()) -> list[int]:
-    return [row[0] for row in conn.execute(sql, params)]
-
-
-def _count(conn: apsw.Connection, table: str) -> int:
-    count: int = conn.execute(f"SELECT count(*) FROM {table}").get
-    return count
-
-
-def _require(conn: apsw.Connection, table: str, row_id: int, what: str, column: str = "id") -> Any:
-    row = _row(conn, f"SELECT {column} FROM {table} WHERE id = ?", (row_id,))
-    if row is None:
-        raise NotFound(f"no {what} {row_id}")
-    return row[0]
-
-
-def _check_archivable(conn: apsw.Connection, session_id: int) -> int:
-    """The Space a session's archive goes to; raises when the session must not be archived."""
-    row = _row(
-        conn,
-        "SELECT s.space_id, s.practice, sp.memory_enabled FROM sessions s"
-        " LEFT JOIN spaces sp ON sp.id = s.space_id WHERE s.id = ?",
-        (session_id,),
-    )
-    if row is None:
-        raise NotFound(f"no session {session_id}")
-    space_id, practice, memory_enabled = row
-    if practice:
-        raise InvalidInput(f"session {session_id} is practice, and practice is never archived")
-    if space_id is None:
-        raise InvalidInput(
-            f"session {session_id} is in no Space, so nothing of it is kept",
-            fix="file it into a Space first",
-        )
-    if not memory_enabled:
-        raise InvalidInput(
-            f"session {session_id} is in a Space whose memory is off",
-            fix="turn the Space's memory on to keep archives there",
-        )
-    return int(space_id)
-
-
-def _check_space_name_free(conn: apsw.Connection, name: str, other_than: int | None = None) -> None:
-    row = _row(conn, "SELECT id FROM spaces WHERE name = ?", (name,))
-    if row is not None and row[0] != other_than:
-        raise InvalidInput(f"a Space named {name!r} already exists", fix="choose another name")
-
-
 # -- rows ----------------------------------------------------------------------------------------
 
 
-def _space(r: Any) -> Space:
-    return Space(id=r[0], name=r[1], activity=r[2], memory_enabled=bool(r[3]), created_at=r[4])
-
-
-def _session(r: Any) -> Session:
-    return Session(
-        id=r[0],
-        space_id=r[1],
-        activity=r[2],
-        title=r[3],
-        started_at=r[4],
-        ended_at=r[5],
-        status=r[6],
-        practice=bool(r[7]),
-        participants=tuple(json.loads(r[8])),
-        turn_count=r[9],
-    )
-
-
-def _turn(r: Any) -> Turn:
-    return Turn(*r)
-
-
-def _chunk(r: Any) -> Chunk:
-    return Chunk(
-        id=r[0],
-        kind=r[1],
-        session_id=r[2],
-        document_id=r[3],
-        space_id=r[4],
-        header=r[5],
-        body=r[6],
-        occurred_at=r[7],
-        first_turn=r[8],
-        last_turn=r[9],
-        closed=bool(r[10]),
-    )
-
-
-def _assertion(r: Any) -> Assertion:
-    return Assertion(
-        id=r[0],
-        kind=r[1],
-        text=r[2],
-        chosen=r[3],
-        alternatives=tuple(json.loads(r[4])),
-        reasoning=r[5],
-        owner=r[6],
-        due=r[7],
-        about_person=bool(r[8]),
-        review_status=r[9],
-        space_id=r[10],
-        source=r[11],
-        anchor_chunk_id=r[12],
-        session_id=r[13],
-        occurred_at=r[14],
-        recorded_at=r[15],
-        invalidated_at=r[16],
-        superseded_by=r[17],
-        expires_at=r[18],
-    )
-
-
 # -- transactions (run on the writer thread) ---------------------------------------------------
-
-
-def _append_turns(
-    conn: apsw.Connection, session_id: int, turns: Sequence[NewTurn], limit: int
-) -> tuple[list[Turn], list[int]]:
-    """Insert turns and grow the session's chunks; returns the turns and the chunk ids touched."""
-    row = _row(
-        conn,
-        "SELECT started_at, title, participants, status, space_id FROM sessions WHERE id = ?",
-        (session_id,),
-    )
-    if row is None:
-        raise NotFound(f"no session {session_id}")
-    started_at, title, participants, status, space_id = row
-    if status != "live":
-        raise InvalidInput(
-            f"session {session_id} has ended; turns can only be added to a live session"
-        )
-    ctx = chunking.ChunkContext(
-        date=_local_date(started_at),
-        kind="transcript",
-        title=title,
-        participants=tuple(json.loads(participants)),
-    )
-    seq: int = conn.execute(
-        "SELECT coalesce(max(seq), 0) FROM turns WHERE session_id = ?", (session_id,)
-    ).get
-    stored: list[Turn] = []
-    for turn in turns:
-        seq += 1
-        end = turn.start if turn.end is None else turn.end
-        conn.execute(
-            "INSERT INTO turns (session_id, seq, speaker, source, start_s, end_s, text, ref)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (session_id, seq, turn.speaker, turn.source, turn.start, end, turn.text, turn.ref),
-        )
-        stored.append(
-            Turn(
-                id=int(conn.last_insert_rowid()),
-                session_id=session_id,
-                seq=seq,
-                speaker=turn.speaker,
-                source=turn.source,
-                start=turn.start,
-                end=end,
-                text=turn.text,
-                ref=turn.ref,
-            )
-        )
-
-    open_row = _row(
-        conn,
-        "SELECT id, first_turn, last_turn FROM chunks"
-        " WHERE session_id = ? AND kind = 'transcript' AND closed = 0",
-        (session_id,),
-    )
-    open_id: int | None = None
-    open_turns: list[chunking.ChunkTurn] = []
-    if open_row is not None:
-        open_id = open_row[0]
-        open_turns = [
-            chunking.ChunkTurn(id=r[0], speaker=r[1], start=r[2], text=r[3])
-            for r in conn.execute(
-                "SELECT id, speaker, start_s, text FROM turns"
-                " WHERE session_id = ? AND id BETWEEN ? AND ? ORDER BY seq",
-                (session_id, open_row[1], open_row[2]),
-            )
-        ]
-
-    def put(row_id: int | None, draft: chunking.ChunkDraft, closed: bool) -> int:
-        fields = {
-            "header": draft.header,
-            "body": draft.body,
-            "occurred_at": started_at + draft.start,
-            "first_turn": draft.first_turn_id,
-            "last_turn": draft.last_turn_id,
-            "closed": closed,
-        }
-        if row_id is None:
-            return _insert_chunk(
-                conn, kind="transcript", session_id=session_id, space_id=space_id, **fields
-            )
-        _update_chunk(conn, row_id, **fields)
-        return row_id
-
-    touched: list[int] = []
-    for added in stored:
-        new = chunking.ChunkTurn(
-            id=added.id, speaker=added.speaker, start=added.start, text=added.text
-        )
-        growth = chunking.grow(open_turns, new, ctx, limit)
-        closed = list(growth.closed)
-        if closed and open_turns:  # the chunk that was open is the first one closed
-            touched.append(put(open_id, closed.pop(0), closed=True))
-            open_id = None
-        touched.extend(put(None, draft, closed=True) for draft in closed)
-        open_turns = list(growth.open_turns)
-    draft = chunking.open_chunk(open_turns, ctx)
-    if draft is not None:
-        touched.append(put(open_id, draft, closed=False))
-    return stored, touched
-
-
-def _insert_chunk(
-    conn: apsw.Connection,
-    *,
-    kind: ChunkKind,
-    header: str,
-    body: str,
-    occurred_at: float,
-    session_id: int | None = None,
-    document_id: int | None = None,
-    space_id: int | None = None,
-    first_turn: int | None = None,
-    last_turn: int | None = None,
-    closed: bool = True,
-) -> int:
-    conn.execute(
-        "INSERT INTO chunks (kind, session_id, document_id, space_id, header, body, occurred_at,"
-        " first_turn, last_turn, closed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            kind,
-            session_id,
-            document_id,
-            space_id,
-            header,
-            body,
-            occurred_at,
-            first_turn,
-            last_turn,
-            int(closed),
-        ),
-    )
-    chunk_id = int(conn.last_insert_rowid())
-    conn.execute(
-        "INSERT INTO chunks_fts (rowid, header, body) VALUES (?, ?, ?)", (chunk_id, header, body)
-    )
-    return chunk_id
-
-
-def _update_chunk(
-    conn: apsw.Connection,
-    chunk_id: int,
-    *,
-    header: str,
-    body: str,
-    occurred_at: float,
-    first_turn: int,
-    last_turn: int,
-    closed: bool,
-) -> None:
-    # external-content FTS: the old text must be removed with exactly the values it indexed
-    conn.execute(
-        "INSERT INTO chunks_fts (chunks_fts, rowid, header, body)"
-        " SELECT 'delete', id, header, body FROM chunks WHERE id = ?",
-        (chunk_id,),
-    )
-    conn.execute(
-        "UPDATE chunks SET header = ?, body = ?, occurred_at = ?, first_turn = ?, last_turn = ?,"
-        " closed = ? WHERE id = ?",
-        (header, body, occurred_at, first_turn, last_turn, int(closed), chunk_id),
-    )
-    conn.execute(
-        "INSERT INTO chunks_fts (rowid, header, body) VALUES (?, ?, ?)", (chunk_id, header, body)
-    )
-
-
-def _insert_assertion(conn: apsw.Connection, a: NewAssertion, now: float) -> int:
-    if a.space_id is not None:
-        _require(conn, "spaces", a.space_id, "Space")
-    if a.session_id is not None:
-        _require(conn, "sessions", a.session_id, "session")
-    if a.anchor_chunk_id is not None:
-        _require(conn, "chunks", a.anchor_chunk_id, "chunk")
-    status = a.review_status or ("pending" if a.about_person else "approved")
-    occurred_at = now if a.occurred_at is None else a.occurred_at
-    conn.execute(
-        "INSERT INTO assertions (kind, text, chosen, alternatives, reasoning, owner, due,"
-        " about_person, review_status, space_id, source, anchor_chunk_id, session_id,"
-        " occurred_at, recorded_at, expires_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            a.kind,
-            a.text.strip(),
-            a.chosen,
-            json.dumps(list(a.alternatives)),
-            a.reasoning,
-            a.owner,
-            a.due,
-            int(a.about_person),
-            status,
-            a.space_id,
-            a.source,
-            a.anchor_chunk_id,
-            a.session_id,
-            occurred_at,
-            now,
-            a.expires_at,
-        ),
-    )
-    assertion_id = int(conn.last_insert_rowid())
-    conn.execute(
-        "INSERT INTO assertions_fts (rowid, header, body) VALUES (?, ?, ?)",
-        (assertion_id, assertion_header(a, occurred_at), assertion_body(a)),
-    )
-    return assertion_id
-
-
-def _reindex_assertion(conn: apsw.Connection, assertion_id: int) -> None:
-    row = _row(conn, f"SELECT {_ASSERTION} FROM assertions a WHERE a.id = ?", (assertion_id,))
-    a = _assertion(row)
-    conn.execute("DELETE FROM assertions_fts WHERE rowid = ?", (assertion_id,))
-    conn.execute(
-        "INSERT INTO assertions_fts (rowid, header, body) VALUES (?, ?, ?)",
-        (assertion_id, assertion_header(a, a.occurred_at), assertion_body(a)),
-    )
-
-
-def _drop_vectors(
-    conn: apsw.Connection, changes: _IndexChanges, kind: OwnerKind, owner_ids: Sequence[int]
-) -> int:
-    """Delete every vector (of any model) of these owners."""
-    if not owner_ids:
-        return 0
-    keys = _column(
-        conn,
-        "SELECT id FROM embeddings WHERE owner_kind = ?"
-        " AND owner_id IN (SELECT value FROM json_each(?))",
-        (kind, _json_ids(owner_ids)),
-    )
-    if keys:
-        conn.execute(
-            "DELETE FROM embeddings WHERE id IN (SELECT value FROM json_each(?))",
-            (_json_ids(keys),),
-        )
-        changes.removed[kind].extend(keys)
-    return len(keys)
-
-
-def _delete_chunks(
-    conn: apsw.Connection, changes: _IndexChanges, ids: Sequence[int], deleted: Deleted
-) -> None:
-    if not ids:
-        return
-    listed = _json_ids(ids)
-    deleted.vectors += _drop_vectors(conn, changes, "chunk", ids)
-    _fts_erase(
-        conn,
-        "chunks_fts",
-        "INSERT INTO chunks_fts (chunks_fts, rowid, header, body)"
-        " SELECT 'delete', id, header, body FROM chunks"
-        " WHERE id IN (SELECT value FROM json_each(?))",
-        (listed,),
-    )
-    conn.execute("DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?))", (listed,))
-    deleted.chunks += conn.changes()
-
-
-def _fts_erase(conn: apsw.Connection, table: str, sql: str, params: Any) -> None:
-    """Run an FTS deletion with FTS5's secure-delete on: the deleted words leave the index
-    at once instead of lingering under a tombstone until segments merge. (Only for the user's
-    deletions: the growing chunk's constant rewrites would pay twice for nothing to erase.)"""
-    conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('secure-delete', 1)")
-    conn.execute(sql, params)
-    conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('secure-delete', 0)")
-
-
-def _delete_assertions(
-    conn: apsw.Connection, changes: _IndexChanges, ids: Sequence[int], deleted: Deleted
-) -> None:
-    """Delete assertions, splicing the supersede chains around them: a survivor that pointed
-    at a deleted row points at that row's first surviving successor, or — when the deleted
-    row was current — becomes current again."""
-    if not ids:
-        return
-    doomed = set(ids)
-    state = {
-        r[0]: (r[1], r[2])
-        for r in conn.execute(
-            "SELECT id, invalidated_at, superseded_by FROM assertions"
-            " WHERE id IN (SELECT value FROM json_each(?))",
-            (_json_ids(ids),),
-        )
-    }
-    for row_id in doomed:
-        survivors = _column(conn, "SELECT id FROM assertions WHERE superseded_by = ?", (row_id,))
-        for survivor in survivors:
-            if survivor in doomed:
-                continue
-            successor, ended_current = _first_survivor(row_id, doomed, state)
-            if successor is not None:
-                conn.execute(
-                    "UPDATE assertions SET superseded_by = ? WHERE id = ?", (successor, survivor)
-                )
-            elif ended_current:
-                conn.execute(
-                    "UPDATE assertions SET invalidated_at = NULL, superseded_by = NULL"
-                    " WHERE id = ?",
-                    (survivor,),
-                )
-            else:
-                conn.execute("UPDATE assertions SET superseded_by = NULL WHERE id = ?", (survivor,))
-    listed = _json_ids(doomed)
-    deleted.vectors += _drop_vectors(conn, changes, "assertion", list(doomed))
-    _fts_erase(
-        conn,
-        "assertions_fts",
-        "DELETE FROM assertions_fts WHERE rowid IN (SELECT value FROM json_each(?))",
-        (listed,),
-    )
-    conn.execute("DELETE FROM assertions WHERE id IN (SELECT value FROM json_each(?))", (listed,))
-    deleted.assertions += conn.changes()
-
-
-def _delete_session(
-    conn: apsw.Connection, changes: _IndexChanges, session_id: int, deleted: Deleted
-) -> None:
-    _require(conn, "sessions", session_id, "session")
-    chunk_ids = _column(conn, "SELECT id FROM chunks WHERE session_id = ?", (session_id,))
-    assertion_ids = _column(
-        conn,
-        "SELECT id FROM assertions"
-        " WHERE (session_id = ? OR anchor_chunk_id IN (SELECT value FROM json_each(?)))"
-        " AND NOT (about_person = 1 AND review_status <> 'pending')",
-        (session_id, _json_ids(chunk_ids)),
-    )
-    _delete_assertions(conn, changes, assertion_ids, deleted)
-    _delete_chunks(conn, changes, chunk_ids, deleted)
-    conn.execute("DELETE FROM turns WHERE session_id = ?", (session_id,))
-    deleted.turns += conn.changes()
-    conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-    deleted.sessions += 1
-
-
-def _delete_document(
-    conn: apsw.Connection, changes: _IndexChanges, document_id: int, deleted: Deleted
-) -> None:
-    _require(conn, "documents", document_id, "document")
-    _delete_chunks(
-        conn,
-        changes,
-        _column(conn, "SELECT id FROM chunks WHERE document_id = ?", (document_id,)),
-        deleted,
-    )
-    conn.execute("DELETE FROM documents WHERE id = ?", (document_id,))
-    deleted.documents += 1
-
-
-def _first_survivor(
-    row_id: int, doomed: set[int], state: dict[int, tuple[float | None, int | None]]
-) -> tuple[int | None, bool]:
-    """Follow ``superseded_by`` from a deleted row to the first row that survives; without
-    one, say whether the chain ended in a row that was current."""
-    current = row_id
-    while current in doomed:
-        invalidated_at, next_id = state[current]
-        if next_id is None:
-            return None, invalidated_at is None
-        current = next_id
-    return current, False

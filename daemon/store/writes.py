@@ -1,0 +1,466 @@
+"""Transaction bodies: functions over the writer's connection, each run inside the one
+``BEGIN IMMEDIATE`` transaction of a :meth:`Store <daemon.store.store.Store>` write.
+
+They keep everything derived in step with the rows it comes from — the FTS entries of chunks
+and assertions, the chunks of a live transcript, the vectors of deleted rows — and cascade
+deletions explicitly (chunk sources and provenance are plain columns, not foreign keys). Vector
+index edits are collected in :class:`IndexChanges` and applied only once the transaction has
+committed. Also here: the text that is indexed and embedded for an assertion or an archive.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+from daemon.errors import InvalidInput, NotFound
+from daemon.store import chunking, sql
+from daemon.store.records import (
+    Assertion,
+    ChunkKind,
+    Deleted,
+    NewAssertion,
+    NewTurn,
+    OwnerKind,
+    Turn,
+)
+from daemon.store.vectors import Vectors
+
+
+class IndexChanges:
+    """Vector index edits made by one transaction, applied once it has committed."""
+
+    def __init__(self) -> None:
+        self.added: dict[str, list[tuple[int, Vectors]]] = defaultdict(list)
+        self.removed: dict[str, list[int]] = defaultdict(list)
+
+
+def archive_header(ctx: chunking.ChunkContext) -> str:
+    """``[date | kind | title | participants]``: a chunk header without a speaker."""
+    return chunking.header(ctx, "", 0).rsplit(" | ", 1)[0] + "]"
+
+
+def assertion_header(a: NewAssertion | Assertion, occurred_at: float) -> str:
+    """The FTS header of an assertion: ``[date | kind | owner | due]``."""
+    fields = [f"{local_date(occurred_at):%Y-%m-%d}", a.kind]
+    if a.owner:
+        fields.append(a.owner)
+    if a.due:
+        fields.append(f"due {a.due}")
+    return "[" + " | ".join(fields) + "]"
+
+
+def assertion_body(a: NewAssertion | Assertion) -> str:
+    """What is indexed and embedded: the statement and, for decisions, what was chosen over
+    what, and why (the rejected alternatives are what keeps "why not B?" answerable)."""
+    lines = [a.text.strip()]
+    if a.chosen:
+        lines.append(f"Chosen: {a.chosen}")
+    if a.alternatives:
+        lines.append("Alternatives: " + "; ".join(a.alternatives))
+    if a.reasoning:
+        lines.append(f"Reasoning: {a.reasoning}")
+    return "\n".join(lines)
+
+
+def local_date(timestamp: float) -> dt.date:
+    return dt.datetime.fromtimestamp(timestamp).date()
+
+
+def check_archivable(conn: apsw.Connection, session_id: int) -> int:
+    """The Space a session's archive goes to; raises when the session must not be archived."""
+    row = sql.row(
+        conn,
+        "SELECT s.space_id, s.practice, sp.memory_enabled FROM sessions s"
+        " LEFT JOIN spaces sp ON sp.id = s.space_id WHERE s.id = ?",
+        (session_id,),
+    )
+    if row is None:
+        raise NotFound(f"no session {session_id}")
+    space_id, practice, memory_enabled = row
+    if practice:
+        raise InvalidInput(f"session {session_id} is practice, and practice is never archived")
+    if space_id is None:
+        raise InvalidInput(
+            f"session {session_id} is in no Space, so nothing of it is kept",
+            fix="file it into a Space first",
+        )
+    if not memory_enabled:
+        raise InvalidInput(
+            f"session {session_id} is in a Space whose memory is off",
+            fix="turn the Space's memory on to keep archives there",
+        )
+    return int(space_id)
+
+
+def check_space_name_free(conn: apsw.Connection, name: str, other_than: int | None = None) -> None:
+    row = sql.row(conn, "SELECT id FROM spaces WHERE name = ?", (name,))
+    if row is not None and row[0] != other_than:
+        raise InvalidInput(f"a Space named {name!r} already exists", fix="choose another name")
+
+
+def append_turns(
+    conn: apsw.Connection, session_id: int, turns: Sequence[NewTurn], limit: int
+) -> tuple[list[Turn], list[int]]:
+    """Insert turns and grow the session's chunks; returns the turns and the chunk ids touched."""
+    row = sql.row(
+        conn,
+        "SELECT started_at, title, participants, status, space_id FROM sessions WHERE id = ?",
+        (session_id,),
+    )
+    if row is None:
+        raise NotFound(f"no session {session_id}")
+    started_at, title, participants, status, space_id = row
+    if status != "live":
+        raise InvalidInput(
+            f"session {session_id} has ended; turns can only be added to a live session"
+        )
+    ctx = chunking.ChunkContext(
+        date=local_date(started_at),
+        kind="transcript",
+        title=title,
+        participants=tuple(json.loads(participants)),
+    )
+    seq: int = conn.execute(
+        "SELECT coalesce(max(seq), 0) FROM turns WHERE session_id = ?", (session_id,)
+    ).get
+    stored: list[Turn] = []
+    for turn in turns:
+        seq += 1
+        end = turn.start if turn.end is None else turn.end
+        conn.execute(
+            "INSERT INTO turns (session_id, seq, speaker, source, start_s, end_s, text, ref)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (session_id, seq, turn.speaker, turn.source, turn.start, end, turn.text, turn.ref),
+        )
+        stored.append(
+            Turn(
+                id=int(conn.last_insert_rowid()),
+                session_id=session_id,
+                seq=seq,
+                speaker=turn.speaker,
+                source=turn.source,
+                start=turn.start,
+                end=end,
+                text=turn.text,
+                ref=turn.ref,
+            )
+        )
+
+    open_row = sql.row(
+        conn,
+        "SELECT id, first_turn, last_turn FROM chunks"
+        " WHERE session_id = ? AND kind = 'transcript' AND closed = 0",
+        (session_id,),
+    )
+    open_id: int | None = None
+    open_turns: list[chunking.ChunkTurn] = []
+    if open_row is not None:
+        open_id = open_row[0]
+        open_turns = [
+            chunking.ChunkTurn(id=r[0], speaker=r[1], start=r[2], text=r[3])
+            for r in conn.execute(
+                "SELECT id, speaker, start_s, text FROM turns"
+                " WHERE session_id = ? AND id BETWEEN ? AND ? ORDER BY seq",
+                (session_id, open_row[1], open_row[2]),
+            )
+        ]
+
+    def put(row_id: int | None, draft: chunking.ChunkDraft, closed: bool) -> int:
+        fields = {
+            "header": draft.header,
+            "body": draft.body,
+            "occurred_at": started_at + draft.start,
+            "first_turn": draft.first_turn_id,
+            "last_turn": draft.last_turn_id,
+            "closed": closed,
+        }
+        if row_id is None:
+            return insert_chunk(
+                conn, kind="transcript", session_id=session_id, space_id=space_id, **fields
+            )
+        update_chunk(conn, row_id, **fields)
+        return row_id
+
+    touched: list[int] = []
+    for added in stored:
+        new = chunking.ChunkTurn(
+            id=added.id, speaker=added.speaker, start=added.start, text=added.text
+        )
+        growth = chunking.grow(open_turns, new, ctx, limit)
+        closed = list(growth.closed)
+        if closed and open_turns:  # the chunk that was open is the first one closed
+            touched.append(put(open_id, closed.pop(0), closed=True))
+            open_id = None
+        touched.extend(put(None, draft, closed=True) for draft in closed)
+        open_turns = list(growth.open_turns)
+    draft = chunking.open_chunk(open_turns, ctx)
+    if draft is not None:
+        touched.append(put(open_id, draft, closed=False))
+    return stored, touched
+
+
+def insert_chunk(
+    conn: apsw.Connection,
+    *,
+    kind: ChunkKind,
+    header: str,
+    body: str,
+    occurred_at: float,
+    session_id: int | None = None,
+    document_id: int | None = None,
+    space_id: int | None = None,
+    first_turn: int | None = None,
+    last_turn: int | None = None,
+    closed: bool = True,
+) -> int:
+    conn.execute(
+        "INSERT INTO chunks (kind, session_id, document_id, space_id, header, body, occurred_at,"
+        " first_turn, last_turn, closed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            kind,
+            session_id,
+            document_id,
+            space_id,
+            header,
+            body,
+            occurred_at,
+            first_turn,
+            last_turn,
+            int(closed),
+        ),
+    )
+    chunk_id = int(conn.last_insert_rowid())
+    conn.execute(
+        "INSERT INTO chunks_fts (rowid, header, body) VALUES (?, ?, ?)", (chunk_id, header, body)
+    )
+    return chunk_id
+
+
+def update_chunk(
+    conn: apsw.Connection,
+    chunk_id: int,
+    *,
+    header: str,
+    body: str,
+    occurred_at: float,
+    first_turn: int,
+    last_turn: int,
+    closed: bool,
+) -> None:
+    # external-content FTS: the old text must be removed with exactly the values it indexed
+    conn.execute(
+        "INSERT INTO chunks_fts (chunks_fts, rowid, header, body)"
+        " SELECT 'delete', id, header, body FROM chunks WHERE id = ?",
+        (chunk_id,),
+    )
+    conn.execute(
+        "UPDATE chunks SET header = ?, body = ?, occurred_at = ?, first_turn = ?, last_turn = ?,"
+        " closed = ? WHERE id = ?",
+        (header, body, occurred_at, first_turn, last_turn, int(closed), chunk_id),
+    )
+    conn.execute(
+        "INSERT INTO chunks_fts (rowid, header, body) VALUES (?, ?, ?)", (chunk_id, header, body)
+    )
+
+
+def insert_assertion(conn: apsw.Connection, a: NewAssertion, now: float) -> int:
+    if a.space_id is not None:
+        sql.require(conn, "spaces", a.space_id, "Space")
+    if a.session_id is not None:
+        sql.require(conn, "sessions", a.session_id, "session")
+    if a.anchor_chunk_id is not None:
+        sql.require(conn, "chunks", a.anchor_chunk_id, "chunk")
+    status = a.review_status or ("pending" if a.about_person else "approved")
+    occurred_at = now if a.occurred_at is None else a.occurred_at
+    conn.execute(
+        "INSERT INTO assertions (kind, text, chosen, alternatives, reasoning, owner, due,"
+        " about_person, review_status, space_id, source, anchor_chunk_id, session_id,"
+        " occurred_at, recorded_at, expires_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            a.kind,
+            a.text.strip(),
+            a.chosen,
+            json.dumps(list(a.alternatives)),
+            a.reasoning,
+            a.owner,
+            a.due,
+            int(a.about_person),
+            status,
+            a.space_id,
+            a.source,
+            a.anchor_chunk_id,
+            a.session_id,
+            occurred_at,
+            now,
+            a.expires_at,
+        ),
+    )
+    assertion_id = int(conn.last_insert_rowid())
+    conn.execute(
+        "INSERT INTO assertions_fts (rowid, header, body) VALUES (?, ?, ?)",
+        (assertion_id, assertion_header(a, occurred_at), assertion_body(a)),
+    )
+    return assertion_id
+
+
+def reindex_assertion(conn: apsw.Connection, assertion_id: int) -> None:
+    row = sql.row(
+        conn, f"SELECT {sql.ASSERTION_COLUMNS} FROM assertions a WHERE a.id = ?", (assertion_id,)
+    )
+    a = sql.assertion_from(row)
+    conn.execute("DELETE FROM assertions_fts WHERE rowid = ?", (assertion_id,))
+    conn.execute(
+        "INSERT INTO assertions_fts (rowid, header, body) VALUES (?, ?, ?)",
+        (assertion_id, assertion_header(a, a.occurred_at), assertion_body(a)),
+    )
+
+
+def drop_vectors(
+    conn: apsw.Connection, changes: IndexChanges, kind: OwnerKind, owner_ids: Sequence[int]
+) -> int:
+    """Delete every vector (of any model) of these owners."""
+    if not owner_ids:
+        return 0
+    keys = sql.column(
+        conn,
+        "SELECT id FROM embeddings WHERE owner_kind = ?"
+        " AND owner_id IN (SELECT value FROM json_each(?))",
+        (kind, sql.json_ids(owner_ids)),
+    )
+    if keys:
+        conn.execute(
+            "DELETE FROM embeddings WHERE id IN (SELECT value FROM json_each(?))",
+            (sql.json_ids(keys),),
+        )
+        changes.removed[kind].extend(keys)
+    return len(keys)
+
+
+def delete_chunks(
+    conn: apsw.Connection, changes: IndexChanges, ids: Sequence[int], deleted: Deleted
+) -> None:
+    if not ids:
+        return
+    listed = sql.json_ids(ids)
+    deleted.vectors += drop_vectors(conn, changes, "chunk", ids)
+    fts_erase(
+        conn,
+        "chunks_fts",
+        "INSERT INTO chunks_fts (chunks_fts, rowid, header, body)"
+        " SELECT 'delete', id, header, body FROM chunks"
+        " WHERE id IN (SELECT value FROM json_each(?))",
+        (listed,),
+    )
+    conn.execute("DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?))", (listed,))
+    deleted.chunks += conn.changes()
+
+
+def fts_erase(conn: apsw.Connection, table: str, statement: str, params: Any) -> None:
+    """Run an FTS deletion with FTS5's secure-delete on: the deleted words leave the index
+    at once instead of lingering under a tombstone until segments merge. (Only for the user's
+    deletions: the growing chunk's constant rewrites would pay twice for nothing to erase.)"""
+    conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('secure-delete', 1)")
+    conn.execute(statement, params)
+    conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('secure-delete', 0)")
+
+
+def delete_assertions(
+    conn: apsw.Connection, changes: IndexChanges, ids: Sequence[int], deleted: Deleted
+) -> None:
+    """Delete assertions, splicing the supersede chains around them: a survivor that pointed
+    at a deleted row points at that row's first surviving successor, or — when the deleted
+    row was current — becomes current again."""
+    if not ids:
+        return
+    doomed = set(ids)
+    state = {
+        r[0]: (r[1], r[2])
+        for r in conn.execute(
+            "SELECT id, invalidated_at, superseded_by FROM assertions"
+            " WHERE id IN (SELECT value FROM json_each(?))",
+            (sql.json_ids(ids),),
+        )
+    }
+    for row_id in doomed:
+        survivors = sql.column(conn, "SELECT id FROM assertions WHERE superseded_by = ?", (row_id,))
+        for survivor in survivors:
+            if survivor in doomed:
+                continue
+            successor, ended_current = _first_survivor(row_id, doomed, state)
+            if successor is not None:
+                conn.execute(
+                    "UPDATE assertions SET superseded_by = ? WHERE id = ?", (successor, survivor)
+                )
+            elif ended_current:
+                conn.execute(
+                    "UPDATE assertions SET invalidated_at = NULL, superseded_by = NULL"
+                    " WHERE id = ?",
+                    (survivor,),
+                )
+            else:
+                conn.execute("UPDATE assertions SET superseded_by = NULL WHERE id = ?", (survivor,))
+    listed = sql.json_ids(doomed)
+    deleted.vectors += drop_vectors(conn, changes, "assertion", list(doomed))
+    fts_erase(
+        conn,
+        "assertions_fts",
+        "DELETE FROM assertions_fts WHERE rowid IN (SELECT value FROM json_each(?))",
+        (listed,),
+    )
+    conn.execute("DELETE FROM assertions WHERE id IN (SELECT value FROM json_each(?))", (listed,))
+    deleted.assertions += conn.changes()
+
+
+def delete_session(
+    conn: apsw.Connection, changes: IndexChanges, session_id: int, deleted: Deleted
+) -> None:
+    sql.require(conn, "sessions", session_id, "session")
+    chunk_ids = sql.column(conn, "SELECT id FROM chunks WHERE session_id = ?", (session_id,))
+    assertion_ids = sql.column(
+        conn,
+        "SELECT id FROM assertions"
+        " WHERE (session_id = ? OR anchor_chunk_id IN (SELECT value FROM json_each(?)))"
+        " AND NOT (about_person = 1 AND review_status <> 'pending')",
+        (session_id, sql.json_ids(chunk_ids)),
+    )
+    delete_assertions(conn, changes, assertion_ids, deleted)
+    delete_chunks(conn, changes, chunk_ids, deleted)
+    conn.execute("DELETE FROM turns WHERE session_id = ?", (session_id,))
+    deleted.turns += conn.changes()
+    conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+    deleted.sessions += 1
+
+
+def delete_document(
+    conn: apsw.Connection, changes: IndexChanges, document_id: int, deleted: Deleted
+) -> None:
+    sql.require(conn, "documents", document_id, "document")
+    delete_chunks(
+        conn,
+        changes,
+        sql.column(conn, "SELECT id FROM chunks WHERE document_id = ?", (document_id,)),
+        deleted,
+    )
+    conn.execute("DELETE FROM documents WHERE id = ?", (document_id,))
+    deleted.documents += 1
+
+
+def _first_survivor(
+    row_id: int, doomed: set[int], state: dict[int, tuple[float | None, int | None]]
+) -> tuple[int | None, bool]:
+    """Follow ``superseded_by`` from a deleted row to the first row that survives; without
+    one, say whether the chain ended in a row that was current."""
+    current = row_id
+    while current in doomed:
+        invalidated_at, next_id = state[current]
+        if next_id is None:
+            return None, invalidated_at is None
+        current = next_id
+    return current, False
