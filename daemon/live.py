@@ -407,6 +407,8 @@ class Live:
             utterances_queued=0 if pipeline is None else pipeline.queued,
             asr_lag_s=0.0 if pipeline is None else round(pipeline.lag(), 2),
             dropped_blocks=0 if pipeline is None else pipeline.dropped_blocks,
+            asr_real_time_factor=0.0 if pipeline is None else round(
+                pipeline.real_time_factor(), 3),
             asr_model=self.speech_model_loaded() or "",
             session_id=None if self.session is None else self.session.id,
         )

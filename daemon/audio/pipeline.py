@@ -153,6 +153,8 @@ class Pipeline:
         self.transcribed = 0
         self.skipped = 0  # dropped untranscribed: nobody wanted the text, or no model
         self.failed = 0
+        self.asr_busy_s = 0.0  # time spent transcribing ...
+        self.asr_audio_s = 0.0  # ... this much audio
 
     # -- figures -------------------------------------------------------------------------------
 
@@ -164,6 +166,9 @@ class Pipeline:
     def queued(self) -> int:
         """Utterances waiting for transcription, the one being transcribed included."""
         return len(self.queue) + (self.current is not None)
+
+    def real_time_factor(self) -> float:
+        return self.asr_busy_s / self.asr_audio_s if self.asr_audio_s else 0.0
 
     def lag(self) -> float:
         """ASR lag in seconds: how long ago the utterance being transcribed ended, or, when
@@ -211,6 +216,7 @@ class Pipeline:
         if transcriber is None:
             self.skipped += 1
             return
+        began = self._clock()
         try:
             segments = await transcriber.transcribe(heard.audio)
         except Exception:  # one bad utterance must not stop the worker
@@ -218,6 +224,8 @@ class Pipeline:
             self.failed += 1
             return
         self.transcribed += 1
+        self.asr_busy_s += self._clock() - began
+        self.asr_audio_s += len(heard.audio) / SAMPLE_RATE
         await self._on_text(heard, segments)
 
     # -- settling (for stop) -------------------------------------------------------------------

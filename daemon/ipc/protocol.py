@@ -165,6 +165,7 @@ class LiveStatus(msgspec.Struct):
     utterances_queued: int  # waiting for transcription, the one in progress included
     asr_lag_s: float  # how far transcription is behind the end of speech
     dropped_blocks: int  # audio dropped because transcription fell behind
+    asr_real_time_factor: float = 0.0  # transcription time / audio transcribed, so far
     asr_model: str = ""  # empty: no speech model installed
     session_id: int | None = None  # the live session
 
