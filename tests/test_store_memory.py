@@ -454,8 +454,11 @@ def test_deleted_words_leave_no_trace_on_disk(tmp_path: Path) -> None:
         doc = tmp_path / "secret.txt"
         doc.write_text("the quokkaword document")
         document = store.add_document(doc, space_id=space.id)
+        memory = store.add_assertion(fact("likes the platypusword cafe", about_person=True))
         store.delete_session(doomed)
         store.delete_document(document.id)
+        store.update_assertion(memory.id, text="likes the corner cafe")
     for f in data_dir.iterdir():
         data = f.read_bytes()
-        assert b"zanzibarword" not in data and b"quokkaword" not in data, f.name
+        for word in (b"zanzibarword", b"quokkaword", b"platypusword"):
+            assert word not in data, (word, f.name)

@@ -3,7 +3,8 @@
 ``store.Store`` is the public face (spaces, sessions and turns, archives, documents,
 assertions, deletion, and the search legs fusion search builds on); ``records`` holds the row
 types and ``scope`` the rule of what a search may see. ``db`` (migrations, the writer thread),
-``schema`` and ``vectors`` (the usearch cache) are its machinery; ``chunking``, ``fts``,
-``transcript``, ``documents`` and ``export`` are pure helpers. Nothing is imported here, so
+``schema``, ``sql`` (rows to records), ``writes`` (transaction bodies) and ``vectors`` (the
+usearch cache) are its machinery; ``chunking``, ``fts``, ``transcript``, ``documents`` and
+``export`` are pure helpers. Nothing is imported here, so
 the pure helpers stay cheap to import.
 """

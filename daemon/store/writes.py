@@ -311,11 +311,12 @@ def insert_assertion(conn: apsw.Connection, a: NewAssertion, now: float) -> int:
 
 
 def reindex_assertion(conn: apsw.Connection, assertion_id: int) -> None:
+    """Index an edited assertion's text afresh (the old words are erased, not tombstoned)."""
     row = sql.row(
         conn, f"SELECT {sql.ASSERTION_COLUMNS} FROM assertions a WHERE a.id = ?", (assertion_id,)
     )
     a = sql.assertion_from(row)
-    conn.execute("DELETE FROM assertions_fts WHERE rowid = ?", (assertion_id,))
+    fts_erase(conn, "assertions_fts", "DELETE FROM assertions_fts WHERE rowid = ?", (assertion_id,))
     conn.execute(
         "INSERT INTO assertions_fts (rowid, header, body) VALUES (?, ?, ?)",
         (assertion_id, assertion_header(a, a.occurred_at), assertion_body(a)),
