@@ -52,6 +52,7 @@ from daemon.ipc.protocol import (
     SourceStatus,
     Start,
     StartReply,
+    StatusEvent,
     StopReply,
     TurnEvent,
 )
@@ -139,6 +140,8 @@ class Live:
         self._session_changed = trio.lowlevel.ParkingLot()
         self.captures: list[CaptureThread] = []
         self.pipeline: Pipeline | None = None
+        self.paused = False
+        self._token: trio.lowlevel.TrioToken | None = None
         self.phantoms = 0  # transcriptions dropped as whisper's inventions
         self.turns = 0  # stored live
 
@@ -146,6 +149,7 @@ class Live:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Capture and transcribe until cancelled; then stop capture and end the session."""
+        self._token = trio.lowlevel.current_trio_token()
         await self._end_stale_sessions()
         channel = BlockChannel(self.block_backlog)
         self.pipeline = Pipeline(
@@ -177,12 +181,12 @@ class Live:
                 with trio.CancelScope(shield=True):
                     await self._shut_down()
 
-    async def _shut_down(self) -> None:
-        def stop_capture() -> None:
-            for thread in self.captures:
-                thread.stop(timeout=2.0)
+    def _stop_capture(self) -> None:
+        for thread in self.captures:
+            thread.stop(timeout=2.0)
 
-        await trio.to_thread.run_sync(stop_capture)
+    async def _shut_down(self) -> None:
+        await trio.to_thread.run_sync(self._stop_capture)
         if self.session is not None:
             with contextlib.suppress(Exception):
                 await self._end(self.session, self.clock())
@@ -209,7 +213,30 @@ class Live:
         return result
 
     def _capture_state_changed(self, source: Source, state: str, detail: str) -> None:
-        log.debug("capture %s: %s %s", source, state, detail)
+        """From a capture thread: tell subscribers (the tray shows "no audio")."""
+        message = f"{source}: {state}" + (f" ({detail})" if state == "no audio" else "")
+        if self._token is not None:
+            with contextlib.suppress(trio.RunFinishedError):
+                self._token.run_sync_soon(self._publish_status, message)
+
+    def _publish_status(self, message: str) -> None:
+        self._publish(StatusEvent(capture=self.capture_state(), message=message))
+
+    async def pause(self, paused: bool) -> None:
+        """Stop listening — the devices are released and nothing is heard, so no session
+        starts by itself — or listen again. A live session stays live while paused (and ends
+        after the silence setting like any other)."""
+        if paused == self.paused:
+            return
+        self.paused = paused
+        if paused:
+            await trio.to_thread.run_sync(self._stop_capture)
+            if self.pipeline is not None:
+                await self.pipeline.cut()  # what was being said is still transcribed
+        else:
+            for thread in self.captures:
+                thread.start()
+        self._publish_status("listening paused" if paused else "listening again")
 
     # -- the speech model ----------------------------------------------------------------------
 
@@ -394,8 +421,10 @@ class Live:
     # -- status --------------------------------------------------------------------------------
 
     def status(self) -> LiveStatus:
-        if self.captures:
-            sources: dict[str, SourceStatus] = {
+        if self.paused:
+            sources: dict[str, SourceStatus] = {s: SourceStatus(state="paused") for s in SOURCES}
+        elif self.captures:
+            sources = {
                 c.source: SourceStatus(state=c.state, device=c.device_name, detail=c.detail)
                 for c in self.captures
             }

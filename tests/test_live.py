@@ -427,3 +427,22 @@ async def test_import_of_a_stereo_file_takes_left_as_me_and_right_as_them(
             await rig.live.import_audio(ImportAudio(path=str(tmp_path / "notes.wav")),
                                         lambda e: None)
     assert len(store.list_sessions()) == 1  # refused imports leave nothing behind
+
+
+async def test_pausing_cuts_what_is_being_said_and_reports_paused(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    from daemon.ipc.protocol import StatusEvent
+
+    async with running(store) as rig:
+        started = await rig.live.start(Start())
+        await rig.play(mic=tone(1.0, 220))  # still talking when the pause comes
+        await rig.live.pause(True)
+        await rig.live.stop()
+        assert [t.text for t in store.turns(started.session_id)] == [WORDS[220]]
+        assert rig.live.capture_state() == "paused"
+        assert {s.state for s in rig.live.status().sources.values()} == {"paused"}
+        await rig.live.pause(False)
+        assert rig.live.capture_state() == "off"  # this rig has no capture threads
+    assert [e.message for e in rig.of(StatusEvent)] == ["listening paused", "listening again"]
+    assert [e.capture for e in rig.of(StatusEvent)] == ["paused", "off"]

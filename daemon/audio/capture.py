@@ -168,13 +168,16 @@ class CaptureThread:
         self.detail = ""
         self.device_name = ""
         self.blocks = 0
+        self.epoch = 0
 
     def start(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
+        if self._thread is not None and self._thread.is_alive() and not self._stop.is_set():
             return
-        self._stop.clear()
+        # A new thread with its own stop flag: a previous one may still be blocked in a
+        # recorder that stopped delivering, and must not be revived by clearing its flag.
+        self._stop = threading.Event()
         self._thread = threading.Thread(
-            target=self._run, name=f"capture-{self.source}", daemon=True
+            target=self._run, args=(self._stop,), name=f"capture-{self.source}", daemon=True
         )
         self._thread.start()
 
@@ -195,36 +198,37 @@ class CaptureThread:
         if self._on_state is not None:
             self._on_state(self.source, state, detail)
 
-    def _run(self) -> None:
+    def _run(self, stop: threading.Event) -> None:
         backoff = 0.5
         generation: int | None = None
         failed = False
-        epoch = 0
-        while not self._stop.is_set():
+        while not stop.is_set():
             if not failed:
                 self._set_state("starting", "")
             try:
                 sc, generation = _soundcard(generation if failed else None)
                 device = _open_device(sc, self.source, self.device)
                 default_at_open = "" if self.device else _current_default(sc, self.source)
-                epoch += 1
+                self.epoch += 1  # never reused, even when the thread is started again
                 failed = False
-                self._record(sc, device, default_at_open, epoch)
+                self._record(sc, device, default_at_open, self.epoch, stop)
                 backoff = 0.5  # a clean return: the default device changed, reopen at once
             except Exception as e:  # the server or device went away: a state, not a crash
                 failed = True
                 # soundcard says "no server" with a bare AssertionError
                 reason = "no audio server" if isinstance(e, AssertionError) else str(e) or repr(e)
                 self._set_state("no audio", reason)
-                self._stop.wait(backoff)
+                stop.wait(backoff)
                 backoff = min(backoff * 2, self._max_backoff)
 
-    def _record(self, sc: ModuleType, device: Any, default_at_open: str, epoch: int) -> None:
+    def _record(
+        self, sc: ModuleType, device: Any, default_at_open: str, epoch: int, stop: threading.Event
+    ) -> None:
         self.device_name = str(device.name)
         with device.recorder(samplerate=SAMPLE_RATE, channels=1, blocksize=BLOCK) as recorder:
             self._set_state("capturing", self.device_name)
             clock = BlockClock()
-            while not self._stop.is_set():
+            while not stop.is_set():
                 data = recorder.record(numframes=BLOCK)
                 samples = np.ascontiguousarray(data[:, 0], dtype=np.float32)
                 t = clock.stamp(len(samples), time.time())

@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -228,7 +229,16 @@ class Pipeline:
         self.asr_audio_s += len(heard.audio) / SAMPLE_RATE
         await self._on_text(heard, segments)
 
-    # -- settling (for stop) -------------------------------------------------------------------
+    # -- settling (for stop and pause) ---------------------------------------------------------
+
+    async def cut(self) -> float:
+        """Hand over the speech in progress on every source; returns how far audio was heard."""
+        heard_until = max((s.heard_until or -math.inf for s in self.segmenters.values()),
+                          default=-math.inf)
+        for segmenter in self.segmenters.values():
+            for heard in segmenter.flush():
+                await self._enqueue(heard)
+        return heard_until
 
     async def settle(self, until: float, *, flowing_s: float = 1.0) -> None:
         """Return once everything heard up to ``until`` is transcribed and handed to on_text.
@@ -250,10 +260,7 @@ class Pipeline:
             with trio.move_on_after(flowing_s):
                 await self._progress.park()
         # the speech in progress is cut where each segmenter is now: at or just after `until`
-        limit = max([until, *(s.heard_until or until for s in self.segmenters.values())])
-        for segmenter in self.segmenters.values():
-            for heard in segmenter.flush():
-                await self._enqueue(heard)
+        limit = max(until, await self.cut())
 
         def pending_before_until() -> bool:
             oldest = self.queue.oldest_end()

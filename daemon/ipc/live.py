@@ -1,10 +1,12 @@
-"""Handlers for live capture: start and stop sessions, import audio files."""
+"""Handlers for live capture: start and stop sessions, pause listening, import audio files."""
 
 from __future__ import annotations
 
 from daemon.ipc.protocol import (
     ImportAudio,
     ImportAudioReply,
+    Ok,
+    Pause,
     Start,
     StartReply,
     Stop,
@@ -24,6 +26,11 @@ def register_live(handlers: Handlers, live: Live) -> None:
     async def import_audio(request: ImportAudio, publish: Publish) -> ImportAudioReply:
         return await live.import_audio(request, publish)
 
+    async def pause(request: Pause) -> Ok:
+        await live.pause(request.paused)
+        return Ok()
+
     handlers.add(Start, start)
+    handlers.add(Pause, pause)
     handlers.add(Stop, stop)
     handlers.add_streaming(ImportAudio, import_audio)
