@@ -1,0 +1,394 @@
+"""Grounded answers: the pure rules of ``ask`` (no model, no database, no sockets).
+
+- **Framing** (seed 000 §9). An answer is framed by the activity it is asked in: ``interview``
+  for the job family, where the model answers as the candidate, on their behalf; otherwise
+  ``conversation``: the same shared rules (speakable, cited, never fabricated), a different
+  role, and nobody is assessing the user, so never sell, never perform credentials, never pitch
+  their background unless the question asks. The best-matching story is force-included in the
+  sources in the interview family only: in a client call it would displace an actual document
+  and invite the model to narrate the user's achievements.
+- **Sources** are numbered [1], [2]... in the prompt. Each holds passages (a transcript chunk's
+  turns, with their speakers; an archive's or a document's text; an assertion; a memory) in
+  which quotes are looked up.
+- **Nothing relevant.** Fused scores are uncalibrated and never thresholded. Instead, the
+  recalled material is relevant when at least one source shares a content word (stop words
+  dropped, crudely stemmed) with the question — the same evidence a full-text leg would need —
+  or is the interview's force-included story. When nothing is relevant the model is not asked
+  at all: the answer says plainly that nothing was found. When something is, the model is still
+  told to say it does not know if the sources do not answer.
+- **The check before the final text is sent.** Citations of a source number that does not
+  exist are dropped. Every quoted span ("…" or “…”) must be found, case- and
+  whitespace-normalised, inside one passage of the source it cites (of any source, when it
+  cites none); one that is not is marked ``[unverified]`` in the text and in its citation,
+  never passed off. A verified quote's speaker is read off the matched passage, not the model.
+- **The question heard from "them".** With no question typed while a session is live, the
+  question is the last one somebody other than the user asked: a sentence ending with "?" or
+  starting with a question word.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import unicodedata
+from collections.abc import Sequence
+from typing import Literal
+
+import msgspec
+
+from daemon.llm.generate import ChatMessage
+from daemon.memory.archive import normalise
+from daemon.memory.extract import content_words
+
+Framing = Literal["interview", "conversation"]
+SourceKind = Literal["transcript", "archive", "document", "assertion", "memory", "context"]
+
+INTERVIEW_FAMILY = frozenset({"job"})
+ME = "me"
+UNVERIFIED = "[unverified]"
+MAX_SOURCE_CHARS = 1400  # one chunk: a source never crowds the others out of the context
+MAX_PROMPT_SOURCE_CHARS = 7000  # with the rules and the answer, inside a 4k-token context
+MAX_CITED_QUOTE_CHARS = 240
+MIN_PREFIX = 4
+
+
+class Passage(msgspec.Struct, frozen=True):
+    """A unit a quote must lie inside: one turn (with its speaker) or one text."""
+
+    text: str
+    speaker: str = ""
+
+
+class Source(msgspec.Struct, frozen=True, kw_only=True):
+    """One numbered source of an answer."""
+
+    n: int
+    kind: SourceKind
+    title: str  # the session's or document's title
+    passages: tuple[Passage, ...]
+    date: float = 0.0  # unix time: the session's start, the document's date, when it was said
+    session_id: int | None = None
+    document_id: int | None = None
+    chunk_id: int | None = None
+    label: str = ""  # what it is, in the prompt: "decision", "memory about you", ...
+
+    def text(self) -> str:
+        return "\n".join(f"{p.speaker}: {p.text}" if p.speaker else p.text for p in self.passages)
+
+
+class Citation(msgspec.Struct, frozen=True, kw_only=True):
+    """A source the final answer cites, with the quote that stands for it."""
+
+    source: Source
+    quote: str
+    speaker: str
+    verified: bool
+
+
+class Checked(msgspec.Struct, frozen=True):
+    """The final answer: its text after the check, and the sources it cites, by number."""
+
+    text: str
+    citations: list[Citation]
+    unverified: int = 0  # quotes marked
+    dropped: int = 0  # citations of sources that do not exist
+
+
+# -- framing -------------------------------------------------------------------------------------
+
+
+def framing_for(activity: str) -> Framing:
+    """``interview`` for the job family, ``conversation`` for every other activity."""
+    return "interview" if activity in INTERVIEW_FAMILY else "conversation"
+
+
+def includes_story(framing: Framing) -> bool:
+    """Whether the best-matching story is force-included: in the interview family only."""
+    return framing == "interview"
+
+
+_STORY = re.compile(r"\b(stor(?:y|ies)|star)\b", re.IGNORECASE)
+
+
+def story_like(title: str, filename: str = "") -> bool:
+    """A document of stories to tell (a STAR story bank): named so in its title or file name."""
+    return bool(_STORY.search(title) or _STORY.search(re.sub(r"[_.-]+", " ", filename)))
+
+
+_SHARED_RULES = """\
+Rules:
+- Use only the numbered sources below. They are the user's own recorded conversations, \
+documents and memories.
+- After each statement, cite the source it comes from by its number in square brackets, \
+like [1].
+- To quote someone, copy their words exactly from a source, inside double quotes, and cite it.
+- Never invent facts, names, numbers or quotes. If the sources do not answer the question, \
+say plainly that you do not know.
+- Keep it short and speakable: two to four plain sentences, no lists, no headings."""
+
+_ROLES: dict[Framing, str] = {
+    "interview": (
+        "You are the candidate in a job interview, answering the interviewer's question on the "
+        "candidate's behalf, in the first person, as they would say it aloud while the "
+        "interviewer listens. Ground the answer in the candidate's own experience from the "
+        "sources; when a story fits the question, tell it briefly: the situation, what you "
+        "did, the result."
+    ),
+    "conversation": (
+        "You are the user's memory of their own conversations. Answer for the user, plainly, "
+        "the way a colleague who was there would remind them. Nobody is assessing them here, "
+        "so never sell, never perform credentials, and never pitch their background unless "
+        "the question asks."
+    ),
+}
+
+
+def system_prompt(framing: Framing) -> str:
+    return f"{_ROLES[framing]}\n\n{_SHARED_RULES}"
+
+
+def build_prompt(framing: Framing, question: str, sources: Sequence[Source]) -> list[ChatMessage]:
+    """The chat messages that ask the model for a cited answer (sources trimmed to fit)."""
+    blocks = []
+    for source in fit_sources(sources):
+        when = f"{_day(source.date)} · " if source.date else ""
+        label = f" ({source.label})" if source.label else ""
+        blocks.append(f"[{source.n}] {when}{source.title}{label}\n{source.text()}")
+    user = (
+        "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}\n"
+        "Answer, citing the sources as [n]:"
+    )
+    return [ChatMessage("system", system_prompt(framing)), ChatMessage("user", user)]
+
+
+def fit_sources(sources: Sequence[Source]) -> list[Source]:
+    """Sources clipped to :data:`MAX_SOURCE_CHARS` each, in order, while the total fits."""
+    fitted: list[Source] = []
+    total = 0
+    for source in sources:
+        clipped = clip_source(source, MAX_SOURCE_CHARS)
+        size = len(clipped.text())
+        if fitted and total + size > MAX_PROMPT_SOURCE_CHARS:
+            break
+        fitted.append(clipped)
+        total += size
+    return fitted
+
+
+def clip_source(source: Source, limit: int) -> Source:
+    """``source`` with passages dropped from the end (the last one cut) to at most ``limit``."""
+    kept: list[Passage] = []
+    used = 0
+    for passage in source.passages:
+        room = limit - used - (len(passage.speaker) + 2 if passage.speaker else 0)
+        if room <= 0:
+            break
+        if len(passage.text) > room:
+            kept.append(Passage(passage.text[: max(room - 1, 0)].rstrip() + "…", passage.speaker))
+            break
+        kept.append(passage)
+        used += len(passage.text) + (len(passage.speaker) + 2 if passage.speaker else 0) + 1
+    return msgspec.structs.replace(source, passages=tuple(kept))
+
+
+def _day(timestamp: float) -> str:
+    return f"{dt.datetime.fromtimestamp(timestamp):%Y-%m-%d}"
+
+
+# -- relevance -----------------------------------------------------------------------------------
+
+
+def relevant(question: str, sources: Sequence[Source], *, always: Sequence[int] = ()) -> bool:
+    """Whether anything recalled bears on ``question``: a source (header and text) that shares
+    a content word with it, or one of the source numbers in ``always`` (the forced story)."""
+    if any(s.n in always for s in sources):
+        return True
+    wanted = content_words(question)
+    return any(shares_word(wanted, content_words(f"{s.title} {s.text()}")) for s in sources)
+
+
+def shares_word(wanted: set[str], words: set[str]) -> bool:
+    """Whether a word of ``wanted`` is in ``words``, or one is a prefix of the other (four
+    letters at least: "decid" and "decide", "pric" and "price" are one word to a reader)."""
+    if wanted & words:
+        return True
+    return any(
+        (w.startswith(q) or q.startswith(w)) and min(len(q), len(w)) >= MIN_PREFIX
+        for q in wanted for w in words
+    )
+
+
+def dont_know(space: str | None) -> str:
+    """The plain answer when nothing relevant was recalled (no model is asked)."""
+    where = f" in the Space {space}" if space else ""
+    return f"I don't know: I found nothing in your memory{where} about this."
+
+
+# -- the question heard from "them" --------------------------------------------------------------
+
+_QUESTION_OPENERS = """
+    what what's whats how how's why when where which who who's whom whose can could would will
+    do does did is are was were should shall may might have has had tell describe explain walk
+    any anything
+"""
+_QUESTION_WORDS = frozenset(_QUESTION_OPENERS.split())
+_FILLER_WORDS = "so and but okay ok well now then alright right um uh"
+_FILLERS = frozenset(_FILLER_WORDS.split())
+_SENTENCE = re.compile(r"[^.!?…]+[.!?…]*")
+
+
+class Said(msgspec.Struct, frozen=True):
+    """A turn of the conversation, as the question finder needs it."""
+
+    speaker: str
+    text: str
+
+
+def is_question(sentence: str) -> bool:
+    text = sentence.strip().strip("\"'“”‘’()")
+    if not text:
+        return False
+    if text.endswith("?"):
+        return True
+    words = re.findall(r"[^\W_]+(?:'[^\W_]+)?", text.lower().replace("’", "'"))
+    first = next((w for w in words if w not in _FILLERS), "")
+    return first in _QUESTION_WORDS
+
+
+def last_question(turns: Sequence[Said], me: str = ME) -> Said | None:
+    """The last question asked by someone other than ``me``: that turn's last question
+    sentence (with its speaker), or None when they asked nothing."""
+    for turn in reversed(turns):
+        if turn.speaker.casefold() == me.casefold():
+            continue
+        sentences = [s.strip() for s in _SENTENCE.findall(turn.text) if s.strip()]
+        for sentence in reversed(sentences):
+            if is_question(sentence):
+                return Said(turn.speaker, " ".join(sentence.split()))
+    return None
+
+
+# -- the check before the final text is sent -----------------------------------------------------
+
+_CITE = re.compile(r"\s?\[(\d+(?:\s*,\s*\d+)*)\]")
+_QUOTE = re.compile(r"\"([^\"\n]{1,500})\"|“([^”\n]{1,500})”")
+_EDGE = re.compile(r"^[\s\"'“”‘’«».,;:!?…]+|[\s\"'“”‘’«».,;:!?…]+$")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
+
+
+def quote_form(text: str) -> str:
+    """How quotes are compared: case and whitespace normalised, typographic apostrophes plain,
+    edge punctuation ignored."""
+    text = unicodedata.normalize("NFKC", text).replace("’", "'").replace("‘", "'")
+    return normalise(_EDGE.sub("", text))
+
+
+def find_quote(quote: str, sources: Sequence[Source]) -> tuple[Source, Passage] | None:
+    """The first source and passage that contain ``quote`` verbatim (normalised)."""
+    needle = quote_form(quote)
+    if not needle:
+        return None
+    for source in sources:
+        for passage in source.passages:
+            if needle in quote_form(passage.text):
+                return source, passage
+    return None
+
+
+def drop_unknown_citations(text: str, known: set[int]) -> tuple[str, int]:
+    """Remove citations of source numbers that do not exist; returns the text and how many."""
+    dropped = 0
+
+    def keep_known(match: re.Match[str]) -> str:
+        nonlocal dropped
+        numbers = [int(n) for n in re.findall(r"\d+", match[1])]
+        kept = [n for n in numbers if n in known]
+        dropped += len(numbers) - len(kept)
+        if not kept:
+            return ""
+        lead = match[0][: len(match[0]) - len(match[0].lstrip())]
+        return f"{lead}[{', '.join(str(n) for n in kept)}]"
+
+    return _CITE.sub(keep_known, text), dropped
+
+
+def cited_numbers(text: str) -> list[int]:
+    """The source numbers cited in ``text``, in order of first citation."""
+    seen: list[int] = []
+    for match in _CITE.finditer(text):
+        for n in re.findall(r"\d+", match[1]):
+            if int(n) not in seen:
+                seen.append(int(n))
+    return seen
+
+
+def _quote_cites(text: str, start: int, end: int) -> list[int]:
+    """The sources a quote at ``text[start:end]`` cites: the citations after it up to the end
+    of its sentence, else the ones earlier in its sentence."""
+    after = text[end:]
+    stop = _SENTENCE_END.search(after)
+    following = cited_numbers(after[: stop.end() if stop else len(after)])
+    if following:
+        return following
+    before = text[:start]
+    starts = [m.end() for m in _SENTENCE_END.finditer(before)]
+    return cited_numbers(before[starts[-1] if starts else 0:])
+
+
+def check_answer(text: str, sources: Sequence[Source], question: str = "") -> Checked:
+    """Check the model's answer before it is sent (see the module docstring)."""
+    by_n = {s.n: s for s in sources}
+    text, dropped = drop_unknown_citations(text.strip(), set(by_n))
+    quotes: dict[int, tuple[str, str, bool]] = {}  # n -> (quote, speaker, verified)
+    out: list[str] = []
+    unverified = 0
+    last = 0
+    for match in _QUOTE.finditer(text):
+        quote = match[1] if match[1] is not None else match[2]
+        if not quote_form(quote):
+            continue
+        cites = [n for n in _quote_cites(text, match.start(), match.end()) if n in by_n]
+        found = find_quote(quote, [by_n[n] for n in cites] or list(sources))
+        out.append(text[last:match.end()])
+        last = match.end()
+        if found is None:
+            unverified += 1
+            out.append(f" {UNVERIFIED}")
+            for n in cites:  # a citation shows a verified quote of its source first
+                quotes.setdefault(n, (_clean_quote(quote), "", False))
+        else:
+            source, passage = found
+            if not quotes.get(source.n, ("", "", False))[2]:
+                quotes[source.n] = (_clean_quote(quote), passage.speaker, True)
+    out.append(text[last:])
+    final = "".join(out)
+    citations = []
+    for n in cited_numbers(final):
+        source = by_n[n]
+        if n in quotes:
+            quote, speaker, verified = quotes[n]
+        else:
+            passage = best_passage(source, question)
+            quote, speaker, verified = _excerpt(passage.text), passage.speaker, True
+        citations.append(Citation(source=source, quote=quote, speaker=speaker, verified=verified))
+    return Checked(text=final, citations=citations, unverified=unverified, dropped=dropped)
+
+
+def best_passage(source: Source, question: str) -> Passage:
+    """The passage of ``source`` sharing the most content words with ``question`` (the first
+    on a tie): what a citation shows when the answer quoted nothing from it."""
+    wanted = content_words(question)
+    best = max(source.passages, key=lambda p: len(wanted & content_words(p.text)),
+               default=Passage(""))
+    return best
+
+
+def _clean_quote(quote: str) -> str:
+    return " ".join(_EDGE.sub("", quote).split())
+
+
+def _excerpt(text: str) -> str:
+    line = " ".join(text.split())
+    if len(line) <= MAX_CITED_QUOTE_CHARS:
+        return line
+    return line[: MAX_CITED_QUOTE_CHARS - 1].rsplit(" ", 1)[0] + "…"

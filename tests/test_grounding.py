@@ -1,0 +1,210 @@
+"""The pure rules of ask: framing, prompt, relevance, the question from "them", the check."""
+
+from __future__ import annotations
+
+import pytest
+
+from daemon.memory.grounding import (
+    UNVERIFIED,
+    Passage,
+    Said,
+    Source,
+    build_prompt,
+    check_answer,
+    clip_source,
+    drop_unknown_citations,
+    fit_sources,
+    framing_for,
+    includes_story,
+    is_question,
+    last_question,
+    relevant,
+    story_like,
+)
+from daemon.store.records import ACTIVITIES
+
+
+def transcript(n: int, *turns: tuple[str, str], title: str = "Atlas sync") -> Source:
+    return Source(n=n, kind="transcript", title=title, session_id=10 + n, date=1_780_000_000.0,
+                  passages=tuple(Passage(text, speaker) for speaker, text in turns))
+
+
+def document(n: int, text: str, title: str = "Notes") -> Source:
+    return Source(n=n, kind="document", title=title, document_id=n, passages=(Passage(text),))
+
+
+# -- framing -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("activity", ACTIVITIES)
+def test_the_job_family_is_framed_as_an_interview_and_every_other_activity_as_a_conversation(
+    activity: str,
+) -> None:
+    expected = "interview" if activity == "job" else "conversation"
+    assert framing_for(activity) == expected
+    assert includes_story(framing_for(activity)) == (activity == "job")
+
+
+def test_an_unknown_or_empty_activity_is_a_conversation() -> None:
+    assert framing_for("") == "conversation"
+    assert framing_for("standup") == "conversation"
+
+
+def test_the_conversation_prompt_forbids_selling_and_the_interview_prompt_speaks_as_the_candidate(
+) -> None:
+    sources = [transcript(1, ("them", "We ship on Friday."))]
+    conversation = build_prompt("conversation", "When do we ship?", sources)
+    interview = build_prompt("interview", "When do we ship?", sources)
+
+    assert "never sell, never perform credentials" in conversation[0].content
+    assert "candidate" not in conversation[0].content
+    assert "You are the candidate" in interview[0].content
+    assert "never sell" not in interview[0].content
+    for messages in (conversation, interview):  # the shared rules are the same in both
+        assert "cite the source" in messages[0].content
+        assert "Never invent" in messages[0].content
+        assert "[1]" in messages[1].content and "them: We ship on Friday." in messages[1].content
+        assert messages[1].content.rstrip().endswith("Answer, citing the sources as [n]:")
+        assert "Question: When do we ship?" in messages[1].content
+
+
+@pytest.mark.parametrize(("title", "filename", "expected"), [
+    ("STAR stories", "stories.md", True),
+    ("My story bank", "bank.txt", True),
+    ("Résumé", "star_examples.md", True),
+    ("Résumé", "resume.pdf", False),
+    ("History of Atlas", "history.md", False),  # "story" inside a word does not count
+    ("Starlink notes", "starlink.md", False),
+])
+def test_story_like_documents_are_named_so(title: str, filename: str, expected: bool) -> None:
+    assert story_like(title, filename) is expected
+
+
+# -- sources in the prompt -----------------------------------------------------------------------
+
+
+def test_sources_are_clipped_each_and_cut_off_when_the_total_would_not_fit() -> None:
+    long = transcript(1, *[("them", "word " * 100)] * 10)
+    clipped = clip_source(long, 1400)
+    assert len(clipped.text()) <= 1400
+    assert clipped.passages[-1].text.endswith("…")
+
+    many = [document(i, "x" * 1400) for i in range(1, 10)]
+    fitted = fit_sources(many)
+    assert [s.n for s in fitted] == [1, 2, 3, 4, 5]  # 7000 characters
+    assert fit_sources([document(1, "y" * 9000)])[0].text().endswith("…")  # one always fits
+
+
+# -- relevance -----------------------------------------------------------------------------------
+
+
+def test_nothing_is_relevant_without_sources_or_without_a_shared_content_word() -> None:
+    assert not relevant("What did we decide about pricing?", [])
+    unrelated = [transcript(1, ("them", "The weather was lovely in Lisbon."))]
+    assert not relevant("What did we decide about pricing?", unrelated)
+    # a shared word counts, crudely stemmed, in the text or the title
+    assert relevant("What did we decide about pricing?",
+                    [transcript(1, ("them", "We decided the price stays."))])
+    assert relevant("How is Atlas going?", [transcript(1, ("me", "Fine."), title="Atlas sync")])
+    # a question of stop words only shares nothing
+    assert not relevant("What was that?", unrelated)
+
+
+def test_the_forced_story_counts_as_relevant() -> None:
+    story = document(2, "Situation: the migration failed at night.", title="STAR stories")
+    assert not relevant("Tell me about yourself", [story])
+    assert relevant("Tell me about yourself", [story], always=[2])
+
+
+# -- the question heard from "them" --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    ("When can you start?", True),
+    ("what is your notice period", True),
+    ("So, how would you handle that", True),
+    ("Tell me about a time you failed.", True),
+    ("We ship on Friday.", False),
+    ("Thanks", False),
+    ("", False),
+])
+def test_a_question_ends_with_a_question_mark_or_starts_with_a_question_word(
+    sentence: str, expected: bool
+) -> None:
+    assert is_question(sentence) is expected
+
+
+def test_the_last_question_is_the_last_one_somebody_else_asked() -> None:
+    turns = [
+        Said("them", "Hi. What's your background?"),
+        Said("me", "I build data pipelines. What about the team?"),
+        Said("them", "We are five. And how soon could you start? Thanks for coming."),
+        Said("me", "Would two weeks work?"),  # the user's own question is never taken
+    ]
+    found = last_question(turns)
+    assert found == Said("them", "And how soon could you start?")
+    assert last_question([Said("me", "Where are we?"), Said("them", "Fine, thanks.")]) is None
+    assert last_question([Said("Alice", "who owns the budget")]) == Said(
+        "Alice", "who owns the budget")
+
+
+# -- the check -----------------------------------------------------------------------------------
+
+
+SOURCES = [
+    transcript(1, ("them", "We will ship the Atlas beta on Friday, no later."),
+               ("me", "Then I’ll tell the support team.")),
+    document(2, "Pricing: 40 euros per seat, per month."),
+]
+
+
+def test_a_verbatim_quote_is_kept_and_attributed_from_the_matched_passage() -> None:
+    answer = 'They said "we will ship the Atlas BETA on  Friday" [1]. Price is 40 euros [2].'
+    checked = check_answer(answer, SOURCES, "When do we ship?")
+
+    assert checked.text == answer
+    assert checked.unverified == 0
+    first, second = checked.citations
+    assert first.source.n == 1 and first.verified
+    assert first.quote == "we will ship the Atlas BETA on Friday"
+    assert first.speaker == "them"  # read off the turn, not the model
+    assert second.source.n == 2 and second.verified
+    assert second.quote == "Pricing: 40 euros per seat, per month."  # no quote: the best passage
+
+
+def test_a_fabricated_quote_is_marked_never_passed_off() -> None:
+    answer = 'They promised “a full refund for everyone” [1]. They said "ship the Atlas beta on Friday" [1].'
+    checked = check_answer(answer, SOURCES)
+
+    assert checked.text == ('They promised “a full refund for everyone” [unverified] [1]. '
+                            'They said "ship the Atlas beta on Friday" [1].')
+    assert checked.unverified == 1
+    (citation,) = checked.citations
+    assert citation.verified and citation.quote == "ship the Atlas beta on Friday"  # the verified one shows
+
+
+def test_a_quote_must_be_in_the_source_it_cites() -> None:
+    checked = check_answer('The price is "40 euros per seat" [1].', SOURCES)
+    assert UNVERIFIED in checked.text
+    (citation,) = checked.citations
+    assert citation.source.n == 1 and not citation.verified
+    assert citation.quote == "40 euros per seat"
+
+
+def test_an_uncited_quote_is_looked_up_in_every_source() -> None:
+    checked = check_answer('Apostrophes differ: "then I\'ll tell the support team."', SOURCES)
+    assert checked.text.endswith('team."') and checked.unverified == 0
+    assert check_answer('"nobody said this"', SOURCES).text == f'"nobody said this" {UNVERIFIED}'
+
+
+def test_citations_of_sources_that_do_not_exist_are_dropped() -> None:
+    checked = check_answer("We ship Friday [1][7]. Also [3, 2].", SOURCES)
+    assert checked.text == "We ship Friday [1]. Also [2]."
+    assert checked.dropped == 2
+    assert [c.source.n for c in checked.citations] == [1, 2]
+    assert drop_unknown_citations("No source [9].", {1}) == ("No source.", 1)
+
+
+def test_an_answer_without_citations_cites_nothing() -> None:
+    checked = check_answer("I do not know.", SOURCES)
+    assert checked.citations == [] and checked.text == "I do not know."
