@@ -590,25 +590,52 @@ class Citation(msgspec.Struct, frozen=True, kw_only=True):
     speaker: str = ""
     quote: str = ""
     verified: bool = True  # False: the quote was not found verbatim in the cited source
+    kind: str = ""  # transcript | archive | document | assertion | memory | context (live turns)
+    chunk_id: int | None = None
+    document_id: int | None = None
 
 
 class AskReply(Reply):
-    """The whole answer; its text was streamed before as AnswerToken events, then AnswerDone."""
+    """The whole answer, checked: every quote verified against its source or marked
+    ``[unverified]``, citations of sources that do not exist dropped. Its text was streamed
+    before (unchecked) as AnswerToken events, then AnswerDone."""
 
     answer: str
     sources: list[Citation] = []
     question: str = ""  # the question answered (asked with none: the one heard from "them")
+    nothing_found: bool = False  # nothing relevant was recalled: the answer says so, no model
+    cancelled: bool = False  # stopped by AskCancel: ``answer`` is what came until then
 
 
 class Ask(Request[AskReply]):
     """Answer from memory, streaming AnswerToken events on ``answer_topic(id)`` and AnswerDone.
 
-    With no ``question``, answer the last question "them" asked in the live session.
+    With no ``question``, answer the last question "them" asked in the live session. The answer
+    stops early on AskCancel, or when the client that subscribed to ``answer_topic(id)`` goes
+    away.
     """
 
     question: str | None = None
     space: str | None = None  # recall within this Space (and profile-wide memory)
     session: int | None = None  # ground on this session first (default: the live one)
+
+
+class AskCancel(Request[Ok]):
+    """Stop the answer being streamed for the Ask ``request_id`` (its reply says cancelled)."""
+
+    request_id: str
+
+
+class AssertionsReply(Reply):
+    assertions: list[AssertionInfo]  # newest first
+
+
+class ListAssertions(Request[AssertionsReply]):
+    """What is believed now in ``space`` (with profile-wide assertions; None: profile-wide
+    only): approved, not superseded, unexpired; of ``kinds`` (empty: every kind)."""
+
+    space: str | None = None
+    kinds: list[Literal["decision", "fact", "commitment", "preference", "task"]] = []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -679,6 +706,7 @@ class AnswerDone(Event):
 
     topic_prefix = TOPIC_ANSWERS
     request_id: str
+    cancelled: bool = False
 
     def topic(self) -> str:
         return answer_topic(self.request_id)
