@@ -6,6 +6,8 @@ imported only when their command runs, so the rest of the CLI works without it.
 
 from __future__ import annotations
 
+import logging
+import sys
 from typing import TYPE_CHECKING
 
 import click
@@ -68,9 +70,56 @@ def service_status() -> None:
         click.echo(f"daemon: {e}")
 
 
+@click.command()
+def tray() -> None:
+    """Show BrainCue in the system tray; ask "Keep this conversation?" when a call ends.
+
+    The icon is green while listening, red in a call, grey when paused and amber on a problem
+    (no audio, no daemon); its menu starts and stops sessions, pauses listening, lists recent
+    sessions and edits settings. `braincue service install` starts it at login.
+    """
+    context = _pass_context()
+    _log_to_stderr()
+    try:
+        from clients import tray as tray_client
+    except ImportError as e:
+        raise _desktop_missing(e) from None
+    sys.exit(tray_client.run(context.config.paths))
+
+
+@click.command()
+@click.option("--open", "mode", flag_value="open",
+              help="Open the ask box now and exit when it closes, instead of waiting for the "
+                   "hotkeys (bind this to a desktop shortcut where no global grab works, e.g. "
+                   "on Wayland).")
+@click.option("--them", "mode", flag_value="them",
+              help="Like --open, but answer what they just asked in the live call.")
+@click.option("--space", default=None, help="Ask within this Space.")
+def hotkey(mode: str | None, space: str | None) -> None:
+    """Ask your memory from any app: a global hotkey opens a small ask box.
+
+    Ctrl+Alt+Space (setting hotkey_ask) opens the box; Ctrl+Alt+Shift+Space (setting
+    hotkey_answer_them) answers what "they" just asked in the live call. The answer streams in,
+    then its sources. X11 only for the global grab; elsewhere use --open / --them.
+    """
+    context = _pass_context()
+    _log_to_stderr()
+    try:
+        from clients import hotkey as hotkey_client
+    except ImportError as e:
+        raise _desktop_missing(e) from None
+    config = context.config
+    run_mode: hotkey_client.Mode = "them" if mode == "them" else "open" if mode else "grab"
+    sys.exit(hotkey_client.run(config.paths, config.settings, run_mode, space))
+
+
+def _log_to_stderr() -> None:
+    logging.basicConfig(level=logging.INFO, format="braincue: %(message)s", stream=sys.stderr)
+
+
 def _desktop_missing(e: ImportError) -> ConfigError:
     return ConfigError(f"the desktop clients need the `desktop` extra ({e.name} is missing)",
                        fix="pip install 'braincue[desktop]' (scripts/setup.sh --dev installs it)")
 
 
-COMMANDS: list[click.Command] = [service]
+COMMANDS: list[click.Command] = [service, tray, hotkey]

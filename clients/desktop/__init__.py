@@ -1,0 +1,1 @@
+"""Parts the desktop clients share: the daemon link, notifications, Qt helpers, hotkeys."""

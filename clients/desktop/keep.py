@@ -1,0 +1,223 @@
+""""Keep this conversation?" on the desktop (seed 000 §3, §11, §15).
+
+When a session ends the daemon publishes SessionEnded; the tray asks with a desktop
+notification whose buttons are *Keep it*, *Discard* and *Decide later*. Where to keep it is the
+other half of the question, and notification servers cannot show a list to choose from, so
+*Keep it* opens a small chooser: the profile's Spaces, the one the session ran in selected,
+and "No Space — remember nothing"; Enter keeps it there. Clicking the notification itself
+opens the whole question in one window, which is also what appears when the desktop has no
+notification server. Every answer is one ``Remember`` request; the daemon does the rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from clients.desktop.link import DaemonLink
+from clients.desktop.notify import Notifications
+from daemon.errors import BrainCueError
+from daemon.ipc.protocol import ListSpaces, Remember, RememberReply, SessionEnded, SpacesReply
+
+Answer = Literal["keep", "discard", "later"]
+NO_SPACE_LABEL = "No Space — remember nothing"
+QUESTION = "Keep this conversation?"
+ACTIONS: list[tuple[str, str]] = [
+    ("default", "Choose…"),  # clicking the notification's body (most servers show no button)
+    ("keep", "Keep it"),
+    ("discard", "Discard"),
+    ("later", "Decide later"),
+]
+
+
+@dataclass(frozen=True)
+class SpaceOption:
+    label: str
+    space: str | None  # None: no Space
+
+
+def space_options(spaces: Sequence[str], ran_in: str | None) -> tuple[list[SpaceOption], int]:
+    """The choices for where to keep a session, and the index of the default: the Space it
+    ran in (listed even if the Space list does not have it), else "No Space"."""
+    names = list(spaces)
+    if ran_in is not None and ran_in not in names:
+        names.insert(0, ran_in)
+    options = [SpaceOption(name, name) for name in names]
+    options.append(SpaceOption(NO_SPACE_LABEL, None))
+    default = names.index(ran_in) if ran_in is not None else len(options) - 1
+    return options, default
+
+
+def remember_request(session_id: int, answer: Answer, where: SpaceOption | None) -> Remember:
+    """The Remember for an answer: *Keep it* files the session into the chosen Space (or out
+    of every Space); the other answers leave it where it ran."""
+    if answer != "keep" or where is None:
+        return Remember(session_id=session_id, answer=answer)
+    if where.space is None:
+        return Remember(session_id=session_id, answer="keep", no_space=True)
+    return Remember(session_id=session_id, answer="keep", space=where.space)
+
+
+def prompt_body(ended: SessionEnded) -> str:
+    minutes = max(1, round(ended.duration_s / 60))
+    where = (f"in {ended.space}" if ended.space is not None
+             else "in no Space: nothing is remembered unless you pick one")
+    gist = f"“{ended.gist}”\n" if ended.gist else ""
+    return f"{gist}{minutes} min, {where}"
+
+
+def remember_summary(reply: RememberReply) -> str:
+    """One line saying what the answer did."""
+    if reply.answer == "discard":
+        return "Discarded: the conversation and its transcript are deleted."
+    if reply.answer == "later":
+        return "Kept for later: nothing is remembered until you decide."
+    where = f"in {reply.space}" if reply.space else "in no Space"
+    done = []
+    if reply.archived:
+        done.append("summary written")
+    if reply.assertions:
+        done.append(f"{reply.assertions} decisions, facts or tasks")
+    if reply.candidates:
+        done.append(f"{reply.candidates} memories to review")
+    line = f"Kept {where}" + (f": {', '.join(done)}." if done else ".")
+    return " ".join([line, *reply.notes])
+
+
+class KeepDialog(QDialog):
+    """Where to keep a session (``full``: the whole question, with Discard and Decide later)."""
+
+    def __init__(self, ended: SessionEnded, spaces: Sequence[str],
+                 on_answer: Callable[[Remember], None], *, full: bool,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ended = ended
+        self._on_answer = on_answer
+        self.setWindowTitle(QUESTION if full else "Keep it in which Space?")
+        self.options, default = space_options(spaces, ended.space)
+        self.space = QComboBox()
+        self.space.addItems([option.label for option in self.options])
+        self.space.setCurrentIndex(default)
+        summary = QLabel(prompt_body(ended))
+        summary.setWordWrap(True)
+        form = QFormLayout()
+        form.addRow("Remember it in:", self.space)
+        self.buttons = QDialogButtonBox()
+        self.keep_button = self._button("Keep it" if full else "Keep", "keep", default=True)
+        if full:
+            self._button("Discard", "discard")
+            self._button("Decide later", "later")
+        else:
+            cancel = self.buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
+            cancel.clicked.connect(self.reject)
+        layout = QVBoxLayout(self)
+        if full:
+            title = QLabel(f"<b>{QUESTION}</b>")
+            layout.addWidget(title)
+        layout.addWidget(summary)
+        layout.addLayout(form)
+        layout.addWidget(self.buttons)
+
+    def _button(self, label: str, answer: Answer, default: bool = False) -> QPushButton:
+        button = QPushButton(label)
+        button.setDefault(default)
+        button.setAutoDefault(default)
+        self.buttons.addButton(button, QDialogButtonBox.ButtonRole.ActionRole)
+        button.clicked.connect(lambda: self._answer(answer))
+        return button
+
+    def chosen_space(self) -> SpaceOption:
+        return self.options[self.space.currentIndex()]
+
+    def _answer(self, answer: Answer) -> None:
+        self._on_answer(remember_request(self.ended.session_id, answer, self.chosen_space()))
+        self.accept()
+
+
+class KeepPrompter:
+    """Asks "Keep this conversation?" for each ended session and sends the answers."""
+
+    def __init__(self, link: DaemonLink, notifications: Notifications | None,
+                 inform: Callable[[str], None]) -> None:
+        self._link = link
+        self._notifications = notifications
+        self._inform = inform
+        self.dialogs: dict[int, KeepDialog] = {}
+        self._notified: dict[int, int] = {}  # session id -> notification id
+
+    def prompt(self, ended: SessionEnded) -> None:
+        if self._notifications is None:
+            self.open_dialog(ended, full=True)
+            return
+        try:
+            notification = self._notifications.notify(
+                QUESTION, prompt_body(ended), ACTIONS,
+                on_action=lambda key: self._on_action(ended, key),
+                on_closed=lambda: self._dismissed(ended.session_id),
+            )
+        except (OSError, TimeoutError) as e:  # the notification server went away
+            self._inform(f"notifications failed ({e}); asking in a window")
+            self.open_dialog(ended, full=True)
+            return
+        self._notified[ended.session_id] = notification
+
+    def _dismissed(self, session_id: int) -> None:
+        # Closed unanswered: the session stays undecided (the tray's recent sessions ask again).
+        self._notified.pop(session_id, None)
+
+    def _on_action(self, ended: SessionEnded, key: str) -> None:
+        self._notified.pop(ended.session_id, None)
+        if key == "keep":
+            self.open_dialog(ended, full=False)
+        elif key in ("discard", "later"):
+            self.send(Remember(session_id=ended.session_id,
+                               answer="discard" if key == "discard" else "later"))
+        else:
+            self.open_dialog(ended, full=True)
+
+    def open_dialog(self, ended: SessionEnded, *, full: bool) -> None:
+        """Ask in a window, once the Space list is here (without it: the Space it ran in)."""
+
+        def show(spaces: Sequence[str]) -> None:
+            previous = self.dialogs.pop(ended.session_id, None)
+            if previous is not None:
+                previous.close()
+            dialog = KeepDialog(ended, spaces, self.send, full=full)
+            dialog.finished.connect(lambda _: self._forget(ended.session_id, dialog))
+            self.dialogs[ended.session_id] = dialog
+            dialog.show()
+            dialog.raise_()
+            dialog.activateWindow()
+
+        def listed(reply: SpacesReply) -> None:
+            show([space.name for space in reply.spaces])
+
+        def unlisted(error: BrainCueError) -> None:
+            show([])
+
+        self._link.submit(ListSpaces(), listed, unlisted)
+
+    def _forget(self, session_id: int, dialog: KeepDialog) -> None:
+        if self.dialogs.get(session_id) is dialog:
+            del self.dialogs[session_id]
+
+    def send(self, request: Remember) -> None:
+        notification = self._notified.pop(request.session_id, None)
+        if notification is not None and self._notifications is not None:
+            with contextlib.suppress(OSError, TimeoutError):  # answered in a window instead
+                self._notifications.withdraw(notification)
+        self._link.submit(request, lambda reply: self._inform(remember_summary(reply)),
+                          lambda error: self._inform(f"Could not remember: {error}"))

@@ -1,0 +1,330 @@
+"""What the desktop client tests run against: a virtual X server, a private D-Bus session bus,
+a fake notification server that records what it is asked to show and clicks buttons on
+request, and a fake daemon — the real IPC server (daemon.ipc.server) with scripted handlers
+that record every request."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from queue import Queue
+from typing import Any, TypeVar
+
+import trio
+from jeepney import DBusAddress, MatchRule, message_bus, new_method_return, new_signal
+from jeepney.io.threading import DBusRouter, Proxy, open_dbus_connection
+from jeepney.low_level import HeaderFields, Message
+
+from daemon.config import Paths
+from daemon.ipc.protocol import (
+    AnswerDone,
+    AnswerToken,
+    Ask,
+    AskReply,
+    Citation,
+    Event,
+    ListSessions,
+    ListSpaces,
+    LiveStatus,
+    Ok,
+    Pause,
+    Remember,
+    RememberReply,
+    Reply,
+    Request,
+    SessionInfo,
+    SessionsReply,
+    SourceStatus,
+    SpaceInfo,
+    SpacesReply,
+    Start,
+    StartReply,
+    Status,
+    StatusReply,
+)
+from daemon.ipc.server import Handlers, IpcServer, Publish, serve_ipc
+
+SCREENSHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"
+Q = TypeVar("Q", bound=Request[Any])
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout: float = 15.0) -> None:
+    """Run the Qt event loop until ``condition()`` holds; fail after ``timeout`` seconds."""
+    from PySide6.QtCore import QEventLoop
+    from PySide6.QtWidgets import QApplication
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+
+
+def screenshot(name: str) -> Path:
+    """The whole virtual screen, as ``artifacts/screenshots/<name>.png``."""
+    from PySide6.QtWidgets import QApplication
+
+    for _ in range(3):  # let pending paints reach the X server
+        QApplication.processEvents()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    screen = QApplication.primaryScreen()
+    assert screen.grabWindow(0).save(str(path)), f"could not save {path}"
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# X server and session bus
+
+
+def start_xvfb() -> tuple[subprocess.Popen[bytes], str]:
+    """Xvfb on a display number it picks itself (-displayfd): no clash with other servers."""
+    read_end, write_end = os.pipe()
+    process = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write_end), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+        pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    os.close(write_end)
+    try:
+        number = b""
+        while not number.endswith(b"\n"):
+            readable, _, _ = select.select([read_end], [], [], 30)
+            chunk = os.read(read_end, 16) if readable else b""
+            if not chunk:
+                process.kill()
+                raise RuntimeError("Xvfb did not start")
+            number += chunk
+    finally:
+        os.close(read_end)
+    return process, f":{number.decode().strip()}"
+
+
+def start_session_bus() -> tuple[subprocess.Popen[bytes], str]:
+    process = subprocess.Popen(
+        ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+    assert process.stdout is not None
+    address = process.stdout.readline().decode().strip()
+    if not address:
+        process.kill()
+        raise RuntimeError("dbus-daemon did not start")
+    return process, address
+
+
+# ---------------------------------------------------------------------------------------------
+# A notification server
+
+
+@dataclass(frozen=True)
+class NotifyCall:
+    id: int
+    app_name: str
+    summary: str
+    body: str
+    actions: list[tuple[str, str]]
+    timeout_ms: int
+    sender: str
+
+
+INTERFACE = "org.freedesktop.Notifications"
+OBJECT_PATH = "/org/freedesktop/Notifications"
+
+
+class FakeNotificationServer:
+    """org.freedesktop.Notifications on the test bus: records Notify calls, and
+    :meth:`click` sends ActionInvoked as a real server does when a button is pressed."""
+
+    def __init__(self, bus_address: str, capabilities: tuple[str, ...] = ("actions", "body")):
+        self.capabilities = list(capabilities)
+        self.calls: list[NotifyCall] = []
+        self.closed: list[int] = []
+        self._lock = threading.Lock()
+        self._router = DBusRouter(open_dbus_connection(bus_address))
+        self._incoming: Queue[Message | None] = Queue()
+        self._filter = self._router.filter(
+            MatchRule(type="method_call", interface=INTERFACE), queue=self._incoming)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        (result,) = Proxy(message_bus, self._router, timeout=5).RequestName(INTERFACE, 4)
+        assert result == 1, f"could not own {INTERFACE}: {result}"
+
+    def close(self) -> None:
+        self._incoming.put(None)
+        self._thread.join(timeout=5)
+        self._filter.close()
+        self._router.close()
+        self._router.conn.close()
+
+    def notifications(self, summary: str) -> list[NotifyCall]:
+        with self._lock:
+            return [call for call in self.calls if call.summary == summary]
+
+    def click(self, call: NotifyCall, key: str) -> None:
+        emitter = DBusAddress(OBJECT_PATH, interface=INTERFACE)
+        for member, signature, body in (("ActionInvoked", "us", (call.id, key)),
+                                        ("NotificationClosed", "uu", (call.id, 2))):
+            signal = new_signal(emitter, member, signature, body)
+            signal.header.fields[HeaderFields.destination] = call.sender
+            self._router.send(signal)
+
+    def _serve(self) -> None:
+        while True:
+            message = self._incoming.get()
+            if message is None:
+                return
+            member = message.header.fields.get(HeaderFields.member)
+            if member == "Notify":
+                app_name, _replaces, _icon, summary, body, actions, _hints, timeout = message.body
+                with self._lock:
+                    call = NotifyCall(len(self.calls) + 1, app_name, summary, body,
+                                      list(zip(actions[::2], actions[1::2], strict=True)),
+                                      timeout, message.header.fields[HeaderFields.sender])
+                    self.calls.append(call)
+                reply = new_method_return(message, "u", (call.id,))
+            elif member == "GetCapabilities":
+                reply = new_method_return(message, "as", (self.capabilities,))
+            elif member == "GetServerInformation":
+                reply = new_method_return(message, "ssss", ("fake", "braincue-tests", "1", "1.2"))
+            elif member == "CloseNotification":
+                with self._lock:
+                    self.closed.append(message.body[0])
+                reply = new_method_return(message)
+            else:
+                continue
+            self._router.send(reply)
+
+
+# ---------------------------------------------------------------------------------------------
+# A daemon
+
+
+def live_status(session_id: int | None = None, *, no_audio: bool = False) -> LiveStatus:
+    state = "no audio" if no_audio else "capturing"
+    detail = "no audio server" if no_audio else ""
+    return LiveStatus(
+        sources={"mic": SourceStatus(state, detail=detail),
+                 "loopback": SourceStatus(state, detail=detail)},
+        utterances_queued=0, asr_lag_s=0.0, dropped_blocks=0, session_id=session_id,
+    )
+
+
+ANSWER_TOKENS = ["We agreed ", "to ship the beta ", "on Friday [1]."]
+SOURCES = [Citation(n=1, title="Launch review", session_id=7, date=1_785_000_000.0,
+                    speaker="them", quote="let's ship the beta on Friday")]
+
+
+class FakeDaemon:
+    """The real IPC server on a profile's sockets, answering from a script.
+
+    Every request is recorded (:meth:`wait_for`); Ask streams ``ANSWER_TOKENS``, stopping after
+    the first two until :attr:`release_answer` is set, so a test can see a partial answer.
+    """
+
+    def __init__(self, paths: Paths) -> None:
+        self.paths = paths
+        self.requests: list[Request[Any]] = []
+        self.capture = "capturing"
+        self.live = live_status()
+        self.spaces = ["Atlas", "Hiring"]
+        self.sessions: list[SessionInfo] = []
+        self.release_answer = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._server: IpcServer | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stop: trio.Event | None = None
+
+    # -- running -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        ready = threading.Event()
+        self._thread = threading.Thread(target=trio.run, args=(self._main, ready), daemon=True)
+        self._thread.start()
+        assert ready.wait(15), "the fake daemon did not start"
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        assert self._token is not None and self._stop is not None
+        trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+        self._thread.join(timeout=15)
+        self._thread = None
+
+    async def _main(self, ready: threading.Event) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._stop = trio.Event()
+        async with trio.open_nursery() as nursery:
+            self._server = await nursery.start(serve_ipc, self.paths, self._handlers())
+            ready.set()
+            await self._stop.wait()
+            nursery.cancel_scope.cancel()
+
+    def publish(self, event: Event) -> None:
+        assert self._token is not None and self._server is not None
+        trio.from_thread.run_sync(self._server.publish, event, trio_token=self._token)
+
+    # -- what it received ----------------------------------------------------------------------
+
+    def wait_for(self, request_type: type[Q], timeout: float = 15.0) -> Q:
+        """The first request of ``request_type`` received (waits for it, running the Qt loop:
+        the clients send from callbacks that run there)."""
+        wait_until(lambda: self.of_type(request_type), f"a {request_type.__name__} request",
+                   timeout)
+        return self.of_type(request_type)[0]
+
+    def of_type(self, request_type: type[Q]) -> list[Q]:
+        with self._lock:
+            return [r for r in self.requests if isinstance(r, request_type)]
+
+    def _record(self, request: Request[Any]) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    # -- the script ----------------------------------------------------------------------------
+
+    def _handlers(self) -> Handlers:
+        handlers = Handlers()
+
+        def add(request_type: type[Q], answer: Callable[[Q], Reply]) -> None:
+            async def handler(request: Q) -> Reply:
+                self._record(request)
+                return answer(request)
+
+            handlers.add(request_type, handler)
+
+        add(Status, lambda r: StatusReply(
+            profile=self.paths.profile, version="test", protocol=1, pid=os.getpid(),
+            uptime_s=1.0, models_loaded=[], capture=self.capture, counts={}, ipc={},
+            live=self.live))
+        add(ListSpaces, lambda r: SpacesReply(spaces=[
+            SpaceInfo(id=i, name=name, activity="meeting", memory_enabled=True, created_at=0.0)
+            for i, name in enumerate(self.spaces, 1)]))
+        add(ListSessions, lambda r: SessionsReply(sessions=self.sessions))
+        add(Remember, lambda r: RememberReply(
+            session_id=r.session_id, answer=r.answer, status="kept", space=r.space,
+            archived=r.answer == "keep" and r.space is not None))
+        add(Start, lambda r: StartReply(session_id=9, started_at=time.time(),
+                                        message=f"session 9 started in {r.space}"))
+        add(Pause, lambda r: Ok())
+
+        async def ask(request: Ask, publish: Publish) -> AskReply:
+            self._record(request)
+            for i, token in enumerate(ANSWER_TOKENS):
+                if i == 2:
+                    released = await trio.to_thread.run_sync(self.release_answer.wait, 15,
+                                                              abandon_on_cancel=True)
+                    assert released, "the test never released the answer"
+                publish(AnswerToken(request_id=request.id, token=token))
+            publish(AnswerDone(request_id=request.id))
+            question = request.question or "When can you ship the beta?"
+            return AskReply(answer="".join(ANSWER_TOKENS), sources=SOURCES, question=question)
+
+        handlers.add_streaming(Ask, ask)
+        return handlers
