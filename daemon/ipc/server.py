@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -96,6 +96,7 @@ class IpcServer:
         self.stats = IpcStats()
         self._events = events
         self._closed = False
+        self._left: dict[str, trio.Event] = {}  # topic -> set when its last subscriber leaves
 
     def publish(self, event: Event) -> None:
         """Send an event to every subscriber of its topic (call from the trio thread)."""
@@ -106,6 +107,17 @@ class IpcServer:
             self.stats.events += 1
         else:
             log.warning("event %s dropped: the event socket is full", protocol.tag_of(type(event)))
+
+    @contextlib.contextmanager
+    def watch_subscribers(self, topic: str) -> Iterator[trio.Event]:
+        """An event set when the last subscriber of ``topic`` unsubscribes or disconnects,
+        for as long as the context lasts (e.g. to stop an answer nobody reads any more)."""
+        left = self._left.setdefault(topic, trio.Event())
+        try:
+            yield left
+        finally:
+            if self._left.get(topic) is left:
+                del self._left[topic]
 
     async def _serve_requests(
         self, requests: TrioSocket, nursery: trio.Nursery, max_concurrent: int
@@ -187,6 +199,11 @@ class IpcServer:
             if len(frames) == 1 and first.startswith(sync) and first.endswith(b"/"):
                 nonce = first[len(sync):-1].decode("utf-8", "replace")
                 self.publish(protocol.Subscribed(nonce=nonce))
+            elif len(frames) == 1 and first.startswith(b"\x00"):
+                # XPUB hands up an unsubscription when a topic's last subscriber leaves
+                left = self._left.get(first[1:].decode("utf-8", "replace"))
+                if left is not None:
+                    left.set()
 
 
 def _error(code: str, message: str, fix: str = "", *, id: str = "") -> Error:
