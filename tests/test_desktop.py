@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -115,7 +116,7 @@ def test_prompt_and_summary_texts() -> None:
     kept = RememberReply(session_id=1, answer="keep", status="kept", space="Atlas",
                          archived=True, assertions=3, notes=["memory is off"])
     assert remember_summary(kept) == ("Kept in Atlas: summary written, 3 decisions, facts or "
-                                      "tasks. memory is off")
+                                      "tasks.\nmemory is off")
     assert remember_summary(RememberReply(session_id=1, answer="discard",
                                           status="discarded")).startswith("Discarded")
 
@@ -463,3 +464,48 @@ def test_a_hotkey_taken_by_another_program_is_reported(qapp: Any, display: str,
     finally:
         other.close()
 
+
+
+# -- against the real daemon ------------------------------------------------------------------
+
+
+@under_x
+def test_the_tray_keeps_a_session_of_the_real_daemon(
+    qapp: Any, bus: str, notifications: FakeNotificationServer, paths: Paths,
+) -> None:
+    """The same flow against braincued itself: a session started and stopped over the protocol,
+    the keep prompt from its SessionEnded, Keep it in its Space, the session kept."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    from clients.tray import Tray
+    from daemon.ipc.client import Client
+    from daemon.ipc.protocol import AddSpace, ListSessions, Stop
+    from daemon.ipc.testing import start_daemon
+
+    process = start_daemon(Path(os.environ["BRAINCUE_HOME"]))
+    tray = Tray(paths, bus=bus)
+    try:
+        wait_until(lambda: tray.view.tooltip != "BrainCue: connecting to the daemon…",
+                   "the tray to reach braincued")
+        assert tray.view.state == "paused"  # the tests run the daemon with capture off
+        with Client(paths) as client:
+            client.request(AddSpace(name="Atlas"))
+            started = client.request(Start(space="Atlas", title="Atlas sync"))
+            client.request(Stop())
+        wait_until(lambda: notifications.notifications(QUESTION), "the keep notification")
+        [call] = notifications.notifications(QUESTION)
+        notifications.click(call, "keep")
+        wait_until(lambda: started.session_id in tray.prompter.dialogs, "the Space chooser")
+        chooser = tray.prompter.dialogs[started.session_id]
+        assert chooser.space.currentText() == "Atlas"
+        QTest.mouseClick(chooser.keep_button, Qt.MouseButton.LeftButton)
+        wait_until(lambda: notifications.notifications("BrainCue"), "the daemon's answer")
+        assert notifications.notifications("BrainCue")[0].body.startswith("Kept in Atlas")
+        with Client(paths) as client:
+            [session] = client.request(ListSessions()).sessions
+        assert (session.id, session.status, session.space) == (started.session_id, "kept",
+                                                               "Atlas")
+    finally:
+        tray.close()
+        process.stop()

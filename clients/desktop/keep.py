@@ -80,7 +80,7 @@ def prompt_body(ended: SessionEnded) -> str:
 
 
 def remember_summary(reply: RememberReply) -> str:
-    """One line saying what the answer did."""
+    """What the answer did: one line, then the daemon's notes (why a count is 0...)."""
     if reply.answer == "discard":
         return "Discarded: the conversation and its transcript are deleted."
     if reply.answer == "later":
@@ -94,7 +94,7 @@ def remember_summary(reply: RememberReply) -> str:
     if reply.candidates:
         done.append(f"{reply.candidates} memories to review")
     line = f"Kept {where}" + (f": {', '.join(done)}." if done else ".")
-    return " ".join([line, *reply.notes])
+    return "\n".join([line, *reply.notes])
 
 
 class KeepDialog(QDialog):
