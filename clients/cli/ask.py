@@ -1,0 +1,149 @@
+"""Asking from the shell: `braincue ask [QUESTION]`, and `braincue mcp` for other tools.
+
+Both only speak the protocol: the daemon recalls, generates and checks the answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import threading
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import click
+import msgspec
+
+from daemon.errors import NotFound
+from daemon.ipc.client import Client
+from daemon.ipc.protocol import (
+    AnswerDone,
+    AnswerToken,
+    Ask,
+    AskCancel,
+    AskReply,
+    Citation,
+    answer_topic,
+)
+
+if TYPE_CHECKING:
+    from clients.shell import Context
+
+ASK_TIMEOUT_S = 300.0  # a long answer on a slow machine; its tokens show progress meanwhile
+POLL_S = 0.2
+
+
+def source_line(citation: Citation) -> str:
+    """``[1] Weekly sync · 2026-07-28 · them: “we ship Friday”`` (unverified quotes marked)."""
+    parts = [f"[{citation.n}] {citation.title or 'untitled'}"]
+    if citation.date:
+        parts.append(f"{dt.datetime.fromtimestamp(citation.date):%Y-%m-%d}")
+    if citation.quote:
+        speaker = f"{citation.speaker}: " if citation.speaker else ""
+        mark = "" if citation.verified else " (not found verbatim)"
+        parts.append(f"{speaker}“{citation.quote}”{mark}")
+    elif citation.speaker:
+        parts.append(citation.speaker)
+    return " · ".join(parts)
+
+
+def stream_answer(profile: str, request: Ask, on_token: Callable[[str], None]) -> AskReply:
+    """Send ``request`` from a thread and hand its tokens to ``on_token`` as they come; the
+    answer stops (AskCancel) when this is interrupted."""
+    outcome: list[AskReply | BaseException] = []
+
+    def send() -> None:
+        try:
+            with Client(profile) as client:
+                outcome.append(client.request(request, timeout=ASK_TIMEOUT_S))
+        except BaseException as e:  # handed to the main thread
+            outcome.append(e)
+
+    with Client(profile) as client, client.subscribe([answer_topic(request.id)]) as events:
+        sender = threading.Thread(target=send, name="ask-request", daemon=True)
+        sender.start()
+        try:
+            done = False
+            while sender.is_alive() or not done:
+                event = events.receive(POLL_S)
+                if isinstance(event, AnswerToken) and not done:
+                    on_token(event.token)
+                elif isinstance(event, AnswerDone):
+                    done = True
+                elif event is None and not sender.is_alive():
+                    break  # an error reply: no AnswerDone will come
+        except KeyboardInterrupt:
+            _cancel(client, request.id)
+            raise
+        sender.join()
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def _cancel(client: Client, request_id: str) -> None:
+    with contextlib.suppress(NotFound):  # it had finished
+        client.request(AskCancel(request_id=request_id))
+
+
+@click.command()
+@click.argument("question", nargs=-1)
+@click.option("--space", default=None,
+              help="Recall within this Space (and profile-wide memory); default: the Space of "
+                   "the live session.")
+@click.option("--session", "session_id", type=int, default=None,
+              help="Ground on this session's latest turns (default: the live session).")
+@click.option("--json", "as_json", is_flag=True, help="Print the reply as JSON, no streaming.")
+@click.pass_obj
+def ask(context: Context, question: tuple[str, ...], space: str | None, session_id: int | None,
+        as_json: bool) -> None:
+    """Ask your memory a QUESTION; the answer streams, then its sources.
+
+    Without a QUESTION, answers the last question heard from "them" in the live session.
+    """
+    text = " ".join(question).strip() or None
+    request = Ask(id=uuid.uuid4().hex, question=text, space=space, session=session_id)
+    if as_json:
+        with Client(context.profile) as client:
+            reply = client.request(request, timeout=ASK_TIMEOUT_S)
+        click.echo(msgspec.json.format(msgspec.json.encode(reply), indent=2).decode())
+        return
+    streamed: list[str] = []
+
+    def show(token: str) -> None:
+        streamed.append(token)
+        click.echo(token, nl=False)
+
+    if text is None:
+        click.echo("(answering what they just asked)", err=True)
+    reply = stream_answer(context.profile, request, show)
+    click.echo()
+    if text is None and reply.question:
+        click.echo(f"Question heard: {reply.question}", err=True)
+    if reply.cancelled:
+        click.echo("(stopped)", err=True)
+    elif reply.answer.strip() != "".join(streamed).strip():
+        # the check marked a quote or dropped a citation: the checked text is the answer
+        click.echo(f"\nChecked answer:\n{reply.answer}")
+    if reply.sources:
+        click.echo("\nSources")
+        for citation in reply.sources:
+            click.echo(f"  {source_line(citation)}")
+
+
+@click.command()
+@click.pass_obj
+def mcp(context: Context) -> None:
+    """Serve this profile's memory to other tools over MCP (stdio), read-only.
+
+    Tools: search, ask, list sessions, a session's transcript, open commitments and tasks,
+    decisions. Every call goes through the daemon, which must be running.
+    """
+    from clients.mcp import serve
+
+    serve(context.profile)
+
+
+COMMANDS = [ask, mcp]

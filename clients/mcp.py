@@ -1,0 +1,136 @@
+"""`braincue mcp`: the profile's memory for other tools, as an MCP server over stdio.
+
+Read-only: the tools search, ask, list sessions, read a session's transcript, and list the
+open commitments and tasks and the decisions of a Space. Every call is a request to the
+daemon over its protocol — this process never opens the database — so the daemon's rules
+(scope, consent, the quote check) hold here too. Replies are JSON text.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+import msgspec
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+
+from daemon.errors import BrainCueError
+from daemon.ipc.client import Client
+from daemon.ipc.protocol import (
+    Ask,
+    AssertionInfo,
+    ListAssertions,
+    ListSessions,
+    Reply,
+    Request,
+    ShowSession,
+)
+
+log = logging.getLogger("braincue.mcp")
+
+P = ParamSpec("P")
+R = TypeVar("R", bound=Reply)
+
+ASK_TIMEOUT_S = 300.0
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                            open_world_hint=False)
+OPEN_KINDS = ["commitment", "task"]
+
+INSTRUCTIONS = (
+    "BrainCue is the user's private memory of their own conversations (meetings, calls, "
+    "interviews), their documents and what was decided in them. Search it or ask it; an answer "
+    "cites its sources as [n]. Spaces separate bodies of knowledge (one client, one project): "
+    "pass the Space's name to stay inside it."
+)
+
+
+def _json(value: object) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def _tool_errors(fn: Callable[P, str]) -> Callable[P, str]:
+    """A BrainCue error becomes a tool error the calling model can read (and act on)."""
+
+    @functools.wraps(fn)
+    def call(*args: P.args, **kwargs: P.kwargs) -> str:
+        try:
+            return fn(*args, **kwargs)
+        except BrainCueError as e:
+            raise ToolError(str(e)) from e
+
+    return call
+
+
+class Tools:
+    """What each tool does, as plain synchronous calls to one profile's daemon."""
+
+    def __init__(self, profile: str) -> None:
+        self.profile = profile
+
+    def _request(self, request: Request[R], timeout: float | None = None) -> R:
+        with Client(self.profile) as client:
+            return client.request(request, timeout=timeout)
+
+    def ask(self, question: str, space: str | None = None) -> str:
+        """Ask the user's memory a question; the answer cites its sources as [n] (session
+        title, date, speaker, quote). It says plainly when nothing relevant is remembered."""
+        reply = self._request(Ask(question=question, space=space), ASK_TIMEOUT_S)
+        return _json({"answer": reply.answer, "sources": reply.sources,
+                      "nothing_found": reply.nothing_found})
+
+    def list_sessions(self, space: str | None = None, limit: int = 20) -> str:
+        """The recorded conversations, newest first: id, title, activity, start time (unix),
+        Space, participants, number of turns."""
+        reply = self._request(ListSessions(space=space, limit=max(1, min(limit, 200))))
+        return _json(reply.sessions)
+
+    def get_transcript(self, session_id: int) -> str:
+        """One session's details and its transcript, turn by turn (speaker, seconds from the
+        start, text)."""
+        reply = self._request(ShowSession(session_id=session_id))
+        turns = [{"speaker": t.speaker, "start": round(t.start, 1), "text": t.text}
+                 for t in reply.turns]
+        return _json({"session": reply.session, "turns": turns})
+
+    def open_commitments(self, space: str | None = None) -> str:
+        """The commitments and tasks currently open in a Space (with profile-wide ones): who
+        owes what, and by when if it was said; superseded ones are left out."""
+        return self._assertions(space, OPEN_KINDS)
+
+    def decisions(self, space: str | None = None) -> str:
+        """The decisions currently standing in a Space (with profile-wide ones): what was
+        chosen, the alternatives not taken, and why; superseded ones are left out."""
+        return self._assertions(space, ["decision"])
+
+    def _assertions(self, space: str | None, kinds: list[Any]) -> str:
+        reply = self._request(ListAssertions(space=space, kinds=kinds))
+        return _json([_assertion(a) for a in reply.assertions])
+
+
+def _assertion(a: AssertionInfo) -> dict[str, Any]:
+    """What a reader needs of an assertion: its words, its structure, where it came from."""
+    fields = {"id": a.id, "kind": a.kind, "text": a.text, "space": a.space,
+              "occurred_at": a.occurred_at, "session_id": a.session_id, "chosen": a.chosen,
+              "alternatives": a.alternatives or None, "reasoning": a.reasoning,
+              "owner": a.owner, "due": a.due}
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def build_server(profile: str) -> MCPServer[Any]:
+    """The MCP server of one profile, its tools registered (read-only)."""
+    tools = Tools(profile)
+    server: MCPServer[Any] = MCPServer("braincue", instructions=INSTRUCTIONS, log_level="WARNING")
+    for fn in (tools.ask, tools.list_sessions, tools.get_transcript, tools.open_commitments,
+               tools.decisions):
+        server.add_tool(_tool_errors(fn), name=fn.__name__, annotations=READ_ONLY,
+                        structured_output=False)
+    return server
+
+
+def serve(profile: str) -> None:
+    """Serve over stdin/stdout until the client closes the connection."""
+    build_server(profile).run("stdio")
