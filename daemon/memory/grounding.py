@@ -76,7 +76,7 @@ class Source(msgspec.Struct, frozen=True, kw_only=True):
         return "\n".join(f"{p.speaker}: {p.text}" if p.speaker else p.text for p in self.passages)
 
 
-class Citation(msgspec.Struct, frozen=True, kw_only=True):
+class Cited(msgspec.Struct, frozen=True, kw_only=True):
     """A source the final answer cites, with the quote that stands for it."""
 
     source: Source
@@ -89,7 +89,7 @@ class Checked(msgspec.Struct, frozen=True):
     """The final answer: its text after the check, and the sources it cites, by number."""
 
     text: str
-    citations: list[Citation]
+    citations: list[Cited]
     unverified: int = 0  # quotes marked
     dropped: int = 0  # citations of sources that do not exist
 
@@ -370,7 +370,7 @@ def check_answer(text: str, sources: Sequence[Source], question: str = "") -> Ch
         else:
             passage = best_passage(source, question)
             quote, speaker, verified = _excerpt(passage.text), passage.speaker, True
-        citations.append(Citation(source=source, quote=quote, speaker=speaker, verified=verified))
+        citations.append(Cited(source=source, quote=quote, speaker=speaker, verified=verified))
     return Checked(text=final, citations=citations, unverified=unverified, dropped=dropped)
 
 
