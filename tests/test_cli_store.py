@@ -1,23 +1,25 @@
-"""`braincue import-transcript | sessions | show | export | docs | spaces` on a real store."""
+"""`braincue import-transcript | sessions | show | export | docs | spaces` against a daemon
+subprocess: the shell only speaks the protocol."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+import shutil
+import signal
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from test_documents import make_pdf
 
 from clients.shell import cli
-from daemon.config import Paths
-from daemon.errors import InvalidInput, NotFound
-from daemon.store.records import Turn
-from daemon.store.scope import Scope
-from daemon.store.store import Store
+from daemon.errors import DaemonNotRunning, InvalidInput, NotFound
+from daemon.ipc.client import Client
+from daemon.ipc.protocol import MAX_CONTENT_BYTES, ShowSession, Status
+from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
 
 TRANSCRIPT: dict[str, Any] = {
     "title": "Atlas sync",
@@ -34,9 +36,20 @@ TRANSCRIPT: dict[str, Any] = {
 
 
 @pytest.fixture
-def no_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No embedding model installed: the store keeps text and full-text search only."""
-    monkeypatch.setenv("BRAINCUE_MODELS", str(tmp_path / "no-models"))
+def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A profile with no embedding model: text and full-text search only."""
+    path = short_home()
+    monkeypatch.setenv("BRAINCUE_HOME", str(path))
+    monkeypatch.setenv("BRAINCUE_MODELS", str(path / "no-models"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon(home: Path) -> Iterator[DaemonProcess]:
+    process = start_daemon(home)
+    yield process
+    assert process.stop() == 0, process.log()
 
 
 def run(*args: str, input: str | None = None) -> Result:
@@ -56,22 +69,16 @@ def transcript_file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def store() -> Callable[[], AbstractContextManager[Store]]:
-    """Open the profile's store to check what the commands did (after they have closed it)."""
-    return lambda: Store.open(Paths.resolve())
-
-
-def test_spaces(no_models: None) -> None:
+def test_spaces(daemon: DaemonProcess) -> None:
     assert "no Spaces" in ok("spaces", "list").stdout
     assert ok("spaces", "add", "Work", "--activity", "project").stdout == \
         "added Space 1: 'Work' (project)\n"
     assert ok("spaces", "add", "Diary", "--activity", "personal", "--no-memory").stdout == \
         "added Space 2: 'Diary' (personal, memory off)\n"
     listing = ok("spaces", "list").stdout.splitlines()
-    assert listing[0].split() == ["ID", "NAME", "ACTIVITY", "MEMORY"]
+    assert listing[0].split() == ["ID", "NAME", "ACTIVITY", "MEMORY", "SESSIONS", "DOCUMENTS"]
     assert [line.split() for line in listing[1:]] == [
-        ["2", "Diary", "personal", "off"], ["1", "Work", "project", "on"]]
+        ["2", "Diary", "personal", "off", "0", "0"], ["1", "Work", "project", "on", "0", "0"]]
     spaces = json.loads(ok("spaces", "list", "--json").stdout)
     assert [(s["name"], s["memory_enabled"]) for s in spaces] == [("Diary", False), ("Work", True)]
 
@@ -79,77 +86,82 @@ def test_spaces(no_models: None) -> None:
     assert isinstance(duplicate.exception, InvalidInput)
     assert run("spaces", "add", "X", "--activity", "party").exit_code == 2  # click's usage error
 
+    assert ok("spaces", "set", "diary", "--memory", "--activity", "solo").stdout == \
+        "Space 2: 'Diary' (solo)\n"
+    assert ok("spaces", "set", "Diary", "--rename", "Journal", "--no-memory").stdout == \
+        "Space 2: 'Journal' (solo, memory off)\n"
+    assert run("spaces", "set", "Journal").exit_code == 2  # nothing to change
+    assert isinstance(run("spaces", "set", "Diary", "--memory").exception, NotFound)
+
     kept = run("spaces", "rm", "Work", input="n\n")
-    assert kept.exit_code == 1 and "Delete Space 'Work'" in kept.output
+    assert kept.exit_code == 1
+    assert "Delete Space 'Work' and everything in it (0 sessions, 0 documents)?" in kept.output
     assert "Work" in ok("spaces", "list").stdout
     assert ok("spaces", "rm", "work", input="y\n").stdout.endswith(
         "deleted Space 'Work' (1 space)\n")
-    assert ok("spaces", "rm", "Diary", "--yes").stdout == "deleted Space 'Diary' (1 space)\n"
-    assert isinstance(run("spaces", "rm", "Diary", "--yes").exception, NotFound)
+    assert ok("spaces", "rm", "Journal", "--yes").stdout == "deleted Space 'Journal' (1 space)\n"
+    assert isinstance(run("spaces", "rm", "Journal", "--yes").exception, NotFound)
+    assert isinstance(run("spaces", "rm", "Journal").exception, NotFound)
 
 
-def test_import_show_and_search(no_models: None, transcript_file: Path,
-                                store: Callable[[], AbstractContextManager[Store]]) -> None:
+def test_import_sessions_and_show(daemon: DaemonProcess, transcript_file: Path) -> None:
     ok("spaces", "add", "Work")
     result = ok("import-transcript", str(transcript_file), "--space", "work")
     assert result.stdout == "imported session 1: 'Atlas sync' into Space 'Work' (3 turns, 1 chunk)\n"
-    assert "vectors are added once an embedding model is installed" in result.stderr
-
-    with store() as s:
-        session = s.get_session(1)
-        assert session.status == "ended"
-        assert session.started_at == 1785240300.0  # 2026-07-28T12:05:00Z
-        assert session.ended_at == session.started_at + 7.25
-        assert session.participants == ("me", "Sarah")
-        assert s.turns(1)[0] == Turn(id=1, session_id=1, seq=1, speaker="me", source="import",
-                                     start=0.0, end=0.0, text="Shall we ship Atlas on Friday?",
-                                     ref="u1")
-        work = s.get_space("Work").id
-        hits = s.fts_chunks("database migration", Scope(space_id=work))
-        assert [s.get_chunk(h.id).session_id for h in hits] == [1]
-        assert s.fts_chunks("database migration", Scope(space_id=None)) == []  # Space-scoped
-        assert s.get_chunk(hits[0].id).header.startswith("[2026-07-28 | transcript | Atlas sync")
+    assert result.stderr.startswith("note: stored for full-text search; vectors are added once "
+                                    "an embedding model is installed")
+    as_json = json.loads(ok("import-transcript", str(transcript_file), "--json").stdout)
+    assert (as_json["session"]["id"], as_json["session"]["space"]) == (2, None)
 
     lines = ok("sessions").stdout.splitlines()
     assert lines[0].split() == ["ID", "STARTED", "STATUS", "TURNS", "SPACE", "TITLE"]
-    assert lines[1].split()[3:] == ["ended", "3", "Work", "Atlas", "sync"]
-    assert [s["id"] for s in json.loads(ok("sessions", "--json").stdout)] == [1]
-    assert json.loads(ok("sessions", "--space", "Work", "--json").stdout)[0]["title"] == \
-        "Atlas sync"
+    assert [line.split()[3:] for line in lines[1:]] == [
+        ["ended", "3", "-", "Atlas", "sync"], ["ended", "3", "Work", "Atlas", "sync"]]
+    assert [s["id"] for s in json.loads(ok("sessions", "--json").stdout)] == [2, 1]
+    in_work = json.loads(ok("sessions", "--space", "Work", "--json").stdout)
+    assert [(s["id"], s["title"], s["space"]) for s in in_work] == [(1, "Atlas sync", "Work")]
+    assert len(ok("sessions", "--limit", "1").stdout.splitlines()) == 2
+    assert isinstance(run("sessions", "--space", "Nowhere").exception, NotFound)
 
     shown = ok("show", "1").stdout
     assert "session 1: Atlas sync" in shown and "Space: Work" in shown
+    assert "participants: me, Sarah" in shown
     assert shown.endswith(
         "[00:00] me: Shall we ship Atlas on Friday?\n"
         "[00:03] Sarah: Friday works, the database migration is done.\n"
         "[00:07] me: Then Friday it is.\n"
     )
     detail = json.loads(ok("show", "1", "--json").stdout)
-    assert detail["space"] == "Work"
+    assert detail["session"]["space"] == "Work"
     assert [t["text"] for t in detail["turns"]][-1] == "Then Friday it is."
-    assert isinstance(run("show", "2").exception, NotFound)
+    assert isinstance(run("show", "3").exception, NotFound)
 
 
-def test_import_errors_leave_nothing(no_models: None, tmp_path: Path, transcript_file: Path,
-                                     store: Callable[[], AbstractContextManager[Store]]) -> None:
+def test_import_errors_leave_nothing(daemon: DaemonProcess, tmp_path: Path,
+                                     transcript_file: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**TRANSCRIPT, "turns": [{"speaker": "me", "text": "x", "t": -1}]}))
     result = run("import-transcript", str(bad))
     assert isinstance(result.exception, InvalidInput)
+    assert str(result.exception).startswith("bad.json: invalid transcript: ")
     assert "`$.turns[0].t`" in str(result.exception)
 
     missing = run("import-transcript", str(tmp_path / "nope.json"))
     assert isinstance(missing.exception, InvalidInput)
     assert "cannot read" in str(missing.exception)
 
+    huge = tmp_path / "huge.json"
+    huge.write_bytes(b" " * (MAX_CONTENT_BYTES + 1))
+    too_big = run("import-transcript", str(huge))
+    assert isinstance(too_big.exception, InvalidInput)
+    assert "MiB a file sent to the daemon may have — split it" in str(too_big.exception)
+
     no_space = run("import-transcript", str(transcript_file), "--space", "Nowhere")
     assert isinstance(no_space.exception, NotFound)
-    with store() as s:
-        assert s.list_sessions() == []
+    assert ok("sessions").stdout == "no sessions\n"
 
 
-def test_export_round_trip(no_models: None, tmp_path: Path, transcript_file: Path,
-                           store: Callable[[], AbstractContextManager[Store]]) -> None:
+def test_export_round_trip(daemon: DaemonProcess, tmp_path: Path, transcript_file: Path) -> None:
     ok("import-transcript", str(transcript_file))
     vtt = ok("export", "1", "--format", "vtt").stdout
     assert vtt.startswith("WEBVTT\n\n00:00:00.000 --> 00:00:03.500\n<v me>Shall we ship")
@@ -161,83 +173,104 @@ def test_export_round_trip(no_models: None, tmp_path: Path, transcript_file: Pat
     result = ok("export", "1", "--format", "json", "-o", str(out))
     assert result.stdout == ""
     ok("import-transcript", str(out))
-    with store() as s:
-        first, second = s.turns(1), s.turns(2)
-        assert [(t.speaker, t.text, t.start, t.end, t.ref) for t in first] == \
-            [(t.speaker, t.text, t.start, t.end, t.ref) for t in second]
-        assert s.get_session(2).started_at == s.get_session(1).started_at
+    with Client(timeout=30) as client:
+        first, second = (client.request(ShowSession(session_id=n)) for n in (1, 2))
+    assert [(t.speaker, t.text, t.start, t.end, t.ref) for t in first.turns] == \
+        [(t.speaker, t.text, t.start, t.end, t.ref) for t in second.turns]
+    assert second.session.started_at == first.session.started_at
 
     assert run("export", "1", "--format", "docx").exit_code == 2
     assert isinstance(run("export", "9", "--format", "md").exception, NotFound)
+    unwritable = run("export", "1", "--format", "md", "-o", str(tmp_path / "no" / "x.md"))
+    assert isinstance(unwritable.exception, InvalidInput)
 
 
-def test_docs(no_models: None, tmp_path: Path, store: Callable[[], AbstractContextManager[Store]]) -> None:
+def test_docs(daemon: DaemonProcess, tmp_path: Path) -> None:
     ok("spaces", "add", "Job hunt", "--activity", "job")
     cv = tmp_path / "cv.md"
     cv.write_text("# Jane Doe\n\n## Experience\n\nBuilt the billing system at Acme.\n")
     added = ok("docs", "add", str(cv), "--space", "job hunt", "--title", "My CV")
     assert added.stdout == \
         "added document 1: 'My CV' to Space 'Job hunt' (60 characters, 1 chunk)\n"
-    notes = tmp_path / "notes.txt"
-    notes.write_text("Ideas for the offsite.\n")
-    assert "profile-wide" in ok("docs", "add", str(notes)).stdout
+    plan = tmp_path / "plan.pdf"
+    plan.write_bytes(make_pdf(["Quarterly plan for Atlas"], ["Ship on Friday"]))
+    assert ok("docs", "add", str(plan)).stdout == \
+        "added document 2: 'plan' profile-wide (40 characters, 1 chunk)\n"
 
     listing = ok("docs", "list").stdout.splitlines()
     assert listing[0].split() == ["ID", "ADDED", "CHUNKS", "SPACE", "TITLE", "FILE"]
-    assert len(listing) == 3
+    assert [line.split()[-1] for line in listing[1:]] == ["plan.pdf", "cv.md"]
+    assert listing[2].split()[-5:] == ["Job", "hunt", "My", "CV", "cv.md"]
     in_space = json.loads(ok("docs", "list", "--space", "Job hunt", "--json").stdout)
-    assert [(d["id"], d["title"], d["filename"]) for d in in_space] == [(1, "My CV", "cv.md")]
-
-    with store() as s:
-        job = s.get_space("Job hunt").id
-        hits = s.fts_chunks("billing", Scope(space_id=job))
-        assert len(hits) == 1
-        assert s.get_chunk(hits[0].id).header == \
-            f"[{_mtime_date(cv)} | document | My CV | Experience]"
+    assert [(d["id"], d["title"], d["filename"], d["space"]) for d in in_space] == [
+        (1, "My CV", "cv.md", "Job hunt")]
+    assert ok("spaces", "list").stdout.splitlines()[1].split()[-2:] == ["0", "1"]
 
     again = run("docs", "add", str(cv), "--space", "Job hunt")
     assert isinstance(again.exception, InvalidInput)
+    assert "already added (document 1) — remove it first with `braincue docs rm 1`" in \
+        str(again.exception)
     binary = tmp_path / "photo.txt"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     assert isinstance(run("docs", "add", str(binary)).exception, InvalidInput)
+    huge = tmp_path / "scan.pdf"
+    huge.write_bytes(b"%PDF" + b"\x00" * MAX_CONTENT_BYTES)
+    too_big = run("docs", "add", str(huge))
+    assert isinstance(too_big.exception, InvalidInput)
+    assert str(too_big.exception).endswith("— split it, or add its text instead (a PDF's text "
+                                           "is much smaller)")
 
     assert ok("docs", "rm", "1").stdout == \
         "deleted document 1 'My CV' (1 chunk, 1 document)\n"
-    with store() as s:
-        assert s.fts_chunks("billing", Scope(space_id=job)) == []
     assert isinstance(run("docs", "rm", "1").exception, NotFound)
     assert "no documents" in ok("docs", "list", "--space", "Job hunt").stdout
 
 
-def _mtime_date(path: Path) -> str:
-    return f"{dt.datetime.fromtimestamp(path.stat().st_mtime):%Y-%m-%d}"
+def test_without_a_daemon_every_command_says_how_to_start_one(home: Path,
+                                                              transcript_file: Path) -> None:
+    for args in (["sessions"], ["show", "1"], ["export", "1", "--format", "md"],
+                 ["import-transcript", str(transcript_file)], ["spaces", "list"],
+                 ["spaces", "add", "Work"], ["spaces", "rm", "Work", "--yes"],
+                 ["spaces", "set", "Work", "--memory"], ["docs", "list"], ["docs", "rm", "1"],
+                 ["status"], ["settings", "get"], ["follow"]):
+        result = run(*args)
+        assert isinstance(result.exception, DaemonNotRunning), args
+        assert str(result.exception) == (
+            "the BrainCue daemon is not running for profile 'default' — start it with "
+            "`braincued` (or `braincue service install`)")
 
 
 @pytest.mark.slow
 def test_vectors_follow_once_a_model_is_installed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transcript_file: Path,
-    installed_model: Callable[[str], Path], store: Callable[[], AbstractContextManager[Store]],
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transcript_file: Path,
+    installed_model: Callable[[str], Path], models_dir: Path,
 ) -> None:
     installed_model("all-minilm-l6-v2")  # fails, never skips, when it is missing
-    models_dir = Paths.resolve().models_dir
-    monkeypatch.setenv("BRAINCUE_MODELS", str(tmp_path / "no-models"))
-    ok("import-transcript", str(transcript_file))
+    without = start_daemon(home)
+    try:
+        assert "vectors are added once" in ok("import-transcript", str(transcript_file)).stderr
+    finally:
+        assert without.stop() == 0
+    assert "no vectors: no embed model is installed" in without.log()
 
     monkeypatch.setenv("BRAINCUE_MODELS", str(models_dir))
-    notes = tmp_path / "notes.md"
-    notes.write_text("The offsite is in Lisbon in October.\n")
-    result = ok("docs", "add", str(notes))
-    assert "embedded 1 item(s) stored without vectors" in result.stderr  # the transcript chunk
-
-    from daemon.llm.embed import LlamaEmbedder
-
-    embedder = LlamaEmbedder(installed_model("all-minilm-l6-v2"), threads=1, batch=8)
+    with_model = start_daemon(home)
     try:
-        with Store.open(Paths.resolve(), embedder) as s:
-            assert s.vector_count("chunk") == 2
-            top = s.vector_chunks("when do we release the product?", Scope())[0]
-            assert s.get_chunk(top.id).session_id == 1
-            top = s.vector_chunks("where is the team trip?", Scope())[0]
-            assert s.get_chunk(top.id).document_id == 1
+        notes = tmp_path / "notes.md"
+        notes.write_text("The offsite is in Lisbon in October.\n")
+        assert ok("docs", "add", str(notes)).stderr == ""  # embedded as it is added
+        with Client(timeout=60) as client:
+            # the transcript's chunk is embedded in the background after the start
+            assert wait_for(lambda: client.request(Status()).counts["vectors"] == 2)
     finally:
-        embedder.close()
+        assert with_model.stop(signal.SIGTERM) == 0
+    assert "embedded 1 item(s) stored without vectors" in with_model.log()
+
+
+def wait_for(condition: Callable[[], bool], attempts: int = 600) -> bool:
+    """Ask until ``condition`` holds (each ask is a round trip to the daemon)."""
+    for _ in range(attempts):
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False

@@ -16,6 +16,7 @@ import msgspec
 
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
+    ACTIVITIES,
     ImportAudio,
     ImportAudioReply,
     ImportProgress,
@@ -24,7 +25,6 @@ from daemon.ipc.protocol import (
     Stop,
     progress_topic,
 )
-from daemon.store.records import ACTIVITIES
 
 if TYPE_CHECKING:
     from clients.shell import Context

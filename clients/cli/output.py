@@ -1,0 +1,74 @@
+"""How the shell prints: aligned tables, JSON, local times, counts (pure but for ``echo``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+import msgspec
+
+from daemon.errors import InvalidInput
+from daemon.ipc.protocol import MAX_CONTENT_BYTES
+
+
+def table(rows: Sequence[Sequence[str]]) -> None:
+    """Print rows (the first is the heading) in columns as wide as their widest cell."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+
+def as_json(value: object) -> str:
+    return msgspec.json.format(msgspec.json.encode(value), indent=2).decode()
+
+
+def echo_json(value: object) -> None:
+    click.echo(as_json(value))
+
+
+def local_time(timestamp: float) -> str:
+    return f"{dt.datetime.fromtimestamp(timestamp):%Y-%m-%d %H:%M}"
+
+
+def offset(seconds: float) -> str:
+    """A time within a session: ``mm:ss`` under an hour, ``h:mm:ss`` from there on."""
+    total = max(0, int(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+def duration(seconds: float) -> str:
+    """``42 s``, ``12 min``, ``1 h 05 min``."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def deleted(what: str, counts: dict[str, int]) -> str:
+    """``deleted Space 'Work' (1 space, 3 sessions, ...)`` from counts by plural kind."""
+    parts = [plural(n, kind.removesuffix("s")) for kind, n in counts.items() if n]
+    return f"deleted {what}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def read_for_daemon(file: Path, fix_if_too_big: str) -> bytes:
+    """The bytes of ``file``, to send to the daemon in one request (which has a size limit)."""
+    try:
+        size = file.stat().st_size
+        if size > MAX_CONTENT_BYTES:
+            raise InvalidInput(
+                f"{file} is {size / 2**20:.1f} MiB, over the {MAX_CONTENT_BYTES / 2**20:.1f} MiB "
+                "a file sent to the daemon may have",
+                fix=fix_if_too_big,
+            )
+        return file.read_bytes()
+    except OSError as e:
+        raise InvalidInput(f"cannot read {file}: {e.strerror or e}",
+                           fix="check the path and its permissions") from e

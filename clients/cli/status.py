@@ -1,0 +1,166 @@
+"""The running daemon from the shell: `braincue status`, `braincue settings get|set`,
+`braincue follow`. They only speak the protocol."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+import msgspec
+
+from clients.cli.output import duration, echo_json, offset, plural, table
+from daemon.ipc.client import Client
+from daemon.ipc.protocol import (
+    TOPIC_SESSIONS,
+    TOPIC_STATUS,
+    TOPIC_TURNS,
+    Event,
+    LiveStatus,
+    SessionEnded,
+    SessionStarted,
+    SettingsGet,
+    SettingsSet,
+    SettingValue,
+    Status,
+    StatusEvent,
+    StatusReply,
+    TurnEvent,
+)
+
+if TYPE_CHECKING:
+    from clients.shell import Context
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+COUNTED = ("spaces", "sessions", "turns", "chunks", "documents", "assertions", "vectors")
+
+
+@click.command()
+@json_option
+@click.pass_obj
+def status(context: Context, as_json: bool) -> None:
+    """Is the daemon running, and what does it hold and do."""
+    with Client(context.profile) as client:
+        reply = client.request(Status())
+    if as_json:
+        echo_json(reply)
+        return
+    click.echo("\n".join(status_lines(reply)))
+
+
+def status_lines(reply: StatusReply) -> list[str]:
+    lines = [
+        f"BrainCue daemon {reply.version} (protocol {reply.protocol}), pid {reply.pid}, "
+        f"up {duration(reply.uptime_s)}",
+        f"profile: {reply.profile}",
+        f"capture: {reply.capture}" + live_summary(reply.live),
+        "models loaded: " + (", ".join(reply.models_loaded) or "none"),
+    ]
+    counts = [plural(reply.counts[k], k.removesuffix("s")) for k in COUNTED if k in reply.counts]
+    counts += [plural(n, k.removesuffix("s")) for k, n in reply.counts.items() if k not in COUNTED]
+    if counts:
+        lines.append("holds: " + ", ".join(counts))
+    return lines
+
+
+def live_summary(live: LiveStatus | None) -> str:
+    """What capture is doing beyond its state (which ``capture`` already says)."""
+    if live is None:
+        return ""
+    facts = [f"{source}: {s.detail}" for source, s in live.sources.items() if s.detail]
+    if live.session_id is not None:
+        facts.append(f"live session {live.session_id}")
+    if live.utterances_queued:
+        facts.append(f"{live.utterances_queued} utterances queued, "
+                     f"{live.asr_lag_s:.1f} s behind")
+    if live.dropped_blocks:
+        facts.append(f"{live.dropped_blocks} audio blocks dropped")
+    return f" ({'; '.join(facts)})" if facts else ""
+
+
+# -- settings ----------------------------------------------------------------------------------
+
+
+@click.group()
+def settings() -> None:
+    """The daemon's settings (also in config.toml; changes apply at once and are saved)."""
+
+
+@settings.command("get")
+@click.argument("key", required=False, default="")
+@json_option
+@click.pass_obj
+def settings_get(context: Context, key: str, as_json: bool) -> None:
+    """Print every setting, or the one called KEY."""
+    with Client(context.profile) as client:
+        values = client.request(SettingsGet(key=key)).settings
+    if as_json:
+        echo_json(values)
+    elif key:
+        click.echo(setting_text(values[key]))
+    else:
+        table([("SETTING", "VALUE")] + [(k, setting_text(v)) for k, v in sorted(values.items())])
+
+
+@settings.command("set")
+@click.argument("key")
+@click.argument("value")
+@click.pass_obj
+def settings_set(context: Context, key: str, value: str) -> None:
+    """Set KEY to VALUE (read like a TOML value: 8, 2.5, true, or a word)."""
+    with Client(context.profile) as client:
+        values = client.request(SettingsSet(key=key, value=value)).settings
+    click.echo(f"{key} = {setting_text(values[key])}")
+
+
+def setting_text(value: SettingValue) -> str:
+    """A value as it would be typed: TOML-like (``true``, ``2.5``, ``""``)."""
+    if isinstance(value, str):
+        return value if value else '""'
+    return msgspec.json.encode(value).decode()
+
+
+# -- follow ------------------------------------------------------------------------------------
+
+
+@click.command()
+@json_option
+@click.pass_obj
+def follow(context: Context, as_json: bool) -> None:
+    """Print what the daemon hears and does as it happens: turns, sessions starting and
+    ending (with the keep prompt), status. Ctrl+C to stop."""
+    with (Client(context.profile) as client,
+          client.subscribe([TOPIC_TURNS, TOPIC_SESSIONS, TOPIC_STATUS]) as events):
+        click.echo(f"following profile {context.profile!r} (Ctrl+C to stop)", err=True)
+        for event in events:
+            if as_json:
+                click.echo(msgspec.json.encode(event).decode())
+            else:
+                for line in event_lines(event):
+                    click.echo(line)
+
+
+def event_lines(event: Event) -> list[str]:
+    """How ``follow`` shows an event."""
+    if isinstance(event, TurnEvent):
+        return [f"session {event.session_id} [{offset(event.start)}] {event.speaker}: "
+                f"{event.text}"]
+    if isinstance(event, SessionStarted):
+        details = [event.activity] if event.activity else []
+        details.append(f"Space {event.space!r}" if event.space else "no Space")
+        title = f": {event.title}" if event.title else ""
+        return [f"session {event.session_id} started ({', '.join(details)}){title}"]
+    if isinstance(event, SessionEnded):
+        where = f" in Space {event.space!r}" if event.space else ""
+        return [
+            f"session {event.session_id}{where} ended after {duration(event.duration_s)}: "
+            f"{event.gist}",
+            f"  Keep this conversation? (session {event.session_id})",
+        ]
+    if isinstance(event, StatusEvent):
+        message = f": {event.message}" if event.message else ""
+        return [f"status: capture {event.capture}{message}"]
+    return [f"{type(event).__name__}: {msgspec.json.encode(event).decode()}"]
+
+
+COMMANDS = (status, settings, follow)
