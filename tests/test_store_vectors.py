@@ -7,6 +7,7 @@ import logging
 import shutil
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 from storekit import CountingEmbedder, open_store, recorded_session
@@ -256,3 +257,21 @@ def test_without_an_embedder_search_is_full_text_only(tmp_path: Path) -> None:
         assert store.embed_query("heron") is None
         assert store.embed_pending() == 0
     assert index_files(tmp_path / "p") == []
+
+
+def test_the_index_is_saved_as_it_grows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vectors, "SAVE_EVERY", 5)
+    data_dir = tmp_path / "p"
+    store = open_store(data_dir)
+    try:
+        store.add_assertions(
+            [NewAssertion(kind="fact", text=f"fact {i}", source="user") for i in range(4)]
+        )
+        assert not (data_dir / "vectors-assertion.usearch").exists()
+        store.add_assertions(
+            [NewAssertion(kind="fact", text=f"fact {i}", source="user") for i in range(4, 6)]
+        )
+        meta = msgspec.json.decode((data_dir / "vectors-assertion.json").read_bytes())
+        assert meta["count"] == 6  # saved without a close: a crash now loses nothing
+    finally:
+        store.close()

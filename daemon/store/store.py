@@ -1293,6 +1293,8 @@ class Store:
             index = self._indexes.get(kind)
             if index is not None and items:
                 index.add([key for key, _ in items], np.stack([v for _, v in items]))
+        for index in self._indexes.values():
+            index.save_if_due()
 
 
 # -- pure helpers --------------------------------------------------------------------------------

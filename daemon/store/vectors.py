@@ -41,6 +41,10 @@ Keys = npt.NDArray[np.uint64]
 EXPANSION_SEARCH = 128  # notes/platform.md: recall 0.87-0.99 for expansion 64-256
 EXACT_BELOW = 2048  # an index this small is searched exactly: as fast, and never approximate
 MAX_OVERFETCH = 4096
+# Saved once this many changes are unsaved (at least SAVE_EVERY, else a tenth of the index): a
+# crash then costs a reconcile of the recent changes, not a rebuild of everything, which takes
+# minutes for a large index on two cores; the save itself takes well under a second.
+SAVE_EVERY = 1000
 _REBUILD_BATCH = 4096
 
 
@@ -94,7 +98,9 @@ class VectorIndex:
         self.model_id = model_id
         self.dims = dims
         self._lock = threading.Lock()
+        self._save_lock = threading.Lock()  # saves come from the writer thread and from close
         self._index = self._new_index()
+        self._unsaved = 0
 
     def __len__(self) -> int:
         with self._lock:
@@ -124,6 +130,7 @@ class VectorIndex:
             return
         with self._lock:
             self._index.add(np.asarray(keys, dtype=np.uint64), normalise(vectors))
+            self._unsaved += len(keys)
 
     def remove(self, keys: Sequence[int]) -> None:
         if not len(keys):
@@ -132,6 +139,7 @@ class VectorIndex:
             present = [k for k in keys if k in self._index]
             if present:
                 self._index.remove(np.asarray(present, dtype=np.uint64))
+                self._unsaved += len(present)
 
     def keys(self) -> set[int]:
         with self._lock:
@@ -148,15 +156,25 @@ class VectorIndex:
             for key, distance in zip(matches.keys, matches.distances, strict=True)
         ]
 
+    def save_if_due(self) -> bool:
+        """Save when enough has changed since the last save (see SAVE_EVERY)."""
+        with self._lock:
+            due = self._unsaved >= max(SAVE_EVERY, len(self._index) // 10)
+        if due:
+            self.save()
+        return due
+
     def save(self) -> None:
         """Write the index and its sidecar atomically (a crash leaves the old pair or a
         checksum mismatch, never a silently wrong index)."""
         tmp = self.path.with_suffix(".usearch.tmp")
         meta_tmp = self.meta_path.with_suffix(".json.tmp")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock:
-            self._index.save(str(tmp))
-            keys = np.asarray(self._index.keys)
+        with self._save_lock:
+            with self._lock:
+                self._index.save(str(tmp))
+                keys = np.asarray(self._index.keys)
+                self._unsaved = 0
             meta = IndexMeta(
                 model_id=self.model_id,
                 dims=self.dims,
@@ -164,9 +182,9 @@ class VectorIndex:
                 max_id=int(keys.max()) if len(keys) else 0,
                 sha256=_sha256(tmp),
             )
-        meta_tmp.write_bytes(msgspec.json.encode(meta))
-        os.replace(tmp, self.path)
-        os.replace(meta_tmp, self.meta_path)
+            meta_tmp.write_bytes(msgspec.json.encode(meta))
+            os.replace(tmp, self.path)
+            os.replace(meta_tmp, self.meta_path)
 
     # -- internals ---------------------------------------------------------------------------
 
