@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -464,6 +465,27 @@ def test_a_hotkey_taken_by_another_program_is_reported(qapp: Any, display: str,
     finally:
         other.close()
 
+
+
+@under_x
+def test_hotkey_open_shows_the_box_once_and_exits_when_it_closes(display: str,
+                                                                paths: Paths) -> None:
+    """`braincue hotkey --open`, for a desktop shortcut where no global grab works."""
+    env = {**os.environ, "DISPLAY": display}
+    process = subprocess.Popen([str(Path(sys.executable).parent / "braincue"), "hotkey", "--open"],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        found = subprocess.run(["xdotool", "search", "--sync", "--name", "Ask BrainCue"],
+                               env=env, capture_output=True, text=True, timeout=60, check=True)
+        window = found.stdout.split()[0]
+        subprocess.run(["xdotool", "windowfocus", "--sync", window], env=env, check=True,
+                       timeout=10)
+        subprocess.run(["xdotool", "key", "Escape"], env=env, check=True, timeout=10)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 # -- against the real daemon ------------------------------------------------------------------

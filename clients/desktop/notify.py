@@ -102,7 +102,7 @@ class Notifications:
         """Show a notification; ``actions`` are (key, label) pairs and ``on_action`` gets the
         key chosen. ``timeout_ms`` 0: it stays until answered. Returns the notification id."""
         flat = [part for action in actions for part in action]
-        hints = {"urgency": ("y", urgency), "desktop-entry": ("s", "braincue")}
+        hints = {"urgency": ("y", urgency)}
         with self._lock:  # an action may arrive before the reply: register under the lock
             (notification_id,) = self._call(
                 "Notify", "susssasa{sv}i",
