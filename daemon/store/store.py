@@ -125,15 +125,20 @@ class Store:
         return self.embedder.model_id if self.embedder is not None else None
 
     def close(self) -> None:
-        """Finish queued writes, close the database and save the vector indexes."""
+        """Finish queued writes, close the database and save the vector indexes that changed.
+
+        (Another process that opened the same profile, such as a CLI beside the daemon, keeps
+        its own index in memory; whatever one saved, the next open reconciles with the
+        database.)"""
         self.db.close()
-        for index in self._indexes.values():
-            index.save()
+        self.save_indexes()
 
     def save_indexes(self) -> None:
-        """Save the vector indexes now (they are also saved on close)."""
+        """Save the vector indexes that changed (they are also saved as they grow and on
+        close)."""
         for index in self._indexes.values():
-            index.save()
+            if index.dirty:
+                index.save()
 
     def __enter__(self) -> Store:
         return self

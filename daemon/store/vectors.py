@@ -156,6 +156,12 @@ class VectorIndex:
             for key, distance in zip(matches.keys, matches.distances, strict=True)
         ]
 
+    @property
+    def dirty(self) -> bool:
+        """Whether the file lacks changes made here since it was loaded or saved."""
+        with self._lock:
+            return self._unsaved > 0 or not self.path.exists()
+
     def save_if_due(self) -> bool:
         """Save when enough has changed since the last save (see SAVE_EVERY)."""
         with self._lock:
