@@ -8,6 +8,7 @@ import os
 import queue
 import signal
 import sys
+import threading
 from collections.abc import Callable
 
 from PySide6.QtCore import QRectF, QSocketNotifier, Qt, QTimer
@@ -28,6 +29,8 @@ class MainThread:
 
     def __init__(self) -> None:
         self._calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._closed = False
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
@@ -35,14 +38,19 @@ class MainThread:
         self._notifier.activated.connect(self._run_posted)
 
     def post(self, fn: Callable[[], None]) -> None:
-        self._calls.put(fn)
-        with contextlib.suppress(BlockingIOError):  # the pipe is full: a wake-up is pending
-            os.write(self._wake_write, b"\0")
+        with self._lock:  # never write to a closed descriptor (its number may be reused)
+            if self._closed:
+                return
+            self._calls.put(fn)
+            with contextlib.suppress(BlockingIOError):  # the pipe is full: a wake-up is pending
+                os.write(self._wake_write, b"\0")
 
     def close(self) -> None:
-        self._notifier.setEnabled(False)
-        os.close(self._wake_read)
-        os.close(self._wake_write)
+        with self._lock:
+            self._closed = True
+            self._notifier.setEnabled(False)
+            os.close(self._wake_read)
+            os.close(self._wake_write)
 
     def _run_posted(self) -> None:
         # Empty the pipe first: a callable queued after this still writes a byte of its own.
