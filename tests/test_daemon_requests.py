@@ -320,7 +320,8 @@ def samples(session_id: int) -> list[Request[Any]]:
         p.MemoryList(), p.MemoryApprove(memory_id=99), p.MemoryReject(memory_id=99),
         p.MemoryArchive(memory_id=99), p.MemoryEdit(memory_id=99, text="x"),
         p.MemoryScope(memory_id=99, profile=True), p.MemoryExpire(memory_id=99, expires_at=None),
-        p.Ask(question="When do we ship Atlas?"),
+        p.Ask(question="When do we ship Atlas?"), p.AskCancel(request_id="no-such-ask"),
+        p.ListAssertions(kinds=["decision"]),
         *[cls(query="when do we ship Atlas") for tag, cls in PROTOCOL_TYPES.items()
           if tag == "search"],
         p.RemoveSpace(name="Work"),
@@ -332,9 +333,7 @@ PROTOCOL_TYPES = {tag: cls for tag, cls in protocol.REQUESTS.types.items()
                   if cls.__module__ == protocol.__name__}
 
 # Types whose part is not wired into the daemon yet (see the report of issue 5).
-NOT_SERVED_YET = {"ask", "pause", "search", "remember", "history", "memory_list",
-                  "memory_approve", "memory_reject", "memory_archive", "memory_edit",
-                  "memory_scope", "memory_expire"}
+NOT_SERVED_YET = {"ask", "ask_cancel", "list_assertions", "pause", "search"}
 
 
 async def test_every_request_type_gets_its_reply_or_a_typed_error(home: Path) -> None:
@@ -342,7 +341,8 @@ async def test_every_request_type_gets_its_reply_or_a_typed_error(home: Path) ->
         session = await trio.to_thread.run_sync(
             lambda: Client(timeout=30).request(ImportTranscript(content=transcript())).session.id)
         requests = samples(session)
-        assert {protocol.tag_of(type(r)) for r in requests} == set(PROTOCOL_TYPES)
+        sampled = {protocol.tag_of(type(r)) for r in requests}
+        assert set(PROTOCOL_TYPES) - sampled == set(), "add a sample of each new request type"
         outcomes: dict[str, str] = {}
 
         def exchange() -> None:
