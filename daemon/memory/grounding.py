@@ -199,12 +199,32 @@ def _day(timestamp: float) -> str:
 
 
 def relevant(question: str, sources: Sequence[Source], *, always: Sequence[int] = ()) -> bool:
-    """Whether anything recalled bears on ``question``: a source (header and text) that shares
-    a content word with it, or one of the source numbers in ``always`` (the forced story)."""
+    """Whether anything recalled bears on ``question``: a source whose title or a passage
+    shares a content word with it, or one of the source numbers in ``always`` (the forced
+    story). A passage that holds the question itself (the turn in which it was asked) is no
+    evidence about it."""
     if any(s.n in always for s in sources):
         return True
     wanted = content_words(question)
-    return any(shares_word(wanted, content_words(f"{s.title} {s.text()}")) for s in sources)
+    asked = quote_form(question)
+    for source in sources:
+        texts = [p.text for p in source.passages if not asked or asked not in quote_form(p.text)]
+        if shares_word(wanted, content_words(" ".join([source.title, *texts]))):
+            return True
+    return False
+
+
+def pick_story(question: str, candidates: Sequence[tuple[int, str]]) -> int | None:
+    """Of story chunks ``(id, text)``, the one sharing the most content words with
+    ``question`` (the first on a tie, so a bank's opening story when none matches)."""
+    wanted = content_words(question)
+    best: tuple[int, int] | None = None
+    for chunk_id, text in candidates:
+        words = content_words(text)
+        shared = sum(1 for q in wanted if shares_word({q}, words))
+        if best is None or shared > best[0]:
+            best = (shared, chunk_id)
+    return None if best is None else best[1]
 
 
 def shares_word(wanted: set[str], words: set[str]) -> bool:
@@ -220,8 +240,10 @@ def shares_word(wanted: set[str], words: set[str]) -> bool:
 
 def dont_know(space: str | None) -> str:
     """The plain answer when nothing relevant was recalled (no model is asked)."""
-    where = f" in the Space {space}" if space else ""
-    return f"I don't know: I found nothing in your memory{where} about this."
+    if space:
+        return f"I don't know: I found nothing about this in your memory of {space}."
+    return ("I don't know: I found nothing about this in your profile-wide memory (what was "
+            "kept in a Space is recalled when you ask within that Space).")
 
 
 # -- the question heard from "them" --------------------------------------------------------------

@@ -1,0 +1,316 @@
+"""Asking the memory: recall, then a grounded answer, streamed, checked before it is final.
+
+``Asker.ask(question, space, session)``:
+
+1. The grounding session is ``session`` or, by default, the live one. Without a question, the
+   question is the last one heard from "them" in it (``grounding.last_question``).
+2. Scope: the Space asked for, else the grounding session's Space, else none (profile-wide
+   memory only). The framing comes from the grounding session's activity, else the Space's:
+   ``interview`` for the job family, ``conversation`` otherwise.
+3. Sources, numbered in this order: what recall found (the fusion search with its per-session
+   and archive caps; an assertion comes with its anchor chunk's turns, a transcript chunk with
+   its assertions), in the interview family the best-matching story chunk when recall missed
+   it, the approved memories about the person in scope (with consent), and the grounding
+   session's latest turns.
+4. When nothing relevant was recalled (``grounding.relevant``: no shared content word, never a
+   score threshold) the answer says so and no model is asked. Otherwise the model answers from
+   the sources, token by token to ``on_token``, until done or ``stop`` is set.
+5. The whole text is checked (``grounding.check_answer``) before it is returned: the result is
+   the final answer, quotes verified or marked, citations mapped to their sources.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
+from typing import TypeVar, cast
+
+import msgspec
+import trio
+
+from daemon.config import Settings
+from daemon.errors import InvalidInput, NotFound
+from daemon.llm.generate import ChatMessage, Generator
+from daemon.memory import grounding
+from daemon.memory.grounding import Cited, Framing, Passage, Said, Source
+from daemon.memory.person import recall_memories
+from daemon.store.fusion import ItemKey
+from daemon.store.records import Assertion, Chunk, Document, Session, Space, Turn
+from daemon.store.scope import Scope
+from daemon.store.store import Store
+from daemon.store.writes import assertion_body
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+# The fusion search as ask uses it: (question, scope, k) -> the items found, best first, with
+# the caps applied (blocking: runs on a thread).
+Recall = Callable[[str, Scope, int], Sequence[ItemKey]]
+
+RECENT_TURNS = 12  # of the grounding session: what was just said
+MEMORY_K = 3  # memories about the person, beside what was recalled
+STORY_OVERFETCH = 4  # how much deeper than k a story is looked for in the ranking
+ANSWER_MAX_TOKENS = 320  # two to four sentences with citations, with room to spare
+
+
+class Answer(msgspec.Struct, kw_only=True):
+    question: str
+    text: str  # the final, checked answer (or, cancelled, what came until then)
+    citations: list[Cited]
+    sources: list[Source]  # every source the model was given, by number
+    framing: Framing
+    space: str | None = None
+    nothing_found: bool = False
+    cancelled: bool = False
+    unverified: int = 0  # quotes marked as not found verbatim
+
+
+class Asker:
+    """Answers questions from one profile's store (see the module docstring).
+
+    ``generator`` returns the language model (it raises ModelNotInstalled when there is
+    none); ``live_session`` the id of the live session, if any; ``recall`` is the search.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        generator: Callable[[], Generator],
+        settings: Callable[[], Settings],
+        recall: Recall,
+        live_session: Callable[[], int | None] = lambda: None,
+    ) -> None:
+        self.store = store
+        self._generator = generator
+        self._settings = settings
+        self._recall = recall
+        self._live_session = live_session
+
+    async def _db(self, fn: Callable[[], T]) -> T:
+        return await trio.to_thread.run_sync(fn)
+
+    async def ask(
+        self,
+        question: str | None,
+        space: str | None = None,
+        session: int | None = None,
+        *,
+        on_token: Callable[[str], None] = lambda token: None,
+        stop: trio.Event | None = None,
+    ) -> Answer:
+        stop = trio.Event() if stop is None else stop
+        grounding_id = session if session is not None else self._live_session()
+        current = None if grounding_id is None else await self._db(
+            lambda: self.store.get_session(grounding_id))
+        turns = [] if current is None else await self._db(lambda: self.store.turns(current.id))
+        asked = _question(question, current, turns)
+        where = await self._space(space, current)
+        activity = current.activity if current is not None else (where.activity if where else "")
+        framing = grounding.framing_for(activity)
+        settings = self._settings()
+        scope = Scope(space_id=None if where is None else where.id,
+                      person_memory=settings.memory_enabled)
+        sources, forced = await self._db(
+            lambda: self._gather(asked, scope, framing, settings, current, turns[-RECENT_TURNS:]))
+        answer = Answer(question=asked, text="", citations=[], sources=sources, framing=framing,
+                        space=None if where is None else where.name)
+        if not grounding.relevant(asked, sources, always=forced):
+            text = grounding.dont_know(answer.space)
+            on_token(text)
+            return msgspec.structs.replace(answer, text=text, nothing_found=True)
+        if stop.is_set():
+            return msgspec.structs.replace(answer, cancelled=True)
+        messages = grounding.build_prompt(framing, asked, sources)
+        raw = await _stream(self._generator(), messages, on_token, stop)
+        if stop.is_set():
+            return msgspec.structs.replace(answer, text=raw, cancelled=True)
+        checked = grounding.check_answer(raw, sources, asked)
+        if checked.unverified or checked.dropped:
+            log.info("answer checked: %d quote(s) marked unverified, %d citation(s) of no source "
+                     "dropped", checked.unverified, checked.dropped)
+        return msgspec.structs.replace(answer, text=checked.text, citations=checked.citations,
+                                       unverified=checked.unverified)
+
+    async def _space(self, name: str | None, current: Session | None) -> Space | None:
+        if name is not None:
+            return await self._db(lambda: self.store.get_space(name))
+        if current is not None and current.space_id is not None:
+            space_id = current.space_id
+            return await self._db(lambda: self.store.get_space(space_id))
+        return None
+
+    # -- sources (blocking: on a thread) -------------------------------------------------------
+
+    def _gather(
+        self,
+        question: str,
+        scope: Scope,
+        framing: Framing,
+        settings: Settings,
+        current: Session | None,
+        recent: Sequence[Turn],
+    ) -> tuple[list[Source], list[int]]:
+        """The numbered sources of an answer, and the numbers of the forced ones."""
+        k = settings.search_k
+        keys = list(self._recall(question, scope, k))
+        forced: list[ItemKey] = []
+        if grounding.includes_story(framing):
+            story = self._story(question, scope, k, keys)
+            forced = [] if story is None else [story]
+        drafts: list[Source] = []
+        seen_assertions: set[int] = set()
+        for key in [*keys, *forced]:
+            draft = self._source_of(key, scope, seen_assertions)
+            if draft is not None:
+                drafts.append(draft)
+        memories = recall_memories(self.store, question, scope.space_id, MEMORY_K,
+                                   consent=settings.memory_enabled)
+        drafts += [_memory(m) for m in memories if m.id not in seen_assertions]
+        if current is not None and recent:
+            drafts.append(_context(current, recent, live=current.status == "live"))
+        sources = [msgspec.structs.replace(d, n=i) for i, d in enumerate(drafts, 1)]
+        forced_n = [s.n for s in sources
+                    if forced and s.kind == "document" and s.chunk_id == forced[0].id]
+        return sources, forced_n
+
+    def _story(
+        self, question: str, scope: Scope, k: int, found: Sequence[ItemKey]
+    ) -> ItemKey | None:
+        """The best-matching chunk of a story document in scope, unless recall found one: the
+        first one in a deeper ranking, else the one sharing most words with the question."""
+        stories = {d.id for d in self._documents_in(scope) if grounding.story_like(d.title,
+                                                                                   d.filename)}
+        if not stories:
+            return None
+        story_chunks = {c.id: c for d in stories for c in self.store.chunks(document_id=d)}
+        if any(key.kind == "chunk" and key.id in story_chunks for key in found):
+            return None
+        for key in self._recall(question, scope, k * STORY_OVERFETCH):
+            if key.kind == "chunk" and key.id in story_chunks:
+                return key
+        best = grounding.pick_story(question, [(c.id, c.body) for c in story_chunks.values()])
+        return None if best is None else ItemKey("chunk", best)
+
+    def _documents_in(self, scope: Scope) -> list[Document]:
+        documents = self.store.list_documents(profile_wide=True)
+        if scope.space_id is not None:
+            documents += self.store.list_documents(space_id=scope.space_id)
+        return documents
+
+    def _source_of(self, key: ItemKey, scope: Scope, seen: set[int]) -> Source | None:
+        """A recalled item as a source (n is set later); None when it is gone meanwhile."""
+        if key.kind == "assertion":
+            found = self.store.get_assertions([key.id])
+            if not found or found[0].id in seen:
+                return None
+            seen.add(found[0].id)
+            return self._assertion_source(found[0])
+        chunks = self.store.get_chunks([key.id])
+        if not chunks:
+            return None
+        chunk = chunks[0]
+        if chunk.kind == "document":
+            if chunk.document_id is None:
+                return None
+            document = self.store.get_document(chunk.document_id)
+            return Source(n=0, kind="document", title=document.title, date=chunk.occurred_at,
+                          document_id=document.id, chunk_id=chunk.id, label="document",
+                          passages=(Passage(chunk.body),))
+        session = self._session(chunk.session_id)
+        title, date = _titled(session, chunk)
+        if chunk.kind == "session":
+            return Source(n=0, kind="archive", title=title, date=date, session_id=chunk.session_id,
+                          chunk_id=chunk.id, label="summary of the conversation",
+                          passages=(Passage(chunk.body),))
+        linked = [a for a in self.store.assertions_for_chunks([chunk.id], scope)
+                  if a.id not in seen]
+        seen.update(a.id for a in linked)
+        passages = [Passage(t.text, t.speaker) for t in self.store.turns_of_chunk(chunk.id)]
+        passages += [Passage(f"{a.kind}: {assertion_body(a)}") for a in linked]
+        return Source(n=0, kind="transcript", title=title, date=date, session_id=chunk.session_id,
+                      chunk_id=chunk.id, label="transcript", passages=tuple(passages))
+
+    def _assertion_source(self, assertion: Assertion) -> Source:
+        if assertion.about_person:
+            return _memory(assertion)
+        session = self._session(assertion.session_id)
+        evidence: list[Turn] = []
+        if assertion.anchor_chunk_id is not None:
+            evidence = self.store.turns_of_chunk(assertion.anchor_chunk_id)
+        passages = [Passage(assertion_body(assertion))]
+        passages += [Passage(t.text, t.speaker) for t in evidence]
+        return Source(n=0, kind="assertion", label=assertion.kind,
+                      title=session.title if session is not None and session.title else "noted",
+                      date=assertion.occurred_at, session_id=assertion.session_id,
+                      chunk_id=assertion.anchor_chunk_id, passages=tuple(passages))
+
+    def _session(self, session_id: int | None) -> Session | None:
+        if session_id is None:
+            return None
+        try:
+            return self.store.get_session(session_id)
+        except NotFound:  # deleted since it was found
+            return None
+
+
+def _question(question: str | None, current: Session | None, turns: Sequence[Turn]) -> str:
+    asked = " ".join((question or "").split())
+    if asked:
+        return asked
+    if current is None:
+        raise InvalidInput("no question, and no session is live to take one from",
+                           fix="ask a question, e.g. `braincue ask \"what did we decide?\"`")
+    heard = grounding.last_question([Said(t.speaker, t.text) for t in turns])
+    if heard is None:
+        raise InvalidInput(f"nobody but you has asked a question in session {current.id} yet",
+                           fix="ask one yourself, e.g. `braincue ask \"what did we decide?\"`")
+    return heard.text
+
+
+def _titled(session: Session | None, chunk: Chunk) -> tuple[str, float]:
+    if session is None:
+        return "a deleted session", chunk.occurred_at
+    return session.title or f"session {session.id}", session.started_at
+
+
+def _memory(assertion: Assertion) -> Source:
+    return Source(n=0, kind="memory", title="about you", label="memory about you",
+                  date=assertion.occurred_at, passages=(Passage(assertion_body(assertion)),))
+
+
+def _context(session: Session, recent: Sequence[Turn], *, live: bool) -> Source:
+    return Source(n=0, kind="context", title=session.title or f"session {session.id}",
+                  label="the conversation now" if live else "its latest turns",
+                  date=session.started_at, session_id=session.id,
+                  passages=tuple(Passage(t.text, t.speaker) for t in recent))
+
+
+async def _stream(
+    generator: Generator,
+    messages: Sequence[ChatMessage],
+    on_token: Callable[[str], None],
+    stop: trio.Event,
+) -> str:
+    """The model's answer, each token handed to ``on_token``; stops early once ``stop`` is set
+    (leaving the iteration stops the model at its next token)."""
+    pieces: list[str] = []
+    async with trio.open_nursery() as nursery:
+
+        async def stop_when_asked() -> None:
+            await stop.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(stop_when_asked)
+        # an async generator, though typed as an iterator: closing it stops the model
+        tokens = cast(AsyncGenerator[str, None],
+                      generator.stream(messages, max_tokens=ANSWER_MAX_TOKENS))
+        async with aclosing(tokens):
+            async for token in tokens:
+                pieces.append(token)
+                on_token(token)
+                if stop.is_set():
+                    break
+        nursery.cancel_scope.cancel()
+    return "".join(pieces)

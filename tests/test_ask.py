@@ -1,0 +1,338 @@
+"""Asking, on a real store with a scripted model: framing wiring, the story force-include,
+citations, streaming and cancel, "I don't know", the question heard from them, the quote
+check."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import trio
+from storekit import T0, open_store, recorded_session
+
+from daemon.config import Settings
+from daemon.errors import InvalidInput
+from daemon.llm.generate import ScriptedGenerator, split_tokens
+from daemon.memory.ask import Asker, Recall
+from daemon.memory.grounding import UNVERIFIED
+from daemon.store.documents import extract_text
+from daemon.store.fusion import ItemKey, fuse
+from daemon.store.records import NewTurn
+from daemon.store.scope import Scope
+from daemon.store.store import Store
+
+FILLER = [f"Weekly note {i}: the {w} review went fine." for i, w in enumerate(
+    ["garden", "kitchen", "travel", "library", "bicycle", "harbour"])]
+
+
+def fts_recall(store: Store) -> Recall:
+    """Recall from the store's full-text legs, fused: a stand-in for the search, exact and
+    predictable on a scripted embedder."""
+
+    def recall(question: str, scope: Scope, k: int) -> list[ItemKey]:
+        legs = {
+            "fts_chunks": [(ItemKey("chunk", h.id), -h.score)
+                           for h in store.fts_chunks(question, scope)],
+            "fts_assertions": [(ItemKey("assertion", h.id), -h.score)
+                               for h in store.fts_assertions(question, scope)],
+        }
+        return [f.key for f in fuse(legs)][:k]
+
+    return recall
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = open_store(tmp_path / "data")
+    yield opened
+    opened.close()
+
+
+def asker(store: Store, generator: ScriptedGenerator, *, recall: Recall | None = None,
+          live: Callable[[], int | None] = lambda: None, memory: bool = False) -> Asker:
+    settings = Settings(memory_enabled=memory)
+    return Asker(store, generator=lambda: generator, settings=lambda: settings,
+                 recall=recall or fts_recall(store), live_session=live)
+
+
+def atlas_space(store: Store, activity: str = "meeting") -> int:
+    space = store.create_space("Atlas", activity=activity)
+    recorded_session(store, FILLER, space_id=space.id, title="Garden club")
+    session = store.create_session(space_id=space.id, title="Atlas launch review",
+                                   started_at=T0 + 3600)
+    store.append_turns(session.id, [
+        NewTurn(speaker="them", text="We will ship the Atlas beta on Friday, no later.", start=0),
+        NewTurn(speaker="me", text="Then I will tell the support team.", start=5),
+    ])
+    store.end_session(session.id, ended_at=T0 + 3700)
+    return space.id
+
+
+def system(generator: ScriptedGenerator) -> str:
+    (call,) = generator.calls
+    return call[0].content
+
+
+def prompt(generator: ScriptedGenerator) -> str:
+    (call,) = generator.calls
+    return call[1].content
+
+
+# -- framing -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("activity", "framing"), [
+    ("job", "interview"), ("meeting", "conversation"), ("project", "conversation"),
+    ("personal", "conversation"), ("subject", "conversation"),
+])
+async def test_the_framing_follows_the_activity_of_the_space(
+    store: Store, activity: str, framing: str
+) -> None:
+    atlas_space(store, activity)
+    generator = ScriptedGenerator(["The beta ships on Friday [1]."])
+
+    answer = await asker(store, generator).ask("When does the Atlas beta ship?", space="Atlas")
+
+    assert answer.framing == framing
+    if framing == "interview":
+        assert "You are the candidate" in system(generator)
+    else:
+        assert "never sell, never perform credentials" in system(generator)
+        assert "candidate" not in system(generator)
+
+
+async def test_the_live_sessions_activity_decides_over_the_spaces(store: Store) -> None:
+    atlas_space(store, "meeting")
+    space = store.get_space("Atlas")
+    live = store.create_session(space_id=space.id, activity="job", title="Round two",
+                                started_at=T0 + 7200)
+    store.append_turns(live.id, [NewTurn(speaker="them", text="When does Atlas ship?", start=0)])
+    generator = ScriptedGenerator(["On Friday [1]."])
+
+    answer = await asker(store, generator, live=lambda: live.id).ask("When does Atlas ship?")
+
+    assert answer.framing == "interview" and answer.space == "Atlas"
+
+
+def story_bank(store: Store, space_id: int) -> None:
+    store.add_document(
+        extract_text("stories.md", b"# Stories\n\nSituation: the night migration broke billing. "
+                     b"I rolled it back in ten minutes and wrote the runbook we still use."),
+        space_id=space_id, title="STAR stories",
+    )
+
+
+@pytest.mark.parametrize("activity", ["job", "meeting"])
+async def test_the_story_is_force_included_in_the_interview_family_only(
+    store: Store, activity: str
+) -> None:
+    story_bank(store, atlas_space(store, activity))
+    generator = ScriptedGenerator(["The beta ships on Friday [1]."])
+
+    # the question shares no word with the story: recall alone never finds it
+    answer = await asker(store, generator).ask("When does the Atlas beta ship?", space="Atlas")
+
+    kinds = [s.kind for s in answer.sources]
+    if activity == "job":
+        assert kinds.count("document") == 1
+        assert "night migration broke billing" in prompt(generator)
+    else:
+        assert "document" not in kinds
+        assert "migration" not in prompt(generator)
+
+
+async def test_the_forced_story_lets_an_interview_answer_a_question_nothing_else_matches(
+    store: Store,
+) -> None:
+    story_bank(store, atlas_space(store, "job"))
+    generator = ScriptedGenerator(["I once rolled back a broken migration [1]."])
+
+    answer = await asker(store, generator).ask("Walk me through a failure you handled", space="Atlas")
+
+    assert not answer.nothing_found
+    assert [c.source.kind for c in answer.citations] == ["document"]
+
+
+# -- citations, streaming, cancel ----------------------------------------------------------------
+
+
+async def test_citations_map_to_the_session_title_date_and_the_quoted_speaker(
+    store: Store,
+) -> None:
+    atlas_space(store)
+    text = 'They said "we will ship the Atlas beta on Friday" [1], and you would tell support [1].'
+    generator = ScriptedGenerator([text])
+    tokens: list[str] = []
+
+    answer = await asker(store, generator).ask("When does the Atlas beta ship?", space="Atlas",
+                                               on_token=tokens.append)
+
+    assert tokens == split_tokens(text)  # streamed token by token
+    assert answer.text == text
+    (cited,) = answer.citations
+    assert cited.source.title == "Atlas launch review"
+    assert cited.source.date == T0 + 3600
+    assert cited.source.session_id is not None and cited.source.kind == "transcript"
+    assert cited.quote == "we will ship the Atlas beta on Friday"
+    assert cited.speaker == "them" and cited.verified
+
+
+async def test_a_fabricated_quote_is_marked_and_a_verbatim_one_kept(store: Store) -> None:
+    atlas_space(store)
+    text = ('They promised "a full refund for every customer" [1] and said "ship the Atlas beta '
+            'on Friday" [1].')
+    generator = ScriptedGenerator([text])
+
+    answer = await asker(store, generator).ask("When does the Atlas beta ship?", space="Atlas")
+
+    assert answer.text == ('They promised "a full refund for every customer" [unverified] [1] '
+                           'and said "ship the Atlas beta on Friday" [1].')
+    assert answer.unverified == 1
+    assert answer.text.count(UNVERIFIED) == 1
+
+
+async def test_a_citation_of_a_source_that_does_not_exist_is_dropped(store: Store) -> None:
+    atlas_space(store)
+    generator = ScriptedGenerator(["Friday [1][9]."])
+
+    answer = await asker(store, generator).ask("When does the Atlas beta ship?", space="Atlas")
+
+    assert answer.text == "Friday [1]."
+    assert [c.source.n for c in answer.citations] == [1]
+
+
+async def test_an_answer_stops_when_asked_and_the_model_stops_with_it(store: Store) -> None:
+    atlas_space(store)
+    generator = ScriptedGenerator([" ".join(f"word{i}" for i in range(500))])
+    stop = trio.Event()
+    tokens: list[str] = []
+
+    def on_token(token: str) -> None:
+        tokens.append(token)
+        if len(tokens) == 5:
+            stop.set()
+
+    answer = await asker(store, generator).ask("When does the Atlas beta ship?", space="Atlas",
+                                               on_token=on_token, stop=stop)
+
+    assert answer.cancelled
+    assert answer.text == "".join(tokens)
+    assert len(tokens) == 5
+    assert generator.streamed == 5  # the model was left there
+
+
+# -- nothing relevant ----------------------------------------------------------------------------
+
+
+async def test_nothing_recalled_says_so_without_asking_the_model(store: Store) -> None:
+    generator = ScriptedGenerator([])  # any call would fail
+    tokens: list[str] = []
+
+    answer = await asker(store, generator).ask("What did we decide about pricing?",
+                                               on_token=tokens.append)
+
+    assert answer.nothing_found and answer.citations == []
+    assert answer.text.startswith("I don't know")
+    assert tokens == [answer.text]
+    assert generator.calls == []
+
+
+async def test_recalled_text_sharing_no_word_with_the_question_is_not_relevant(
+    store: Store,
+) -> None:
+    atlas_space(store)
+    generator = ScriptedGenerator([])
+
+    def everything(question: str, scope: Scope, k: int) -> list[ItemKey]:
+        return [ItemKey("chunk", c.id) for s in store.list_sessions()
+                for c in store.chunks(session_id=s.id)][:k]
+
+    answer = await asker(store, generator, recall=everything).ask(
+        "What did we decide about pricing?", space="Atlas")
+
+    assert answer.nothing_found and answer.sources  # recalled, but none of it is about this
+    assert answer.text == "I don't know: I found nothing about this in your memory of Atlas."
+    assert generator.calls == []
+
+
+async def test_a_space_scopes_recall(store: Store) -> None:
+    atlas_space(store)
+    generator = ScriptedGenerator([])
+
+    answer = await asker(store, generator).ask("When does the Atlas beta ship?")
+
+    assert answer.nothing_found  # kept in Atlas: not recalled profile-wide
+    assert "within that Space" in answer.text
+
+
+# -- the question heard from them ----------------------------------------------------------------
+
+
+async def test_with_no_question_the_last_one_heard_from_them_is_answered(store: Store) -> None:
+    space_id = atlas_space(store)
+    live = store.create_session(space_id=space_id, title="Atlas check-in", started_at=T0 + 9000)
+    store.append_turns(live.id, [
+        NewTurn(speaker="them", text="Good morning.", start=0),
+        NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=4),
+        NewTurn(speaker="me", text="Let me look.", start=8),
+    ])
+    generator = ScriptedGenerator(["On Friday [1]."])
+
+    answer = await asker(store, generator, live=lambda: live.id).ask(None)
+
+    assert answer.question == "So when does the Atlas beta ship?"
+    assert answer.space == "Atlas"  # the live session's Space
+    assert "Question: So when does the Atlas beta ship?" in prompt(generator)
+    context = answer.sources[-1]
+    assert context.kind == "context" and context.label == "the conversation now"
+    assert [p.text for p in context.passages][-1] == "Let me look."
+
+
+async def test_the_question_itself_is_no_evidence_about_it(store: Store) -> None:
+    live = store.create_session(title="Call", started_at=T0)
+    store.append_turns(live.id, [NewTurn(speaker="them", text="What is your notice period?",
+                                         start=0)])
+    generator = ScriptedGenerator([])
+
+    answer = await asker(store, generator, live=lambda: live.id).ask(None)
+
+    assert answer.nothing_found and generator.calls == []
+
+
+async def test_no_question_and_nothing_live_is_a_clear_error(store: Store) -> None:
+    with pytest.raises(InvalidInput, match="no session is live"):
+        await asker(store, ScriptedGenerator([])).ask(None)
+    live = store.create_session(title="Call", started_at=T0)
+    store.append_turns(live.id, [NewTurn(speaker="me", text="What time is it?", start=0)])
+    with pytest.raises(InvalidInput, match="nobody but you has asked"):
+        await asker(store, ScriptedGenerator([]), live=lambda: live.id).ask(None)
+
+
+# -- memories and assertions ---------------------------------------------------------------------
+
+
+async def test_an_assertion_source_carries_its_anchor_turns_for_quotes(store: Store) -> None:
+    from daemon.store.records import NewAssertion
+
+    space_id = atlas_space(store)
+    session = next(s for s in store.list_sessions() if s.title == "Atlas launch review")
+    chunk = store.chunks(session_id=session.id)[0]
+    store.add_assertion(NewAssertion(kind="decision", text="Atlas beta ships on Friday.",
+                                     chosen="Friday", alternatives=("Monday",),
+                                     source="extracted", anchor_chunk_id=chunk.id,
+                                     session_id=session.id, space_id=space_id))
+
+    def assertion_first(question: str, scope: Scope, k: int) -> list[ItemKey]:
+        found = fts_recall(store)(question, scope, k)
+        return sorted(found, key=lambda key: key.kind != "assertion")
+
+    text = 'Friday was chosen over Monday, "no later" [1].'
+    generator = ScriptedGenerator([text])
+    answer = await asker(store, generator, recall=assertion_first).ask(
+        "Which day was chosen for the Atlas beta?", space="Atlas")
+
+    first = answer.sources[0]
+    assert first.kind == "assertion" and first.label == "decision"
+    assert "Alternatives: Monday" in first.passages[0].text
+    assert answer.citations[0].verified and answer.citations[0].speaker == "them"
