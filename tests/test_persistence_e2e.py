@@ -25,8 +25,9 @@ from daemon.memory import person
 from daemon.memory.remember import Remembered, Rememberer
 from daemon.store.records import Assertion, NewTurn
 from daemon.store.scope import Scope
-from daemon.store.store import Store, assertion_body
+from daemon.store.store import Store
 from daemon.store.vectors import from_blob
+from daemon.store.writes import assertion_body
 
 ATLAS = [
     ("them", "Let's settle the Atlas launch. We decided to launch Atlas on March 3rd, "
@@ -198,7 +199,6 @@ async def test_key_quotes_are_verbatim_and_attributed_from_the_turn(world: World
         "We decided to launch Atlas on March 3rd, not in February.",  # exact
         "We have decided to launch Atlas in March",  # smoothed: dropped
         "me: Priya will send the revised budget by Friday.",  # model names the wrong speaker
-        "Priya will send the revised budget by Friday.",
     ])
     session_id = world.session(space_id=world.space("Atlas"))
     await world.keep(session_id)
@@ -698,3 +698,11 @@ def test_remembered_maps_onto_the_protocol_reply() -> None:
 
     fields = {f.name for f in msgspec.structs.fields(Remembered)}
     assert fields == {f.name for f in msgspec.structs.fields(RememberReply)} - {"id"}
+
+
+async def test_only_a_fact_or_preference_can_be_a_memory_about_the_person(world: World) -> None:
+    world.script.assertions = [{**DECISION, "about_person": True, "scope": "profile"}]
+    outcome = await world.keep(world.session(space_id=world.space("Atlas")))
+    assert (outcome.assertions, outcome.candidates) == (1, 0)
+    (decision,) = world.store.list_assertions()
+    assert not decision.about_person and decision.review_status == "approved"

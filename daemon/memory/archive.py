@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -23,6 +23,7 @@ MAX_QUOTES = 6
 MAX_ITEMS = 8
 MAX_ITEM_CHARS = 400
 MAX_SUMMARY_CHARS = 1200
+MAX_PARTICIPANTS = 12
 
 
 @dataclass(frozen=True)
@@ -126,15 +127,20 @@ class ArchiveEnvelope(msgspec.Struct, frozen=True):
     key_quotes: list[str] = []
 
 
+def _at_most(n: int) -> Any:
+    return Annotated[list[str], msgspec.Meta(max_length=n)]
+
+
 def output_type(fmt: ArchiveFormat) -> type[msgspec.Struct]:
-    """The msgspec type the summariser fills for ``fmt`` (its JSON schema constrains decoding)."""
+    """The msgspec type the summariser fills for ``fmt`` (its JSON schema constrains decoding,
+    list lengths included, so a small model cannot run on past its token budget)."""
     sections = msgspec.defstruct(
-        f"{fmt.activity.title()}Sections", [(s.key, list[str]) for s in fmt.sections]
+        f"{fmt.activity.title()}Sections", [(s.key, _at_most(s.cap)) for s in fmt.sections]
     )
     return msgspec.defstruct(
         f"{fmt.activity.title()}Archive",
-        [("topic", str), ("summary", str), ("participants", list[str]),
-         ("sections", sections), ("key_quotes", list[str])],
+        [("topic", str), ("summary", str), ("participants", _at_most(MAX_PARTICIPANTS)),
+         ("sections", sections), ("key_quotes", _at_most(MAX_QUOTES))],
     )
 
 
@@ -144,8 +150,10 @@ def schema(fmt: ArchiveFormat) -> dict[str, Any]:
 
 def prompt(fmt: ArchiveFormat, title: str, transcript: str) -> list[dict[str, str]]:
     """Chat messages asking for the archive of ``transcript`` in ``fmt``."""
-    lines = "\n".join(f'- "{s.key}": {s.hint} (at most {s.cap} short items)'
-                      for s in fmt.sections)
+    # Hints are phrased so that a small model copying one verbatim writes nothing useful
+    # rather than a plausible item (a 0.5B model echoed "(at most 8 short items)" as one).
+    lines = "\n".join(f'- "{s.key}": {s.hint}' for s in fmt.sections)
+    cap = max(s.cap for s in fmt.sections)
     system = (
         "You write the archive of one conversation so that it can be found and trusted later. "
         "Use only what the transcript says; never invent names, numbers or events. "
@@ -153,15 +161,15 @@ def prompt(fmt: ArchiveFormat, title: str, transcript: str) -> list[dict[str, st
     )
     user = (
         f"Conversation: {title}\nActivity: {fmt.activity}\n\n"
-        f"Transcript (speaker: words):\n{transcript}\n\n"
-        "Write:\n"
+        f"Transcript (one turn per line, speaker: words):\n{transcript}\n\n"
+        "Write, about this transcript only:\n"
         '- "topic": a few words naming what it was about\n'
         '- "summary": two to four sentences\n'
-        '- "participants": who took part, as named in the transcript\n'
-        f'- "sections": an object with exactly these keys, each a list of strings (empty if '
-        f"nothing fits):\n{lines}\n"
-        f'- "key_quotes": up to {MAX_QUOTES} short lines copied character for character '
-        "from the transcript (words only, no speaker name), the ones worth keeping verbatim"
+        '- "participants": the people who spoke\n'
+        f'- "sections": an object with exactly these keys, each a list of at most {cap} short '
+        f"sentences about this conversation (an empty list if nothing fits):\n{lines}\n"
+        f'- "key_quotes": up to {MAX_QUOTES} sentences copied exactly, word for word, from the '
+        "transcript (without the speaker's name): the ones worth keeping verbatim"
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -198,10 +206,15 @@ _EDGE_PUNCT = re.compile(r"^[\s\"'“”‘’«»]+|[\s\"'“”‘’«»]+$")
 def verify_quotes(candidates: Sequence[str], turns: Sequence[TranscriptTurn]) -> list[Quote]:
     """Keep a candidate only if it lies inside one turn; its speaker comes from that turn."""
     normalised_turns = [(t, normalise(t.text)) for t in turns]
+    speakers = {normalise(t.speaker) for t in turns}
     kept: list[Quote] = []
     seen: set[str] = set()
     for candidate in candidates:
         text = _EDGE_PUNCT.sub("", candidate)
+        label, colon, words = text.partition(":")
+        if colon and normalise(label) in speakers and words.strip():
+            # a model that writes "Alice: ..." names a speaker; the turn decides who it was
+            text = _EDGE_PUNCT.sub("", words)
         needle = normalise(text)
         if len(needle) < 3 or needle in seen:
             continue
@@ -224,7 +237,7 @@ def build_archive(
         activity=fmt.activity,
         topic=" ".join(envelope.topic.split())[:200],
         summary=" ".join(envelope.summary.split())[:MAX_SUMMARY_CHARS],
-        participants=_clean_items(envelope.participants, 20),
+        participants=_clean_items(envelope.participants, MAX_PARTICIPANTS),
         sections=take_sections(fmt, envelope.sections),
         quotes=verify_quotes(envelope.key_quotes, turns),
     )

@@ -17,7 +17,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -27,14 +27,17 @@ AssertionKind = Literal["decision", "fact", "commitment", "preference", "task"]
 ASSERTION_KINDS: tuple[AssertionKind, ...] = (
     "decision", "fact", "commitment", "preference", "task",
 )
-MAX_ASSERTIONS = 24
+# Per model call (a piece of the transcript). The schema caps the list too, so a small model
+# cannot run on until its answer is cut off and lost (a 0.5B model did, at 1024 tokens).
+MAX_ASSERTIONS = 10
+MAX_ALTERNATIVES = 4
 
 
 class ExtractedAssertion(msgspec.Struct, frozen=True):
     kind: AssertionKind
     text: str
     chosen: str = ""
-    alternatives: list[str] = []
+    alternatives: Annotated[list[str], msgspec.Meta(max_length=MAX_ALTERNATIVES)] = []
     reasoning: str = ""
     owner: str = ""
     due: str = ""
@@ -44,14 +47,14 @@ class ExtractedAssertion(msgspec.Struct, frozen=True):
 
 
 class Extraction(msgspec.Struct, frozen=True):
-    assertions: list[ExtractedAssertion]
+    assertions: Annotated[list[ExtractedAssertion], msgspec.Meta(max_length=MAX_ASSERTIONS)]
 
 
 def extraction_prompt(title: str, transcript: str, *, memory_enabled: bool) -> list[dict[str, str]]:
     person = (
-        'Also mark "about_person": true for standing facts or preferences about the user '
-        '("me") themself, and "scope": "profile" when such a claim holds everywhere, not only '
-        "in this Space."
+        'Also mark "about_person": true only for a lasting fact or preference about the user '
+        '("me") themself — never for a decision, task or commitment — and "scope": "profile" '
+        "when such a claim holds everywhere, not only in this Space."
         if memory_enabled
         else 'Set "about_person": false for every item.'
     )

@@ -73,7 +73,8 @@ from daemon.memory.pieces import (
 from daemon.memory.sensitive import redact
 from daemon.store.records import Chunk, NewAssertion, Session, Space, Turn
 from daemon.store.scope import Scope
-from daemon.store.store import Store, assertion_body
+from daemon.store.store import Store
+from daemon.store.writes import assertion_body
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ EXTRACT_TOKENS = 1024
 RULING_TOKENS = 48
 RECONCILE_CANDIDATES = 5  # nearest current assertions shown to the model
 MAX_EXTRACTED = 48  # per session, after merging the pieces
+PERSON_KINDS = ("fact", "preference")
 
 NO_SPACE = ("no Space: nothing was summarised or remembered — pick a Space for that "
             "(`braincue keep ID --space NAME`)")
@@ -119,6 +121,14 @@ def frame_chars(messages: Sequence[dict[str, str]], output_type: type[Any]) -> i
     """The length of a prompt as the model sees it (schema instruction included)."""
     framed = with_schema_instruction(chat(messages), output_schema(output_type))
     return sum(len(m.content) for m in framed)
+
+
+def standing_claim(item: ExtractedAssertion) -> ExtractedAssertion:
+    """A memory about the person is a lasting fact or preference; a decision, task or
+    commitment a model marks as one is about the conversation, and kept as such."""
+    if item.about_person and item.kind not in PERSON_KINDS:
+        return msgspec.structs.replace(item, about_person=False, scope="space")
+    return item
 
 
 def redact_extracted(item: ExtractedAssertion) -> tuple[ExtractedAssertion, int]:
@@ -183,6 +193,50 @@ def _why(error: Exception) -> str:
 
 def _plural(n: int, word: str, words: str = "") -> str:
     return f"{n} {word if n == 1 else words or word + 's'}"
+
+
+# -- the model calls -----------------------------------------------------------------------------
+
+
+async def summarise(generator: Generator, context: int, session: Session,
+                    turns: Sequence[Turn]) -> archive.Archive:
+    """The validated archive of a session (in pieces when the transcript does not fit the
+    model's ``context`` tokens); a model failure raises."""
+    fmt = archive.format_for(session.activity)
+    answer_type = archive.output_type(fmt)
+    lines = transcript_lines((t.speaker, t.text) for t in turns)
+    budget = transcript_budget(
+        context, ARCHIVE_TOKENS, frame_chars(archive.prompt(fmt, session.title, ""), answer_type)
+    )
+    pieces = split_pieces(lines, budget)
+    envelopes = []
+    for i, piece in enumerate(pieces):
+        messages = archive.prompt(fmt, part_title(session.title, i, len(pieces)), piece)
+        answer = await generator.generate(chat(messages), answer_type, max_tokens=ARCHIVE_TOKENS)
+        envelopes.append(msgspec.convert(msgspec.to_builtins(answer), archive.ArchiveEnvelope))
+    return archive.build_archive(
+        fmt, merge_envelopes(envelopes),
+        [archive.TranscriptTurn(t.id, t.speaker, t.text) for t in turns],
+    )
+
+
+async def extract(generator: Generator, context: int, session: Session, turns: Sequence[Turn],
+                  *, memories: bool) -> list[ExtractedAssertion]:
+    """What the model extracts from a session (in pieces like :func:`summarise`), merged, each
+    sentence once; memories about the person only when ``memories``. A failure raises."""
+    lines = transcript_lines((t.speaker, t.text) for t in turns)
+    budget = transcript_budget(
+        context, EXTRACT_TOKENS,
+        frame_chars(extraction_prompt(session.title, "", memory_enabled=memories), Extraction),
+    )
+    pieces = split_pieces(lines, budget)
+    extractions = []
+    for i, piece in enumerate(pieces):
+        messages = extraction_prompt(part_title(session.title, i, len(pieces)), piece,
+                                     memory_enabled=memories)
+        extractions.append(await generator.generate(chat(messages), Extraction,
+                                                    max_tokens=EXTRACT_TOKENS))
+    return [standing_claim(i) for i in merge_extractions(extractions)[:MAX_EXTRACTED]]
 
 
 # -- the service ---------------------------------------------------------------------------------
@@ -309,24 +363,7 @@ class Rememberer:
     async def _archive(self, generator: Generator, context: int, session: Session,
                        turns: Sequence[Turn], out: Remembered) -> None:
         fmt = archive.format_for(session.activity)
-        answer_type = archive.output_type(fmt)
-        lines = transcript_lines((t.speaker, t.text) for t in turns)
-        budget = transcript_budget(
-            context, ARCHIVE_TOKENS,
-            frame_chars(archive.prompt(fmt, session.title, ""), answer_type),
-        )
-        pieces = split_pieces(lines, budget)
-        envelopes = []
-        for i, piece in enumerate(pieces):
-            messages = archive.prompt(fmt, part_title(session.title, i, len(pieces)), piece)
-            answer = await generator.generate(chat(messages), answer_type,
-                                              max_tokens=ARCHIVE_TOKENS)
-            envelopes.append(msgspec.convert(msgspec.to_builtins(answer),
-                                             archive.ArchiveEnvelope))
-        built = archive.build_archive(
-            fmt, merge_envelopes(envelopes),
-            [archive.TranscriptTurn(t.id, t.speaker, t.text) for t in turns],
-        )
+        built = await summarise(generator, context, session, turns)
         if not (built.topic or built.summary or any(built.sections.values()) or built.quotes):
             out.notes.append("the archive came back empty: nothing was archived")
             return
@@ -340,20 +377,7 @@ class Rememberer:
     async def _extract(self, generator: Generator, context: int, session: Session,
                        turns: Sequence[Turn], out: Remembered, *, assertions: bool,
                        memories: bool) -> None:
-        lines = transcript_lines((t.speaker, t.text) for t in turns)
-        budget = transcript_budget(
-            context, EXTRACT_TOKENS,
-            frame_chars(extraction_prompt(session.title, "", memory_enabled=memories),
-                        Extraction),
-        )
-        pieces = split_pieces(lines, budget)
-        extractions = []
-        for i, piece in enumerate(pieces):
-            messages = extraction_prompt(part_title(session.title, i, len(pieces)), piece,
-                                         memory_enabled=memories)
-            extractions.append(await generator.generate(chat(messages), Extraction,
-                                                        max_tokens=EXTRACT_TOKENS))
-        items = merge_extractions(extractions)[:MAX_EXTRACTED]
+        items = await extract(generator, context, session, turns, memories=memories)
 
         chunks = await self._db(self.store.chunks, session_id=session.id, kind="transcript")
         anchors = [AnchorCandidate(c.id, c.body) for c in chunks]
