@@ -41,7 +41,7 @@ def cli(ctx: click.Context, profile: str) -> None:
 
 
 def _register() -> None:
-    from clients.cli import audio, desktop, live, models, status, store
+    from clients.cli import audio, desktop, live, memory, models, status, store
 
     cli.add_command(models.models)
     for command in desktop.COMMANDS:
@@ -50,6 +50,8 @@ def _register() -> None:
     for command in store.COMMANDS:
         cli.add_command(command)
     for command in live.COMMANDS:
+        cli.add_command(command)
+    for command in memory.COMMANDS:
         cli.add_command(command)
     for command in status.COMMANDS:
         cli.add_command(command)

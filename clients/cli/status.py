@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 import msgspec
 
+from clients.cli.memory import settings_switch_lines
 from clients.cli.output import duration, echo_json, offset, plural, table
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
@@ -100,6 +101,9 @@ def settings_get(context: Context, key: str, as_json: bool) -> None:
         click.echo(setting_text(values[key]))
     else:
         table([("SETTING", "VALUE")] + [(k, setting_text(v)) for k, v in sorted(values.items())])
+        switches = settings_switch_lines(values)
+        if switches:
+            click.echo("\n" + "\n".join(switches))
 
 
 @settings.command("set")
