@@ -130,6 +130,7 @@ def test_follow_prints_events_until_the_daemon_stops(home: Path, daemon: DaemonP
         ]
         assert daemon.stop(signal.SIGTERM) == 0
         follow.wait(30)
+        assert follow.stdout.read() == "status: capture off: the daemon is stopping\n"
         assert follow.returncode == 1
         assert follow.stderr.read().splitlines()[-1] == (
             "error: the BrainCue daemon is not running for profile 'default' — start it with "

@@ -35,6 +35,7 @@ MAX_CONCURRENT_REQUESTS = 64
 # frame above this hard limit before it is ever buffered whole.
 HARD_FRAME_LIMIT = 4 * protocol.MAX_FRAME_BYTES
 MAX_ERROR_MESSAGE = 1000
+EVENTS_LINGER_MS = 250
 
 Q = TypeVar("Q", bound=Request[Any])
 Publish = Callable[[Event], None]
@@ -245,6 +246,8 @@ async def _serve(
         for sock in (router, xpub):
             sock.setsockopt(zmq.LINGER, 0)
             sock.setsockopt(zmq.MAXMSGSIZE, HARD_FRAME_LIMIT)
+        # the last events (the daemon stopping) still reach the subscribers, or give up soon
+        xpub.setsockopt(zmq.LINGER, EVENTS_LINGER_MS)
         # A stale socket file from a killed daemon is replaced by the bind.
         _bind_private(router, files.requests)
         _bind_private(xpub, files.events)
