@@ -186,10 +186,13 @@ class Live:
             thread.stop(timeout=2.0)
 
     async def _shut_down(self) -> None:
-        await trio.to_thread.run_sync(self._stop_capture)
+        if self.captures:
+            await trio.to_thread.run_sync(self._stop_capture)
         if self.session is not None:
-            with contextlib.suppress(Exception):
+            try:
                 await self._end(self.session, self.clock())
+            except Exception:  # shutting down regardless; the next start ends it
+                log.exception("could not end session %d at shutdown", self.session.id)
         if self._transcriber is not None and self._own_transcriber:
             await trio.to_thread.run_sync(self._transcriber.close)
             self._transcriber = None
@@ -230,7 +233,8 @@ class Live:
             return
         self.paused = paused
         if paused:
-            await trio.to_thread.run_sync(self._stop_capture)
+            if self.captures:
+                await trio.to_thread.run_sync(self._stop_capture)
             if self.pipeline is not None:
                 await self.pipeline.cut()  # what was being said is still transcribed
         else:
@@ -377,7 +381,10 @@ class Live:
                     await self.pipeline.settle(until)
             async with self._lock:
                 reply = await self._end(self.session or session, until)
-                self._auto.stopped_by_hand(until)
+                # the conversation just stopped must not start again by itself: wait for a
+                # silence as long as the one that ends a session
+                silence_s = self._settings().auto_end_silence_min * 60
+                self._auto.stopped_by_hand(until, max(START_WINDOW_S, silence_s))
                 return reply
         finally:
             self._closing = False

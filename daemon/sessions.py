@@ -107,8 +107,11 @@ class AutoStart(Generic[T]):
             return items
         return None
 
-    def stopped_by_hand(self, at: float) -> None:
-        """A session was just stopped by the user at ``at``."""
+    def stopped_by_hand(self, at: float, rearm_silence_s: float | None = None) -> None:
+        """A session was just stopped by the user at ``at``; it starts by itself again after
+        ``rearm_silence_s`` (default: as set at construction) without speech."""
+        if rearm_silence_s is not None:
+            self.rearm_silence_s = rearm_silence_s
         self._held = []
         self._quiet_until_silence = True
         self._last_speech = at
