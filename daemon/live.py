@@ -419,7 +419,11 @@ class Live:
                 async with self._lock:
                     if self.session is not None and not self._closing:
                         session = self.session
-                        await self._end(session, self._last_speech or session.started_at)
+                        try:
+                            await self._end(session, self._last_speech or session.started_at)
+                        except Exception:  # the daemon goes on; the next start ends it
+                            log.exception("could not end session %d after silence", session.id)
+                            self.session = None
                 continue
             wait = math.inf if due is None else due - self.clock()
             with trio.move_on_after(wait):

@@ -446,3 +446,26 @@ async def test_pausing_cuts_what_is_being_said_and_reports_paused(
         assert rig.live.capture_state() == "off"  # this rig has no capture threads
     assert [e.message for e in rig.of(StatusEvent)] == ["listening paused", "listening again"]
     assert [e.capture for e in rig.of(StatusEvent)] == ["paused", "off"]
+
+
+async def test_a_turn_the_store_refuses_does_not_stop_transcription(
+    autojump_clock: trio.testing.MockClock, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from daemon.errors import StoreError
+
+    append = store.append_turns
+    refusals = iter([True])
+
+    def flaky_append(session_id: int, turns: Any) -> Any:
+        if next(refusals, False):
+            raise StoreError("disk full")
+        return append(session_id, turns)
+
+    monkeypatch.setattr(store, "append_turns", flaky_append)
+    async with running(store) as rig:
+        started = await rig.live.start(Start())
+        mic, loop = dialogue(("mic", 220), ("loopback", 330))
+        await rig.play(mic, loop)
+        await rig.live.stop()
+    assert [t.text for t in store.turns(started.session_id)] == [WORDS[330]]
+    assert rig.live.pipeline is not None and rig.live.pipeline.failed == 1

@@ -227,7 +227,11 @@ class Pipeline:
         self.transcribed += 1
         self.asr_busy_s += self._clock() - began
         self.asr_audio_s += len(heard.audio) / SAMPLE_RATE
-        await self._on_text(heard, segments)
+        try:
+            await self._on_text(heard, segments)
+        except Exception:  # e.g. the store refused the turn: logged, and the worker goes on
+            log.exception("a transcribed utterance could not be kept")
+            self.failed += 1
 
     # -- settling (for stop and pause) ---------------------------------------------------------
 
