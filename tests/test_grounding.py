@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from daemon.memory.grounding import (
+    ANSWER_FORMAT,
     UNVERIFIED,
     Passage,
     Said,
@@ -18,7 +21,9 @@ from daemon.memory.grounding import (
     includes_story,
     is_question,
     last_question,
+    pick_story,
     relevant,
+    sentences,
     story_like,
 )
 from daemon.store.records import ACTIVITIES
@@ -52,9 +57,13 @@ def test_an_unknown_or_empty_activity_is_a_conversation() -> None:
 
 def test_the_conversation_prompt_forbids_selling_and_the_interview_prompt_speaks_as_the_candidate(
 ) -> None:
-    sources = [transcript(1, ("them", "We ship on Friday."))]
+    sources = [transcript(1, ("them", "We ship on Friday."), ("me", "I will tell support."))]
     conversation = build_prompt("conversation", "When do we ship?", sources)
     interview = build_prompt("interview", "When do we ship?", sources)
+
+    # the user's turns are labelled as the one the model answers for
+    assert "You: I will tell support." in conversation[1].content
+    assert "Me (the candidate): I will tell support." in interview[1].content
 
     assert "never sell, never perform credentials" in conversation[0].content
     assert "candidate" not in conversation[0].content
@@ -64,7 +73,7 @@ def test_the_conversation_prompt_forbids_selling_and_the_interview_prompt_speaks
         assert "cite the source" in messages[0].content
         assert "Never invent" in messages[0].content
         assert "[1]" in messages[1].content and "them: We ship on Friday." in messages[1].content
-        assert messages[1].content.rstrip().endswith("Answer, citing the sources as [n]:")
+        assert messages[1].content.rstrip().endswith(ANSWER_FORMAT)
         assert "Question: When do we ship?" in messages[1].content
 
 
@@ -193,8 +202,33 @@ def test_a_quote_must_be_in_the_source_it_cites() -> None:
 
 def test_an_uncited_quote_is_looked_up_in_every_source() -> None:
     checked = check_answer('Apostrophes differ: "then I\'ll tell the support team."', SOURCES)
-    assert checked.text.endswith('team."') and checked.unverified == 0
+    assert checked.unverified == 0
+    assert checked.text.endswith('team." [1]')  # and the sentence is attributed to its source
+    assert checked.citations[0].speaker == "me"
     assert check_answer('"nobody said this"', SOURCES).text == f'"nobody said this" {UNVERIFIED}'
+
+
+def test_an_uncited_sentence_a_source_supports_is_cited_and_no_other() -> None:
+    answer = ("The Atlas beta ships on Friday. It costs 40 euros per seat a month! "
+              "Nobody mentioned the weather. I don't know more.")
+    checked = check_answer(answer, SOURCES, "When does Atlas ship?")
+
+    assert checked.text == ("The Atlas beta ships on Friday [1]. It costs 40 euros per seat a "
+                            "month [2]! Nobody mentioned the weather. I don't know more.")
+    assert checked.attributed == 2
+    assert [c.source.n for c in checked.citations] == [1, 2]
+    assert checked.citations[0].quote == "We will ship the Atlas beta on Friday, no later."
+    # a cited sentence keeps its citation, even one the support rule would put elsewhere
+    assert check_answer("Seats cost 40 euros [1].", SOURCES).text == "Seats cost 40 euros [1]."
+    # a citation after the full stop belongs to its sentence
+    assert check_answer("Ships on Friday. [1] Seats are 40 euros.", SOURCES).text == (
+        "Ships on Friday. [1] Seats are 40 euros [2].")
+
+
+def test_sentences_split_and_join_back() -> None:
+    text = "One. [1] Two!\nThree? Four"
+    assert "".join(sentences(text)) == text
+    assert [p for p in sentences(text) if p.strip()] == ["One. [1]", "Two!", "Three?", "Four"]
 
 
 def test_citations_of_sources_that_do_not_exist_are_dropped() -> None:
@@ -208,3 +242,24 @@ def test_citations_of_sources_that_do_not_exist_are_dropped() -> None:
 def test_an_answer_without_citations_cites_nothing() -> None:
     checked = check_answer("I do not know.", SOURCES)
     assert checked.citations == [] and checked.text == "I do not know."
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab .!?[]1,\n"))))
+def test_sentences_always_join_back_to_the_text(text: str) -> None:
+    assert "".join(sentences(text)) == text
+
+
+def test_the_turn_that_asked_the_question_is_no_evidence() -> None:
+    live = Source(n=1, kind="context", title="Call", passages=(
+        Passage("What is your notice period?", "them"), Passage("Good question.", "me")))
+    assert not relevant("What is your notice period?", [live])
+    answered = Source(n=1, kind="context", title="Call", passages=(
+        Passage("What is your notice period?", "them"), Passage("Three months notice.", "me")))
+    assert relevant("What is your notice period?", [answered])
+
+
+def test_the_story_picked_shares_most_words_else_it_is_the_first() -> None:
+    chunks = [(1, "Situation: a tight deadline."), (2, "Situation: a failed migration at night.")]
+    assert pick_story("Tell me about a failure", chunks) == 2
+    assert pick_story("Tell me about yourself", chunks) == 1
+    assert pick_story("anything", []) is None

@@ -72,8 +72,12 @@ class Source(msgspec.Struct, frozen=True, kw_only=True):
     chunk_id: int | None = None
     label: str = ""  # what it is, in the prompt: "decision", "memory about you", ...
 
-    def text(self) -> str:
-        return "\n".join(f"{p.speaker}: {p.text}" if p.speaker else p.text for p in self.passages)
+    def text(self, me: str = ME) -> str:
+        """The passages, one a line, each turn after its speaker (the user's called ``me``)."""
+        return "\n".join(
+            f"{me if _is_me(p.speaker) else p.speaker}: {p.text}" if p.speaker else p.text
+            for p in self.passages
+        )
 
 
 class Cited(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,6 +96,7 @@ class Checked(msgspec.Struct, frozen=True):
     citations: list[Cited]
     unverified: int = 0  # quotes marked
     dropped: int = 0  # citations of sources that do not exist
+    attributed: int = 0  # citations added to sentences a source supports
 
 
 # -- framing -------------------------------------------------------------------------------------
@@ -143,6 +148,15 @@ _ROLES: dict[Framing, str] = {
 }
 
 
+# How the user's own turns are labelled for the model: as the one it answers for.
+USER_LABELS: dict[Framing, str] = {"interview": "Me (the candidate)", "conversation": "You"}
+
+# Repeated last, right before the answer: a small model follows the instruction it read last.
+ANSWER_FORMAT = (
+    "Answer in one to three short sentences, citing the sources as [n]:"
+)
+
+
 def system_prompt(framing: Framing) -> str:
     return f"{_ROLES[framing]}\n\n{_SHARED_RULES}"
 
@@ -153,10 +167,12 @@ def build_prompt(framing: Framing, question: str, sources: Sequence[Source]) -> 
     for source in fit_sources(sources):
         when = f"{_day(source.date)} · " if source.date else ""
         label = f" ({source.label})" if source.label else ""
-        blocks.append(f"[{source.n}] {when}{source.title}{label}\n{source.text()}")
+        blocks.append(f"[{source.n}] {when}{source.title}{label}\n"
+                      f"{source.text(me=USER_LABELS[framing])}")
     user = (
-        "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}\n"
-        "Answer, citing the sources as [n]:"
+        "Sources:\n\n" + "\n\n".join(blocks) + "\n\n"
+        f"Question: {question}\n\n"
+        f"{ANSWER_FORMAT}"
     )
     return [ChatMessage("system", system_prompt(framing)), ChatMessage("user", user)]
 
@@ -264,6 +280,10 @@ class Said(msgspec.Struct, frozen=True):
 
     speaker: str
     text: str
+
+
+def _is_me(speaker: str) -> bool:
+    return speaker.casefold() == ME
 
 
 def is_question(sentence: str) -> bool:
@@ -383,17 +403,87 @@ def check_answer(text: str, sources: Sequence[Source], question: str = "") -> Ch
             if not quotes.get(source.n, ("", "", False))[2]:
                 quotes[source.n] = (_clean_quote(quote), passage.speaker, True)
     out.append(text[last:])
-    final = "".join(out)
+    final, attributed = attribute("".join(out), sources)
     citations = []
     for n in cited_numbers(final):
         source = by_n[n]
         if n in quotes:
             quote, speaker, verified = quotes[n]
         else:
-            passage = best_passage(source, question)
+            passage = best_passage(source, " ".join([*citing(final, n), question]))
             quote, speaker, verified = _excerpt(passage.text), passage.speaker, True
         citations.append(Cited(source=source, quote=quote, speaker=speaker, verified=verified))
-    return Checked(text=final, citations=citations, unverified=unverified, dropped=dropped)
+    return Checked(text=final, citations=citations, unverified=unverified, dropped=dropped,
+                   attributed=attributed)
+
+
+# A sentence ends at its punctuation, with the citations that follow it ("… euros. [1]"), or
+# at a line break.
+_SENTENCE_END = re.compile(r"[.!?…]+(?:\s*\[\d+(?:\s*,\s*\d+)*\])*(?=\s|$)|(?=\n)")
+_TRAILING_PUNCT = re.compile(r"^(.*?)([.!?…]*)$", re.DOTALL)
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` cut into sentences and the whitespace between them (joined, they are the text)."""
+    pieces: list[str] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        end = match.end()
+        if end < start:
+            continue
+        gap = end + len(text[end:]) - len(text[end:].lstrip())
+        if end > start:
+            pieces.append(text[start:end])
+        if gap > end:
+            pieces.append(text[end:gap])
+        start = max(start, gap)
+    if start < len(text):
+        pieces.append(text[start:])
+    return pieces
+
+
+def citing(text: str, n: int) -> list[str]:
+    """The sentences of ``text`` that cite source ``n``."""
+    return [s for s in sentences(text) if n in cited_numbers(s)]
+
+
+def supporting_source(sentence: str, sources: Sequence[Source]) -> Source | None:
+    """The source with a passage holding at least half of the sentence's content words (two at
+    least, when it has two): the anchoring rule of extraction. The most shared wins; the first
+    source on a tie."""
+    words = content_words(sentence.replace(UNVERIFIED, ""))
+    if not words:
+        return None
+    needed = max(min(2, len(words)), round(len(words) * 0.5))
+    best: tuple[int, Source] | None = None
+    for source in sources:
+        for passage in source.passages:
+            have = content_words(passage.text)
+            shared = sum(1 for word in words if shares_word({word}, have))
+            if shared >= needed and (best is None or shared > best[0]):
+                best = (shared, source)
+    return None if best is None else best[1]
+
+
+def attribute(text: str, sources: Sequence[Source]) -> tuple[str, int]:
+    """Cite, in ``text``, each uncited sentence that a source supports (small models often
+    leave their citations out); a sentence no source supports stays uncited. Returns the text
+    and how many citations were added."""
+    added = 0
+    pieces = sentences(text)
+    for i, piece in enumerate(pieces):
+        if not piece.strip() or cited_numbers(piece):
+            continue
+        source = supporting_source(piece, sources)
+        if source is None:
+            continue
+        match = _TRAILING_PUNCT.match(piece.rstrip())
+        assert match is not None  # the pattern matches any text
+        body, punct = match[1], match[2]
+        trailing = piece[len(piece.rstrip()):]
+        pieces[i] = f"{body} [{source.n}]{punct}{trailing}"
+        added += 1
+    return "".join(pieces), added
 
 
 def best_passage(source: Source, question: str) -> Passage:
