@@ -273,6 +273,22 @@ async def test_no_space_chosen_at_the_end_files_it_out_of_its_space(world: World
     assert world.generator.calls == []
 
 
+async def test_what_is_remembered_is_not_filed_out_of_every_space(world: World) -> None:
+    from daemon.errors import InvalidInput
+
+    atlas, beta = world.space("Atlas"), world.space("Beta")
+    session_id = world.session(space_id=atlas)
+    await world.keep(session_id)
+    with pytest.raises(InvalidInput, match="would be recalled everywhere"):
+        await world.keep(session_id, space_id=None)
+    assert world.store.get_session(session_id).space_id == atlas
+    # into another Space it may go, and everything it left goes with it
+    moved = await world.rememberer.remember(session_id, "later", space_id=beta)
+    assert moved.space == "Beta"
+    assert world.store.archive(session_id)[0].space_id == beta
+    assert {a.space_id for a in world.store.list_assertions(about_person=False)} == {beta}
+
+
 async def test_a_space_chosen_at_the_end_counts_as_much_as_at_the_start(world: World) -> None:
     atlas = world.space("Atlas")
     session_id = world.session(space_id=None)

@@ -63,6 +63,7 @@ from daemon.memory.extract import (
     reconcile_prompt,
 )
 from daemon.memory.pieces import (
+    clip_sentences,
     merge_envelopes,
     merge_extractions,
     part_title,
@@ -88,6 +89,7 @@ RULING_TOKENS = 48
 RECONCILE_CANDIDATES = 5  # nearest current assertions shown to the model
 MAX_EXTRACTED = 48  # per session, after merging the pieces
 PERSON_KINDS = ("fact", "preference")
+MAX_TEXT_CHARS = 600  # an assertion is one sentence; a small model sometimes runs on
 
 NO_SPACE = ("no Space: nothing was summarised or remembered — pick a Space for that "
             "(`braincue keep ID --space NAME`)")
@@ -167,7 +169,7 @@ def to_new_assertion(
     person = item.about_person
     return NewAssertion(
         kind=item.kind,
-        text=" ".join(item.text.split()),
+        text=clip_sentences(item.text, MAX_TEXT_CHARS),
         source="extracted",
         space_id=None if person and item.scope == "profile" else session.space_id,
         session_id=session.id,
@@ -283,6 +285,8 @@ class Rememberer:
             if answer == "discard":
                 return await self._discard(session)
             if not isinstance(space_id, msgspec.UnsetType) and space_id != session.space_id:
+                if space_id is None:
+                    await self._refuse_unfiling_what_is_remembered(session)
                 session = await self._db(self.store.file_session, session_id, space_id)
             space = (None if session.space_id is None
                      else await self._db(self.store.get_space, session.space_id))
@@ -297,6 +301,20 @@ class Rememberer:
             else:
                 await self._keep(session, space, outcome)
             return outcome
+
+    async def _refuse_unfiling_what_is_remembered(self, session: Session) -> None:
+        """Out of every Space, an archive and assertions would be recalled everywhere — the
+        leak that "no Space, nothing kept" exists to prevent (seed 000 §15)."""
+        archived = await self._db(self.store.archive, session.id)
+        extracted = await self._db(self.store.list_assertions, session_id=session.id,
+                                   about_person=False)
+        if archived or extracted:
+            raise InvalidInput(
+                f"session {session.id} is already remembered in its Space; out of every Space "
+                "its archive and assertions would be recalled everywhere",
+                fix=f"discard it to forget it (`braincue discard {session.id}`), or file it "
+                    "into another Space with --space",
+            )
 
     async def _discard(self, session: Session) -> Remembered:
         reviewed = await self._db(
