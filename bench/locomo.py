@@ -1,0 +1,390 @@
+"""Retrieval on LoCoMo: FTS-only, vector-only and the shipped fusion search side by side.
+
+    .venv/bin/python -m bench.locomo --data PATH [--k 5 10] [--json FILE]
+                                     [--models-dir DIR] [--model NAME] [--threads N]
+
+Each conversation becomes its own store and Space; each LoCoMo session one kept session, dated
+from ``session_N_date_time``, its turns stored with ``ref`` = ``dia_id`` and image captions
+appended to the text. Every question of categories 1-4 (multi-hop, temporal, open-domain,
+single-hop) is asked of three searches: the full-text leg alone, the vector leg alone (both
+raw rankings, as the store returns them) and the shipped search (all legs fused, with its caps
+and recency rule). A question is recalled at k when its evidence turns are inside the union of
+the top-k results' turns: all of them (recall_all@k) or at least one (recall_any@k). The shipped
+search is also scored at the character budget of the full-text leg (per question, results taken
+in order while they fit), so a gain cannot come from returning more text.
+
+LoCoMo is licensed CC BY-NC 4.0 (Maharana et al., ACL 2024): pass its path, never copy it into
+the repository. Any file of the same shape works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from bench.common import default_models_dir, machine
+from daemon.llm import Embedder, LlamaEmbedder
+from daemon.models.registry import model_path
+from daemon.store.records import NewTurn
+from daemon.store.scope import Scope
+from daemon.store.search import SearchResult, search
+from daemon.store.store import Store
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+SYSTEMS = ("fts", "vector", "shipped")
+
+_DIA_ID = re.compile(r"D:?(\d+):(\d+)")
+_DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
+
+
+class Turn(msgspec.Struct, frozen=True):
+    ref: str
+    speaker: str
+    text: str
+
+
+class Session(msgspec.Struct, frozen=True):
+    number: int
+    started_at: dt.datetime
+    turns: tuple[Turn, ...]
+
+
+class Question(msgspec.Struct, frozen=True):
+    text: str
+    category: int
+    evidence: tuple[str, ...]
+
+
+class Conversation(msgspec.Struct, frozen=True):
+    sample_id: str
+    speakers: tuple[str, ...]
+    sessions: tuple[Session, ...]
+    questions: tuple[Question, ...]
+
+
+class EvidenceFixes(msgspec.Struct):
+    """What was wrong with the evidence lists, and what was done about it."""
+
+    split: int = 0  # entries holding several ids ("D8:6; D9:17", "D9:1 D4:4")
+    normalised: int = 0  # ids written oddly ("D:11:26", "D30:05")
+    dropped: int = 0  # ids that are malformed ("D") or name no turn
+    skipped: int = 0  # questions left without evidence
+
+    @property
+    def total(self) -> int:
+        return self.split + self.normalised + self.dropped
+
+
+# -- reading LoCoMo --------------------------------------------------------------------------------
+
+
+def load(path: Path) -> tuple[list[Conversation], EvidenceFixes]:
+    """The conversations of a LoCoMo-shaped file (questions of categories 1-4 only)."""
+    fixes = EvidenceFixes()
+    conversations = [_conversation(sample, fixes) for sample in json.loads(path.read_text())]
+    return conversations, fixes
+
+
+def _conversation(sample: dict[str, Any], fixes: EvidenceFixes) -> Conversation:
+    talk = sample["conversation"]
+    sessions: list[Session] = []
+    n = 1
+    while f"session_{n}" in talk:
+        turns = tuple(
+            Turn(ref=t["dia_id"], speaker=t["speaker"], text=_turn_text(t))
+            for t in talk[f"session_{n}"]
+        )
+        started = dt.datetime.strptime(talk[f"session_{n}_date_time"], _DATE_FORMAT)
+        if turns:
+            sessions.append(Session(number=n, started_at=started, turns=turns))
+        n += 1
+    known = {turn.ref for session in sessions for turn in session.turns}
+    questions = []
+    for qa in sample["qa"]:
+        if qa.get("category") not in CATEGORIES:
+            continue
+        evidence = fix_evidence(qa.get("evidence") or [], known, fixes)
+        if evidence:
+            questions.append(Question(qa["question"], qa["category"], evidence))
+        else:
+            fixes.skipped += 1
+    speakers = (talk["speaker_a"], talk["speaker_b"])
+    return Conversation(sample["sample_id"], speakers, tuple(sessions), tuple(questions))
+
+
+def _turn_text(turn: dict[str, Any]) -> str:
+    caption = turn.get("blip_caption")
+    return f"{turn['text']} [image: {caption}]" if caption else str(turn["text"])
+
+
+def fix_evidence(entries: Iterable[str], known: set[str], fixes: EvidenceFixes) -> tuple[str, ...]:
+    """Evidence ids, repaired: entries split, ids normalised, unknown ids dropped; in order,
+    without repeats. ``fixes`` counts each repair."""
+    found: list[str] = []
+    for entry in entries:
+        parts = [p for p in re.split(r"[;,\s]+", entry.strip()) if p]
+        if len(parts) > 1:
+            fixes.split += 1
+        for part in parts:
+            m = _DIA_ID.fullmatch(part)
+            if m is None:
+                fixes.dropped += 1
+                continue
+            ref = f"D{int(m[1])}:{int(m[2])}"
+            if ref != part:
+                fixes.normalised += 1
+            if ref not in known:
+                fixes.dropped += 1
+            elif ref not in found:
+                found.append(ref)
+    return tuple(found)
+
+
+# -- building a store per conversation ---------------------------------------------------------
+
+
+class MemoEmbedder:
+    """An embedder that remembers what it embedded: each question is embedded once, though
+    three searches ask for it."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dimensions = inner.dimensions
+        self._seen: dict[str, npt.NDArray[np.float32]] = {}
+
+    def embed_sync(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._seen]
+        if missing:
+            self._seen.update(zip(missing, self.inner.embed_sync(missing), strict=True))
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return np.stack([self._seen[t] for t in texts])
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self.embed_sync(texts)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def build_store(conversation: Conversation, data_dir: Path, embedder: Embedder) -> Scope:
+    """Write ``conversation`` into a new store at ``data_dir``; the scope of its Space."""
+    with Store(data_dir, embedder) as store:
+        space = store.create_space(conversation.sample_id, activity="personal")
+        for session in conversation.sessions:
+            stored = store.create_session(
+                space_id=space.id,
+                title=f"Session {session.number}",
+                started_at=session.started_at.astimezone().timestamp(),
+                participants=conversation.speakers,
+            )
+            store.append_turns(
+                stored.id,
+                [
+                    NewTurn(speaker=t.speaker, text=t.text, start=0.0, ref=t.ref)
+                    for t in session.turns
+                ],
+            )
+            store.end_session(stored.id, status="kept")
+    return Scope(space_id=space.id)
+
+
+# -- scoring -----------------------------------------------------------------------------------
+
+
+class Found(msgspec.Struct, frozen=True):
+    """One result as the benchmark sees it: the turn refs it covers and its size."""
+
+    refs: frozenset[str]
+    chars: int
+
+
+class Tally:
+    """Recall and characters per system, k and category."""
+
+    def __init__(self) -> None:
+        self.hits: dict[tuple[str, str, int, int], list[bool]] = defaultdict(list)
+        self.chars: dict[tuple[str, int], list[int]] = defaultdict(list)
+
+    def add(
+        self, system: str, k: int, category: int, evidence: Sequence[str], top: Sequence[Found]
+    ) -> None:
+        covered = frozenset().union(*(f.refs for f in top))
+        wanted = set(evidence)
+        self.hits[(system, "all", k, category)].append(wanted <= covered)
+        self.hits[(system, "any", k, category)].append(bool(wanted & covered))
+        self.chars[(system, k)].append(sum(f.chars for f in top))
+
+    def percent(self, system: str, mode: str, k: int, category: int | None = None) -> float:
+        cats = CATEGORIES if category is None else (category,)
+        values = [v for c in cats for v in self.hits[(system, mode, k, c)]]
+        return 100.0 * sum(values) / len(values) if values else float("nan")
+
+    def mean_chars(self, system: str, k: int) -> float:
+        values = self.chars[(system, k)]
+        return sum(values) / len(values) if values else float("nan")
+
+    def count(self, category: int | None = None) -> int:
+        cats = CATEGORIES if category is None else (category,)
+        system, k = next(iter(self.chars))
+        return sum(len(self.hits[(system, "all", k, c)]) for c in cats)
+
+    def figures(
+        self, systems: Sequence[str], ks: Sequence[int]
+    ) -> dict[str, dict[str, dict[str, float]]]:
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        for system in systems:
+            out[system] = {}
+            for k in ks:
+                for mode in ("all", "any"):
+                    per = {str(c): round(self.percent(system, mode, k, c), 2) for c in CATEGORIES}
+                    per["overall"] = round(self.percent(system, mode, k), 2)
+                    out[system][f"{mode}@{k}"] = per
+                out[system][f"chars@{k}"] = {"overall": round(self.mean_chars(system, k), 1)}
+        return out
+
+
+def within_budget(results: Sequence[Found], budget: int) -> list[Found]:
+    """The leading results whose characters add up to at most ``budget``."""
+    taken, used = [], 0
+    for found in results:
+        if used + found.chars > budget:
+            break
+        taken.append(found)
+        used += found.chars
+    return taken
+
+
+def run(
+    conversations: Sequence[Conversation],
+    embedder: Embedder,
+    ks: Sequence[int],
+    progress: Callable[[str], None] = lambda line: None,
+) -> Tally:
+    tally = Tally()
+    top_k = max(ks)
+    for conversation in conversations:
+        with tempfile.TemporaryDirectory(prefix="bench-locomo-") as tmp:
+            started = time.perf_counter()
+            scope = build_store(conversation, Path(tmp), embedder)
+            built = time.perf_counter() - started
+            with Store(Path(tmp), embedder) as store:
+                refs = _chunk_refs(store)
+                for q in conversation.questions:
+                    legs = {
+                        "fts": store.fts_chunks(q.text, scope, top_k),
+                        "vector": store.vector_chunks(q.text, scope, top_k),
+                    }
+                    for system, hits in legs.items():
+                        found = [refs[h.id] for h in hits]
+                        for k in ks:
+                            tally.add(system, k, q.category, q.evidence, found[:k])
+                    for k in ks:
+                        shipped = [_found(r) for r in search(store, q.text, scope=scope, k=k)]
+                        tally.add("shipped", k, q.category, q.evidence, shipped)
+                        if k == min(ks):
+                            fts_chars = sum(refs[h.id].chars for h in legs["fts"][:k])
+                            budget = within_budget(shipped, fts_chars)
+                            tally.add("shipped_budget", k, q.category, q.evidence, budget)
+            turns = sum(len(s.turns) for s in conversation.sessions)
+            progress(
+                f"{conversation.sample_id}: {turns} turns, {len(conversation.questions)} questions,"
+                f" store built in {built:.0f} s"
+            )
+    return tally
+
+
+def _chunk_refs(store: Store) -> dict[int, Found]:
+    """Every chunk's refs and size, for the raw legs (which return chunk ids only)."""
+    found: dict[int, Found] = {}
+    for session in store.list_sessions():
+        for chunk in store.chunks(session_id=session.id):
+            turns = store.turns_of_chunk(chunk.id)
+            found[chunk.id] = Found(frozenset(t.ref for t in turns if t.ref), len(chunk.text))
+    return found
+
+
+def _found(result: SearchResult) -> Found:
+    return Found(frozenset(result.refs), result.chars)
+
+
+# -- report ------------------------------------------------------------------------------------
+
+
+def report(tally: Tally, ks: Sequence[int], fixes: EvidenceFixes) -> str:
+    lines = [
+        f"questions: {tally.count()} of categories 1-4 ("
+        + ", ".join(f"{c} {name}: {tally.count(c)}" for c, name in CATEGORIES.items())
+        + ")",
+        f"evidence fixed: {fixes.total} ({fixes.split} entries split, {fixes.normalised} ids"
+        f" normalised, {fixes.dropped} dropped); {fixes.skipped} questions skipped (no evidence)",
+        "",
+    ]
+    names = {"fts": "FTS5 BM25 only", "vector": "vector only", "shipped": "shipped search"}
+    k0 = min(ks)
+    head = ["search"] + [f"{m}@{k}" for k in ks for m in ("all", "any")] + [f"chars@{k0}"]
+    head += [f"all@{k0} cat {c}" for c in CATEGORIES]
+    rows = []
+    for system, name in names.items():
+        row = [name] + [f"{tally.percent(system, m, k):.1f}%" for k in ks for m in ("all", "any")]
+        row.append(f"{tally.mean_chars(system, k0):,.0f}")
+        row += [f"{tally.percent(system, 'all', k0, c):.1f}%" for c in CATEGORIES]
+        rows.append(row)
+    budget = ["shipped, FTS's chars"] + [
+        f"{tally.percent('shipped_budget', m, k0):.1f}%" if k == k0 else ""
+        for k in ks
+        for m in ("all", "any")
+    ]
+    budget.append(f"{tally.mean_chars('shipped_budget', k0):,.0f}")
+    budget += [f"{tally.percent('shipped_budget', 'all', k0, c):.1f}%" for c in CATEGORIES]
+    rows.append(budget)
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "|".join("---" for _ in head) + "|")
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True, help="a LoCoMo-shaped JSON file")
+    parser.add_argument("--k", type=int, nargs="+", default=[5, 10], help="cut-offs (default 5 10)")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--models-dir", type=Path, default=default_models_dir())
+    parser.add_argument("--model", default="all-minilm-l6-v2", help="embedding model name")
+    parser.add_argument("--threads", type=int, default=2, help="embedding threads")
+    args = parser.parse_args(argv)
+    ks = sorted(set(args.k))
+
+    conversations, fixes = load(args.data)
+    model = model_path(args.model, args.models_dir)
+    embedder = MemoEmbedder(LlamaEmbedder(model, threads=args.threads, batch=32))
+    print(f"{machine()}; {args.model} ({embedder.model_id}), {args.threads} threads", flush=True)
+    started = time.perf_counter()
+    try:
+        tally = run(conversations, embedder, ks, progress=lambda line: print(line, flush=True))
+    finally:
+        embedder.close()
+    print(f"done in {time.perf_counter() - started:.0f} s\n")
+    print(report(tally, ks, fixes))
+    if args.json is not None:
+        figures = tally.figures(["shipped", "fts", "vector"], ks)
+        figures["shipped_budget"] = tally.figures(["shipped_budget"], [ks[0]])["shipped_budget"]
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+        print(f"\nfigures written to {args.json}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,389 @@
+"""Fusion search over one profile's store (seed 002, "Fusion search").
+
+Four legs run concurrently, each on a worker thread with its own read connection: full-text
+(FTS5 BM25, header 2x) and vector search over chunks, and the same over assertions. The query is
+embedded once, beside the full-text legs. The legs are fused by weighted Reciprocal Rank Fusion
+(:mod:`daemon.store.fusion`); when the query asks about time, a bounded additive bonus for items
+that fit it follows (:mod:`daemon.store.recency`); then the caps pick ``k`` items out of the
+over-fetched ranking — at most 2 of 5 from one session, at most 2 of 5 session archives — and
+cross-links fold an assertion and its anchor chunk into one result that shows both.
+
+What a search may see is the scope rule (:mod:`daemon.store.scope`): the current Space plus
+profile-wide memory, assertions current or as of a time, memories about the person only when
+approved and consented to. Fused scores are not calibrated and are never thresholded: they are
+returned only with ``explain``, beside each leg's rank and raw score.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Literal
+
+import msgspec
+import trio
+
+from daemon.errors import NotFound
+from daemon.store import fusion, recency
+from daemon.store.fusion import Fused, ItemFacts, ItemKey, LegHit
+from daemon.store.records import Assertion, Chunk, Hit, Session
+from daemon.store.scope import Scope
+from daemon.store.store import Store
+from daemon.store.vectors import Vectors
+from daemon.store.writes import assertion_body
+
+LegName = Literal["fts_chunks", "vector_chunks", "fts_assertions", "vector_assertions"]
+LEGS: tuple[LegName, ...] = ("fts_chunks", "vector_chunks", "fts_assertions", "vector_assertions")
+
+
+class SearchOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """How the search fuses and caps; the defaults are what the LoCoMo benchmark chose
+    (bench/locomo.py, docs/benchmark.md)."""
+
+    legs: tuple[LegName, ...] = LEGS
+    weights: Mapping[str, float] = msgspec.field(
+        default_factory=lambda: {"fts_chunks": 1.0, "vector_chunks": 1.0}
+    )
+    rrf_k: int = fusion.RRF_K
+    depth: int = 50  # rows fetched per leg: the caps need real alternatives to fall back on
+    per_session: int = 2  # of k=5, scaled to other k
+    archives: int = 2  # of k=5, scaled to other k
+    recency: float = 0.5  # the largest bonus, in first-place votes of one leg (1 / (rrf_k + 1))
+
+
+DEFAULT_OPTIONS = SearchOptions()
+
+
+class LinkedAssertion(msgspec.Struct, frozen=True):
+    """An assertion extracted from a chunk that was found (a cross-link)."""
+
+    id: int
+    kind: str
+    text: str
+
+
+class Anchor(msgspec.Struct, frozen=True):
+    """The chunk an assertion was extracted from, shown with it (a cross-link)."""
+
+    chunk_id: int
+    text: str
+    turn_ids: tuple[int, ...] = ()
+    refs: tuple[str, ...] = ()
+
+
+class Explanation(msgspec.Struct, frozen=True):
+    score: float  # fused score including the bonus: an order, never a threshold
+    bonus: float  # the recency bonus in it (0 unless the query asked about time)
+    legs: dict[str, LegHit]  # each leg that found it: rank and raw score (bm25 or cosine)
+
+
+class SearchResult(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing found: a chunk (transcript, session archive, document) or an assertion."""
+
+    item: fusion.ItemKind
+    id: int
+    kind: str  # transcript | session | document, or the assertion's kind
+    text: str  # the chunk's header and body, or the assertion's statement
+    title: str  # the session's or document's title ("" when it has none)
+    date: float  # when it occurred, seconds since the epoch
+    speakers: tuple[str, ...] = ()  # in order of first appearance
+    session_id: int | None = None
+    document_id: int | None = None
+    turn_ids: tuple[int, ...] = ()  # the turns it covers (an assertion: its anchor's)
+    refs: tuple[str, ...] = ()  # their external refs, where they have one
+    anchor: Anchor | None = None
+    assertions: tuple[LinkedAssertion, ...] = ()
+    explain: Explanation | None = None
+
+    @property
+    def key(self) -> ItemKey:
+        return ItemKey(self.item, self.id)
+
+    @property
+    def chars(self) -> int:
+        """How much text the result hands on, its cross-links included."""
+        linked = sum(len(a.text) for a in self.assertions)
+        return len(self.text) + (len(self.anchor.text) if self.anchor else 0) + linked
+
+
+def search(
+    store: Store,
+    query: str,
+    *,
+    scope: Scope,
+    k: int = 5,
+    as_of: float | None = None,
+    explain: bool = False,
+    options: SearchOptions = DEFAULT_OPTIONS,
+    now: float | None = None,
+) -> list[SearchResult]:
+    """The ``k`` best results for ``query`` within ``scope``, best first (blocking).
+
+    ``as_of`` (seconds since the epoch) replaces ``scope.as_of``: assertions as believed then,
+    and nothing that occurred later. ``now`` is the moment relative dates ("yesterday") are read
+    against; it defaults to ``as_of``, else the clock.
+    """
+    if as_of is not None:
+        scope = msgspec.structs.replace(scope, as_of=as_of)
+    if k <= 0 or not query.strip():
+        return []
+    legs = _run_legs(store, query, scope, options)
+    return _assemble(store, query, scope, k, legs, options, explain, now)
+
+
+async def asearch(
+    store: Store,
+    query: str,
+    *,
+    scope: Scope,
+    k: int = 5,
+    as_of: float | None = None,
+    explain: bool = False,
+    options: SearchOptions = DEFAULT_OPTIONS,
+    now: float | None = None,
+) -> list[SearchResult]:
+    """:func:`search` for trio callers: the event loop keeps running while the legs do."""
+    return await trio.to_thread.run_sync(
+        lambda: search(
+            store, query, scope=scope, k=k, as_of=as_of, explain=explain, options=options, now=now
+        )
+    )
+
+
+# -- the legs --------------------------------------------------------------------------------------
+
+# Worker threads for the legs; each keeps its own read connection per database (db.Database).
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="braincue-search")
+
+Ranked = list[tuple[ItemKey, float]]
+
+
+def _run_legs(
+    store: Store, query: str, scope: Scope, options: SearchOptions
+) -> dict[str, Ranked]:
+    """Every leg's ranking, best first, as (key, raw score with higher better)."""
+    depth = options.depth
+    wanted = set(options.legs)
+    futures: dict[str, Future[list[Hit]]] = {}
+
+    def start(leg: LegName, fn: Callable[[], list[Hit]]) -> None:
+        if leg in wanted:
+            futures[leg] = _POOL.submit(fn)
+
+    start("fts_chunks", lambda: store.fts_chunks(query, scope, depth))
+    start("fts_assertions", lambda: store.fts_assertions(query, scope, depth))
+    vector: Vectors | None = None
+    if wanted & {"vector_chunks", "vector_assertions"}:
+        vector = store.embed_query(query)  # on the embedder's thread, beside the FTS legs
+    if vector is not None:
+        start("vector_chunks", lambda: store.vector_chunks(vector, scope, depth))
+        start("vector_assertions", lambda: store.vector_assertions(vector, scope, depth))
+    ranked: dict[str, Ranked] = {}
+    for leg, future in futures.items():
+        item: fusion.ItemKind = "chunk" if leg.endswith("_chunks") else "assertion"
+        # bm25 is better when more negative; every leg is reported higher-is-better
+        sign = -1.0 if leg.startswith("fts_") else 1.0
+        ranked[leg] = [(ItemKey(item, hit.id), sign * hit.score) for hit in future.result()]
+    return ranked
+
+
+# -- from rankings to results --------------------------------------------------------------------
+
+
+class _Rows(msgspec.Struct):
+    chunks: dict[int, Chunk]
+    assertions: dict[int, Assertion]
+    linked: dict[int, list[Assertion]]  # chunk id -> its in-scope assertions
+
+
+def _assemble(
+    store: Store,
+    query: str,
+    scope: Scope,
+    k: int,
+    legs: dict[str, Ranked],
+    options: SearchOptions,
+    explain: bool,
+    now: float | None,
+) -> list[SearchResult]:
+    fused = fusion.fuse(legs, k=options.rrf_k, weights=options.weights)
+    rows = _load(store, fused, scope)
+    fused = [f for f in fused if _exists(f.key, rows)]  # deleted between leg and load
+    fused = _with_recency(query, fused, rows, scope, options, now)
+    chosen = fusion.select(
+        fused,
+        {f.key: _facts(f.key, rows) for f in fused},
+        k,
+        per_group=fusion.scaled_cap(options.per_session, k),
+        archives=fusion.scaled_cap(options.archives, k),
+    )
+    sessions: dict[int, Session | None] = {}
+    return [_result(store, f, rows, sessions, explain) for f in chosen]
+
+
+def _load(store: Store, fused: Sequence[Fused], scope: Scope) -> _Rows:
+    assertion_ids = [f.key.id for f in fused if f.key.kind == "assertion"]
+    assertions = {a.id: a for a in store.get_assertions(assertion_ids)}
+    chunk_ids = {f.key.id for f in fused if f.key.kind == "chunk"}
+    chunk_ids |= {a.anchor_chunk_id for a in assertions.values() if a.anchor_chunk_id}
+    chunks = {c.id: c for c in store.get_chunks(sorted(chunk_ids))}
+    linked: dict[int, list[Assertion]] = {}
+    for a in store.assertions_for_chunks(sorted(chunks), scope):
+        if a.anchor_chunk_id is not None:
+            linked.setdefault(a.anchor_chunk_id, []).append(a)
+    return _Rows(chunks=chunks, assertions=assertions, linked=linked)
+
+
+def _exists(key: ItemKey, rows: _Rows) -> bool:
+    return key.id in (rows.chunks if key.kind == "chunk" else rows.assertions)
+
+
+def _facts(key: ItemKey, rows: _Rows) -> ItemFacts:
+    if key.kind == "chunk":
+        chunk = rows.chunks[key.id]
+        return ItemFacts(
+            group=_group(chunk),
+            archive=chunk.kind == "session",
+            links=tuple(ItemKey("assertion", a.id) for a in rows.linked.get(chunk.id, ())),
+        )
+    assertion = rows.assertions[key.id]
+    anchor = rows.chunks.get(assertion.anchor_chunk_id or -1)
+    if anchor is not None:
+        return ItemFacts(group=_group(anchor), links=(ItemKey("chunk", anchor.id),))
+    session = assertion.session_id
+    return ItemFacts(group=None if session is None else f"session:{session}")
+
+
+def _group(chunk: Chunk) -> str | None:
+    if chunk.session_id is not None:
+        return f"session:{chunk.session_id}"
+    if chunk.document_id is not None:
+        return f"document:{chunk.document_id}"
+    return None
+
+
+def _date(key: ItemKey, rows: _Rows) -> float:
+    if key.kind == "chunk":
+        return rows.chunks[key.id].occurred_at
+    return rows.assertions[key.id].occurred_at
+
+
+def _with_recency(
+    query: str,
+    fused: list[Fused],
+    rows: _Rows,
+    scope: Scope,
+    options: SearchOptions,
+    now: float | None,
+) -> list[Fused]:
+    """Add the bounded recency bonus when the query asks about time; otherwise unchanged."""
+    at = now if now is not None else scope.as_of if scope.as_of is not None else time.time()
+    focus = recency.time_focus(query, dt.datetime.fromtimestamp(at).astimezone())
+    if focus is None or not fused or options.recency <= 0:
+        return fused
+    bound = options.recency / (options.rrf_k + 1)
+    dates = {f.key: _date(f.key, rows) for f in fused}
+    newest = max(dates.values())
+    bonus = {key: bound * recency.closeness(when, focus, newest) for key, when in dates.items()}
+    return fusion.add_bonus(fused, bonus)
+
+
+def _result(
+    store: Store,
+    found: Fused,
+    rows: _Rows,
+    sessions: dict[int, Session | None],
+    explain: bool,
+) -> SearchResult:
+    why = (
+        Explanation(score=found.score, bonus=found.bonus, legs=dict(found.legs))
+        if explain
+        else None
+    )
+    if found.key.kind == "chunk":
+        chunk = rows.chunks[found.key.id]
+        return msgspec.structs.replace(
+            _chunk_result(store, chunk, sessions),
+            assertions=tuple(
+                LinkedAssertion(id=a.id, kind=a.kind, text=assertion_body(a))
+                for a in rows.linked.get(chunk.id, ())
+            ),
+            explain=why,
+        )
+    assertion = rows.assertions[found.key.id]
+    anchor_chunk = rows.chunks.get(assertion.anchor_chunk_id or -1)
+    result = SearchResult(
+        item="assertion",
+        id=assertion.id,
+        kind=assertion.kind,
+        text=assertion_body(assertion),
+        title="",
+        date=assertion.occurred_at,
+        session_id=assertion.session_id,
+        explain=why,
+    )
+    if anchor_chunk is not None:
+        shown = _chunk_result(store, anchor_chunk, sessions)
+        anchor = Anchor(
+            chunk_id=anchor_chunk.id, text=shown.text, turn_ids=shown.turn_ids, refs=shown.refs
+        )
+        return msgspec.structs.replace(
+            result,
+            title=shown.title,
+            speakers=shown.speakers,
+            turn_ids=shown.turn_ids,
+            refs=shown.refs,
+            anchor=anchor,
+        )
+    if assertion.session_id is not None:
+        session = _session(store, assertion.session_id, sessions)
+        return msgspec.structs.replace(result, title=session.title if session else "")
+    return result
+
+
+def _chunk_result(
+    store: Store, chunk: Chunk, sessions: dict[int, Session | None]
+) -> SearchResult:
+    title = ""
+    speakers: tuple[str, ...] = ()
+    turn_ids: tuple[int, ...] = ()
+    refs: tuple[str, ...] = ()
+    if chunk.session_id is not None:
+        session = _session(store, chunk.session_id, sessions)
+        title = session.title if session is not None else ""
+        if chunk.kind == "transcript":
+            turns = store.turns_of_chunk(chunk.id)
+            speakers = tuple(dict.fromkeys(t.speaker for t in turns))
+            turn_ids = tuple(t.id for t in turns)
+            refs = tuple(t.ref for t in turns if t.ref)
+        elif session is not None:
+            speakers = session.participants
+    elif chunk.document_id is not None:
+        try:
+            title = store.get_document(chunk.document_id).title
+        except NotFound:  # removed since it was found
+            title = ""
+    return SearchResult(
+        item="chunk",
+        id=chunk.id,
+        kind=chunk.kind,
+        text=chunk.text,
+        title=title,
+        date=chunk.occurred_at,
+        speakers=speakers,
+        session_id=chunk.session_id,
+        document_id=chunk.document_id,
+        turn_ids=turn_ids,
+        refs=refs,
+    )
+
+
+def _session(store: Store, session_id: int, cache: dict[int, Session | None]) -> Session | None:
+    if session_id not in cache:
+        try:
+            cache[session_id] = store.get_session(session_id)
+        except NotFound:
+            cache[session_id] = None
+    return cache[session_id]
