@@ -46,6 +46,7 @@ import trio
 from daemon.config import Config, Paths
 from daemon.engines import Engines, unload_idle_engines
 from daemon.errors import BrainCueError, user_error
+from daemon.ipc import ask as ask_requests
 from daemon.ipc import memory as memory_requests
 from daemon.ipc import store as store_requests
 from daemon.ipc.builtin import register_builtin
@@ -189,6 +190,7 @@ PARTS: tuple[Part, ...] = (
     idle_unload,
     live_capture,
     memory_requests.register,  # keep/discard/later, history, memory review
+    ask_requests.register,  # ask (streamed, cancellable), current assertions
 )
 
 

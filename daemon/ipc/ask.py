@@ -1,0 +1,141 @@
+"""Handlers for asking: Ask (streamed), AskCancel, and ListAssertions (what is believed now).
+
+An Ask streams its answer as AnswerToken events on ``answer_topic(id)``, then AnswerDone, then
+replies with the checked answer and its sources. It stops early on AskCancel, or when the
+client that subscribed to its topic goes away (its last subscriber unsubscribes or
+disconnects): nobody would read the rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+import trio
+
+from daemon.config import Settings
+from daemon.errors import InvalidInput, NotFound
+from daemon.ipc.memory import assertion_infos
+from daemon.ipc.protocol import (
+    AnswerDone,
+    AnswerToken,
+    Ask,
+    AskCancel,
+    AskReply,
+    AssertionInfo,
+    AssertionsReply,
+    Citation,
+    ListAssertions,
+    Ok,
+    answer_topic,
+)
+from daemon.ipc.server import Handlers, Publish
+from daemon.memory.ask import Answer, Asker
+from daemon.memory.grounding import Cited
+from daemon.store.fusion import ItemKey
+from daemon.store.scope import Scope
+from daemon.store.search import SearchOptions, search
+from daemon.store.store import Store
+
+if TYPE_CHECKING:
+    from daemon.app import Daemon
+
+WatchSubscribers = Callable[[str], AbstractContextManager[trio.Event]]
+
+
+async def register(daemon: Daemon) -> None:
+    """The daemon part: answers from the daemon's store, search and language model."""
+
+    def recall(question: str, scope: Scope, k: int) -> list[ItemKey]:
+        settings = daemon.settings
+        options = SearchOptions(per_session=settings.per_session_cap,
+                                archives=settings.archive_cap)
+        found = search(daemon.store, question, scope=scope, k=k, options=options)
+        return [result.key for result in found]
+
+    def live_session() -> int | None:
+        live = daemon.live
+        return None if live is None or live.session is None else live.session.id
+
+    def watch(topic: str) -> AbstractContextManager[trio.Event]:
+        if daemon.ipc is None:
+            return contextlib.nullcontext(trio.Event())
+        return daemon.ipc.watch_subscribers(topic)
+
+    asker = Asker(daemon.store, generator=daemon.engines.generator,
+                  settings=lambda: daemon.settings, recall=recall, live_session=live_session)
+    register_ask(daemon.handlers, daemon.store, asker, lambda: daemon.settings, watch)
+
+
+def citation(cited: Cited) -> Citation:
+    source = cited.source
+    return Citation(n=source.n, title=source.title, session_id=source.session_id,
+                    date=source.date, speaker=cited.speaker, quote=cited.quote,
+                    verified=cited.verified, kind=source.kind, chunk_id=source.chunk_id,
+                    document_id=source.document_id)
+
+
+def ask_reply(answer: Answer) -> AskReply:
+    return AskReply(answer=answer.text, sources=[citation(c) for c in answer.citations],
+                    question=answer.question, nothing_found=answer.nothing_found,
+                    cancelled=answer.cancelled)
+
+
+def register_ask(
+    handlers: Handlers,
+    store: Store,
+    asker: Asker,
+    settings: Callable[[], Settings],
+    watch_subscribers: WatchSubscribers,
+) -> None:
+    streaming: dict[str, trio.Event] = {}  # request id -> set to stop its answer
+
+    async def ask(request: Ask, publish: Publish) -> AskReply:
+        if request.id in streaming:
+            raise InvalidInput(f"an answer to request {request.id!r} is already streaming",
+                               fix="give each Ask its own request id")
+        stop = streaming[request.id] = trio.Event()
+
+        def send(token: str) -> None:
+            publish(AnswerToken(request_id=request.id, token=token))
+
+        try:
+            with watch_subscribers(answer_topic(request.id)) as left:
+                async with trio.open_nursery() as nursery:
+
+                    async def stop_when_nobody_listens() -> None:
+                        await left.wait()
+                        stop.set()
+
+                    nursery.start_soon(stop_when_nobody_listens)
+                    answer = await asker.ask(request.question, request.space, request.session,
+                                             on_token=send, stop=stop)
+                    nursery.cancel_scope.cancel()
+        finally:
+            del streaming[request.id]
+        publish(AnswerDone(request_id=request.id, cancelled=answer.cancelled))
+        return ask_reply(answer)
+
+    async def cancel(request: AskCancel) -> Ok:
+        stop = streaming.get(request.request_id)
+        if stop is None:
+            raise NotFound(f"no answer to request {request.request_id!r} is streaming",
+                           fix="it may have finished already")
+        stop.set()
+        return Ok()
+
+    async def list_assertions(request: ListAssertions) -> AssertionsReply:
+        def read() -> list[AssertionInfo]:
+            space_id = None if request.space is None else store.get_space(request.space).id
+            scope = Scope(space_id=space_id, person_memory=settings().memory_enabled)
+            kinds = set(request.kinds)
+            found = [a for a in store.current_assertions(scope) if not kinds or a.kind in kinds]
+            return assertion_infos(store, found)
+
+        return AssertionsReply(assertions=await trio.to_thread.run_sync(read))
+
+    handlers.add_streaming(Ask, ask)
+    handlers.add(AskCancel, cancel)
+    handlers.add(ListAssertions, list_assertions)
