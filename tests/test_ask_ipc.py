@@ -256,3 +256,27 @@ async def test_list_assertions_gives_what_is_believed_now_by_kind_and_space(
         (decision.id, "beta first", ["GA first"])]
     assert len(everything.assertions) == 4
     assert profile_wide.assertions == []
+
+
+async def test_the_shell_streams_the_answer_and_ctrl_c_cancels_it(
+    paths: Paths, store: Store
+) -> None:
+    from clients.cli.ask import stream_answer
+
+    async with serving(paths, store, ScriptedGenerator([ANSWER])):
+        shown: list[str] = []
+        reply = await in_thread(stream_answer, "default", Ask(
+            id="cli-1", question="When does the Atlas beta ship?", space="Atlas"), shown.append)
+        assert "".join(shown) == ANSWER and reply.answer == ANSWER
+
+    generator = BlockingGenerator()
+    async with serving(paths, store, generator):
+
+        def interrupt(token: str) -> None:
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            await in_thread(stream_answer, "default", Ask(
+                id="cli-2", question="When does the Atlas beta ship?", space="Atlas"), interrupt)
+        with trio.fail_after(10):
+            await generator.closed.wait()  # the answer was cancelled, the model left

@@ -1,0 +1,71 @@
+"""Ask with the real small LLM (Qwen2.5-Coder 0.5B) and embedder, over the protocol of a real
+daemon: the answer is only in one of the kept sessions, and the answer cites it."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from askkit import FACT_TITLE, SPACE, import_kept_sessions
+
+from daemon.ipc.client import Client
+from daemon.ipc.protocol import AnswerDone, AnswerToken, Ask, AskReply, SettingsSet, answer_topic
+from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
+
+LLM = "qwen2.5-coder-0.5b"
+
+
+@pytest.fixture
+def daemon(monkeypatch: pytest.MonkeyPatch,
+           installed_model: Callable[[str], Path]) -> Iterator[DaemonProcess]:
+    installed_model(LLM)  # fails, never skips, when it is missing
+    installed_model("all-minilm-l6-v2")
+    home = short_home()
+    monkeypatch.setenv("BRAINCUE_HOME", str(home))
+    started = start_daemon(home)
+    yield started
+    started.stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def ask_streaming(request: Ask) -> tuple[list[str], AskReply]:
+    tokens: list[str] = []
+    replies: list[AskReply] = []
+    with Client(timeout=60) as client, client.subscribe([answer_topic(request.id)]) as events:
+        sender = threading.Thread(
+            target=lambda: replies.append(Client(timeout=900).request(request, timeout=900)))
+        sender.start()
+        while True:
+            event = events.receive(900)
+            assert event is not None, "no answer event within 15 minutes"
+            if isinstance(event, AnswerToken):
+                tokens.append(event.token)
+            elif isinstance(event, AnswerDone):
+                break
+        sender.join()
+    return tokens, replies[0]
+
+
+@pytest.mark.slow
+def test_the_real_model_answers_from_the_one_session_that_holds_the_fact(
+    daemon: DaemonProcess,
+) -> None:
+    with Client(timeout=60) as client:
+        import_kept_sessions(client)
+        client.request(SettingsSet(key="llm_model", value=LLM))
+
+    tokens, reply = ask_streaming(Ask(id=uuid.uuid4().hex, question="What is the Orion server "
+                                      "budget?", space=SPACE))
+
+    assert len(tokens) > 1  # streamed, not sent whole
+    assert not reply.nothing_found and not reply.cancelled
+    assert "48,000" in reply.answer or "48000" in reply.answer
+    cited = {c.title for c in reply.sources}
+    assert FACT_TITLE in cited, (reply.answer, reply.sources)
+    fact = next(c for c in reply.sources if c.title == FACT_TITLE)
+    assert fact.verified and fact.speaker == "Tom"
+    assert "48,000 euros" in fact.quote
