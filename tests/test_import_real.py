@@ -1,0 +1,51 @@
+"""`braincue import` against an in-process daemon with the real tiny.en model."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import trio
+from click.testing import CliRunner
+from wer import word_error_rate
+
+from clients.shell import cli
+from daemon.app import Daemon, serve
+from daemon.config import Config
+from daemon.ipc.testing import short_home
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = short_home()
+    monkeypatch.setenv("BRAINCUE_HOME", str(path))
+    (path / "config").mkdir()
+    (path / "config" / "config.toml").write_text('asr_model = "whisper-tiny.en"\n')
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+async def test_an_imported_recording_becomes_a_searchable_session(
+    home: Path, shared_dir: Path, installed_model: Callable[[str], Path]
+) -> None:
+    installed_model("whisper-tiny.en")
+    jfk = shared_dir / "audio" / "jfk.wav"
+    async with trio.open_nursery() as nursery:
+        daemon: Daemon = await nursery.start(serve, Config.load())
+        result = await trio.to_thread.run_sync(
+            lambda: CliRunner().invoke(cli, ["import", str(jfk), "--title", "Inaugural",
+                                             "--date", "1961-01-20 12:00"]))
+        assert result.exit_code == 0, result.output
+        [session] = daemon.store.list_sessions()
+        turns = daemon.store.turns(session.id)
+        nursery.cancel_scope.cancel()
+    assert result.output.strip().endswith(
+        "into session 1: nothing is summarised or remembered — pick a Space for that")
+    assert (session.title, session.status) == ("Inaugural", "ended")
+    assert [t.speaker for t in turns] and {t.speaker for t in turns} == {"me"}
+    heard = " ".join(t.text for t in turns)
+    assert word_error_rate((jfk.with_suffix(".txt")).read_text(), heard) <= 0.1, heard
