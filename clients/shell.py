@@ -41,7 +41,7 @@ def cli(ctx: click.Context, profile: str) -> None:
 
 
 def _register() -> None:
-    from clients.cli import ask, audio, desktop, live, memory, models, status, store
+    from clients.cli import ask, audio, desktop, live, memory, models, search, status, store
 
     cli.add_command(models.models)
     for command in desktop.COMMANDS:
@@ -54,6 +54,8 @@ def _register() -> None:
     for command in memory.COMMANDS:
         cli.add_command(command)
     for command in status.COMMANDS:
+        cli.add_command(command)
+    for command in search.COMMANDS:
         cli.add_command(command)
     for command in ask.COMMANDS:
         cli.add_command(command)

@@ -48,6 +48,7 @@ from daemon.engines import Engines, unload_idle_engines
 from daemon.errors import BrainCueError, user_error
 from daemon.ipc import ask as ask_requests
 from daemon.ipc import memory as memory_requests
+from daemon.ipc import search as search_requests
 from daemon.ipc import store as store_requests
 from daemon.ipc.builtin import register_builtin
 from daemon.ipc.live import register_live
@@ -186,6 +187,7 @@ async def idle_unload(daemon: Daemon) -> None:
 # The parts of the daemon, started in this order once the store is open.
 PARTS: tuple[Part, ...] = (
     store_requests.register,  # sessions, transcripts, exports, Spaces, documents
+    search_requests.register,  # fusion search
     vectors_catch_up,
     idle_unload,
     live_capture,

@@ -226,13 +226,35 @@ def test_docs(daemon: DaemonProcess, tmp_path: Path) -> None:
     assert "no documents" in ok("docs", "list", "--space", "Job hunt").stdout
 
 
+def test_search(daemon: DaemonProcess, transcript_file: Path) -> None:
+    ok("spaces", "add", "Work")
+    ok("import-transcript", str(transcript_file), "--space", "Work")
+    lines = ok("search", "database", "migration", "--space", "work").stdout.splitlines()
+    assert lines[0].startswith("1. [transcript] Atlas sync · 2026-07-28 ")
+    assert lines[0].endswith(" · me, Sarah · session 1")
+    assert lines[1:] == [
+        "   me: Shall we ship Atlas on Friday? Sarah: Friday works, the database migration is done. me:",
+        "   Then Friday it is.",
+        "   refs: u1",
+    ]
+    explained = ok("search", "migration", "--space", "Work", "--explain").stdout.splitlines()
+    assert explained[-1].startswith("   score 0.0164: fts_chunks #1 (")  # 1 / (60 + 1)
+    found = json.loads(ok("search", "migration", "--space", "Work", "--json").stdout)
+    assert [(h["session_id"], h["turn_ids"]) for h in found] == [(1, [1, 2, 3])]
+    assert ok("search", "migration").stdout == "nothing found\n"  # profile-wide memory only
+    assert ok("search", "migration", "--space", "Work", "--as-of", "2026-07-01").stdout == \
+        "nothing found\n"
+    assert isinstance(run("search", "x", "--space", "Nowhere").exception, NotFound)
+    assert run("search").exit_code == 2
+
+
 def test_without_a_daemon_every_command_says_how_to_start_one(home: Path,
                                                               transcript_file: Path) -> None:
     for args in (["sessions"], ["show", "1"], ["export", "1", "--format", "md"],
                  ["import-transcript", str(transcript_file)], ["spaces", "list"],
                  ["spaces", "add", "Work"], ["spaces", "rm", "Work", "--yes"],
                  ["spaces", "set", "Work", "--memory"], ["docs", "list"], ["docs", "rm", "1"],
-                 ["status"], ["settings", "get"], ["follow"]):
+                 ["status"], ["settings", "get"], ["follow"], ["search", "x"]):
         result = run(*args)
         assert isinstance(result.exception, DaemonNotRunning), args
         assert str(result.exception) == (

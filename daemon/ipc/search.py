@@ -1,0 +1,50 @@
+"""The handler of Search: fusion search (``daemon.store.search``) in the scope a client names.
+
+The scope is the Space asked for plus profile-wide memory (no Space: profile-wide memory only);
+memories about the person are searched only with the ``memory_enabled`` consent. The caps and
+``k`` come from the settings unless the request gives ``k``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from daemon.errors import InvalidInput
+from daemon.ipc.protocol import Search, SearchHit, SearchReply
+from daemon.store.scope import Scope
+from daemon.store.search import SearchOptions, SearchResult, search
+
+if TYPE_CHECKING:
+    from daemon.app import Daemon
+
+MAX_K = 100
+
+
+def search_hit(result: SearchResult) -> SearchHit:
+    """A result as the protocol shows it (the same fields, as plain lists and structs)."""
+    return msgspec.convert(msgspec.to_builtins(result), SearchHit)
+
+
+async def register(daemon: Daemon) -> None:
+    store = daemon.store
+
+    async def search_(request: Search) -> SearchReply:
+        settings = daemon.settings
+        k = settings.search_k if request.k is None else request.k
+        if not 1 <= k <= MAX_K:
+            raise InvalidInput(f"k: {k} results is not between 1 and {MAX_K}")
+        options = SearchOptions(per_session=settings.per_session_cap,
+                                archives=settings.archive_cap)
+
+        def work() -> SearchReply:
+            space_id = None if request.space is None else store.get_space(request.space).id
+            scope = Scope(space_id=space_id, person_memory=settings.memory_enabled)
+            found = search(store, request.query, scope=scope, k=k, as_of=request.as_of,
+                           explain=request.explain, options=options)
+            return SearchReply(results=[search_hit(r) for r in found])
+
+        return await daemon.db(work)
+
+    daemon.handlers.add(Search, search_)
