@@ -7,6 +7,7 @@ events, the daemon's status, the store) with a deadline that only guards against
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import threading
@@ -17,24 +18,24 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from click.testing import CliRunner
 from wer import word_error_rate
 
+from clients.shell import cli
 from daemon.audio.testing import ME_SINK, THEM_SINK, PulseServer, noise_wav, speak
-from daemon.config import Paths
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     TOPIC_SESSIONS,
     TOPIC_TURNS,
     Event,
     SessionEnded,
+    ShowSession,
     Start,
     Status,
     Stop,
     TurnEvent,
 )
 from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
-from daemon.store.scope import Scope
-from daemon.store.store import Store
 
 pytestmark = pytest.mark.slow
 
@@ -140,6 +141,14 @@ def turn_events(events: Events, n: int) -> list[TurnEvent] | None:
     return turns if len(turns) >= n else None
 
 
+def search(word: str) -> list[str]:
+    """The transcript hits of `braincue search WORD` that hold the word."""
+    result = CliRunner().invoke(cli, ["search", word, "--json"])
+    assert result.exit_code == 0, result.output
+    hits = json.loads(result.output)
+    return [h["text"] for h in hits if h["kind"] == "transcript" and word in h["text"]]
+
+
 def play(pulse: PulseServer, who: str, wav: Path) -> None:
     pulse.play(ME_SINK if who == "me" else THEM_SINK, wav)
 
@@ -151,14 +160,13 @@ def test_a_spoken_dialogue_becomes_six_labelled_searchable_turns(
     events = Events([TOPIC_TURNS, TOPIC_SESSIONS])
     try:
         started = client.request(Start(title="launch sync"))
-        store = Store.open(Paths.resolve())  # read beside the daemon, as the CLI does
         found_after: float | None = None
         for i, ((who, _), wav) in enumerate(zip(DIALOGUE, voices, strict=True)):
             play(pulse, who, wav)
             if i == DISTINCTIVE[0]:
                 spoken = time.monotonic()
-                wait_for(f"{DISTINCTIVE[1]!r} to be searchable",
-                         lambda: store.fts_chunks(DISTINCTIVE[1], Scope()) or None)
+                wait_for(f"`braincue search {DISTINCTIVE[1]}` to find it",
+                         lambda: search(DISTINCTIVE[1]) or None)
                 found_after = time.monotonic() - spoken
             time.sleep(PAUSE_S)  # the dialogue's pace; nothing waits for the daemon here
         stopped = client.request(Stop())  # returns once everything said is transcribed
@@ -166,8 +174,7 @@ def test_a_spoken_dialogue_becomes_six_labelled_searchable_turns(
     finally:
         events.close()
 
-    turns = store.turns(started.session_id)
-    store.close()
+    turns = client.request(ShowSession(session_id=started.session_id)).turns
     print(f"\n'{DISTINCTIVE[1]}' searchable {found_after:.1f} s after its utterance was played")
     for t in turns:
         print(f"  {t.speaker:4} {t.start:6.2f}-{t.end:6.2f} {t.text}")
