@@ -208,9 +208,9 @@ async def serve(
     register_builtin(daemon.handlers, daemon)
     try:
         with profile_lock(config.paths) as files:
-            embedder = await trio.to_thread.run_sync(daemon.engines.open_embedder)
-            daemon._store = await trio.to_thread.run_sync(Store.open, config.paths, embedder)
             try:
+                embedder = await trio.to_thread.run_sync(daemon.engines.open_embedder)
+                daemon._store = await trio.to_thread.run_sync(Store.open, config.paths, embedder)
                 async with trio.open_nursery() as nursery:
                     daemon._nursery = nursery
                     for part in PARTS:

@@ -567,3 +567,14 @@ def test_sigterm_saves_the_vector_index(home: Path, monkeypatch: pytest.MonkeyPa
         assert "vector index" not in restarted.log()  # the saved index was taken as is
     finally:
         assert restarted.stop(signal.SIGTERM) == 0
+
+
+def test_a_store_that_cannot_open_stops_the_daemon_with_one_line(home: Path) -> None:
+    paths = Paths.resolve("default")
+    paths.data_dir.mkdir(parents=True)
+    (paths.data_dir / "braincue.db").write_bytes(b"not a database at all" * 100)
+    with pytest.raises(RuntimeError, match="exited with 1") as failed:
+        start_daemon(home)
+    assert "braincued: error: cannot open the database" in str(failed.value)
+    assert "Traceback" not in str(failed.value)
+    assert not RuntimeFiles.of(paths).lock.exists()
