@@ -31,10 +31,9 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import numpy as np
-import numpy.typing as npt
 
 from bench.common import default_models_dir, machine
+from bench.memo import MemoEmbedder
 from daemon.llm import Embedder, LlamaEmbedder
 from daemon.models.registry import model_path
 from daemon.store.records import NewTurn
@@ -153,31 +152,6 @@ def fix_evidence(entries: Iterable[str], known: set[str], fixes: EvidenceFixes) 
 
 
 # -- building a store per conversation ---------------------------------------------------------
-
-
-class MemoEmbedder:
-    """An embedder that remembers what it embedded: each question is embedded once, though
-    three searches ask for it."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.dimensions = inner.dimensions
-        self._seen: dict[str, npt.NDArray[np.float32]] = {}
-
-    def embed_sync(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._seen]
-        if missing:
-            self._seen.update(zip(missing, self.inner.embed_sync(missing), strict=True))
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        return np.stack([self._seen[t] for t in texts])
-
-    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        return self.embed_sync(texts)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def build_store(conversation: Conversation, data_dir: Path, embedder: Embedder) -> Scope:

@@ -20,13 +20,14 @@ import datetime as dt
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Literal
+from typing import Any, Literal
 
+import apsw
 import msgspec
 import trio
 
 from daemon.errors import NotFound
-from daemon.store import fusion, recency
+from daemon.store import fusion, recency, sql
 from daemon.store.fusion import Fused, ItemFacts, ItemKey, LegHit
 from daemon.store.records import Assertion, Chunk, Hit, Session
 from daemon.store.scope import Scope
@@ -192,7 +193,16 @@ def _run_legs(
 # -- from rankings to results --------------------------------------------------------------------
 
 
+class _Candidate(msgspec.Struct, frozen=True):
+    """What fusion and the caps need of an item before it is chosen (one cheap query)."""
+
+    facts: ItemFacts
+    date: float
+
+
 class _Rows(msgspec.Struct):
+    """The chosen items in full, with their cross-links."""
+
     chunks: dict[int, Chunk]
     assertions: dict[int, Assertion]
     linked: dict[int, list[Assertion]]  # chunk id -> its in-scope assertions
@@ -209,28 +219,88 @@ def _assemble(
     now: float | None,
 ) -> list[SearchResult]:
     fused = fusion.fuse(legs, k=options.rrf_k, weights=options.weights)
-    rows = _load(store, fused, scope)
-    fused = [f for f in fused if _exists(f.key, rows)]  # deleted between leg and load
-    fused = _with_recency(query, fused, rows, scope, options, now)
+    candidates = _candidates(store, fused)
+    fused = [f for f in fused if f.key in candidates]  # deleted since a leg found it
+    fused = _with_recency(query, fused, candidates, scope, options, now)
     chosen = fusion.select(
         fused,
-        {f.key: _facts(f.key, rows) for f in fused},
+        {key: c.facts for key, c in candidates.items()},
         k,
         per_group=fusion.scaled_cap(options.per_session, k),
         archives=fusion.scaled_cap(options.archives, k),
     )
+    rows = _load(store, chosen, scope)
     sessions: dict[int, Session | None] = {}
-    return [_result(store, f, rows, sessions, explain) for f in chosen]
+    return [_result(store, f, rows, sessions, explain) for f in chosen if _exists(f.key, rows)]
 
 
-def _load(store: Store, fused: Sequence[Fused], scope: Scope) -> _Rows:
-    assertion_ids = [f.key.id for f in fused if f.key.kind == "assertion"]
+def _candidates(store: Store, fused: Sequence[Fused]) -> dict[ItemKey, _Candidate]:
+    """Group, archive flag, cross-links and date of every candidate that still exists.
+
+    Cross-links among candidates are all folding needs: an assertion outside the candidates
+    cannot be chosen, so it cannot be shown twice.
+    """
+    chunk_ids = sql.json_ids(f.key.id for f in fused if f.key.kind == "chunk")
+    assertion_ids = sql.json_ids(f.key.id for f in fused if f.key.kind == "assertion")
+
+    def read(conn: apsw.Connection) -> tuple[list[Any], list[Any]]:
+        chunks = sql.rows(
+            conn,
+            "SELECT id, kind, session_id, document_id, occurred_at FROM chunks"
+            " WHERE id IN (SELECT value FROM json_each(?))",
+            (chunk_ids,),
+        )
+        assertions = sql.rows(
+            conn,
+            "SELECT a.id, a.session_id, a.occurred_at, c.id, c.session_id, c.document_id"
+            " FROM assertions a LEFT JOIN chunks c ON c.id = a.anchor_chunk_id"
+            " WHERE a.id IN (SELECT value FROM json_each(?))",
+            (assertion_ids,),
+        )
+        return chunks, assertions
+
+    chunk_rows, assertion_rows = store.db.read(read)
+    anchored: dict[int, list[ItemKey]] = {}
+    for assertion_id, _, _, anchor_id, _, _ in assertion_rows:
+        if anchor_id is not None:
+            anchored.setdefault(anchor_id, []).append(ItemKey("assertion", assertion_id))
+    found: dict[ItemKey, _Candidate] = {}
+    for chunk_id, kind, session_id, document_id, occurred_at in chunk_rows:
+        facts = ItemFacts(
+            group=_group(session_id, document_id),
+            archive=kind == "session",
+            links=tuple(anchored.get(chunk_id, ())),
+        )
+        found[ItemKey("chunk", chunk_id)] = _Candidate(facts, occurred_at)
+    for assertion_id, session_id, occurred_at, anchor_id, anchor_session, anchor_doc in (
+        assertion_rows
+    ):
+        if anchor_id is None:  # not extracted, or its anchor was deleted: its own session
+            facts = ItemFacts(group=_group(session_id, None))
+        else:  # one meeting's assertions share its cap with its chunks
+            facts = ItemFacts(
+                group=_group(anchor_session, anchor_doc), links=(ItemKey("chunk", anchor_id),)
+            )
+        found[ItemKey("assertion", assertion_id)] = _Candidate(facts, occurred_at)
+    return found
+
+
+def _group(session_id: int | None, document_id: int | None) -> str | None:
+    if session_id is not None:
+        return f"session:{session_id}"
+    if document_id is not None:
+        return f"document:{document_id}"
+    return None
+
+
+def _load(store: Store, chosen: Sequence[Fused], scope: Scope) -> _Rows:
+    assertion_ids = [f.key.id for f in chosen if f.key.kind == "assertion"]
     assertions = {a.id: a for a in store.get_assertions(assertion_ids)}
-    chunk_ids = {f.key.id for f in fused if f.key.kind == "chunk"}
-    chunk_ids |= {a.anchor_chunk_id for a in assertions.values() if a.anchor_chunk_id}
-    chunks = {c.id: c for c in store.get_chunks(sorted(chunk_ids))}
+    chunk_ids = [f.key.id for f in chosen if f.key.kind == "chunk"]
+    anchors = [a.anchor_chunk_id for a in assertions.values() if a.anchor_chunk_id is not None]
+    chunks = {c.id: c for c in store.get_chunks([*chunk_ids, *anchors])}
     linked: dict[int, list[Assertion]] = {}
-    for a in store.assertions_for_chunks(sorted(chunks), scope):
+    for a in store.assertions_for_chunks(chunk_ids, scope):
         if a.anchor_chunk_id is not None:
             linked.setdefault(a.anchor_chunk_id, []).append(a)
     return _Rows(chunks=chunks, assertions=assertions, linked=linked)
@@ -240,40 +310,10 @@ def _exists(key: ItemKey, rows: _Rows) -> bool:
     return key.id in (rows.chunks if key.kind == "chunk" else rows.assertions)
 
 
-def _facts(key: ItemKey, rows: _Rows) -> ItemFacts:
-    if key.kind == "chunk":
-        chunk = rows.chunks[key.id]
-        return ItemFacts(
-            group=_group(chunk),
-            archive=chunk.kind == "session",
-            links=tuple(ItemKey("assertion", a.id) for a in rows.linked.get(chunk.id, ())),
-        )
-    assertion = rows.assertions[key.id]
-    anchor = rows.chunks.get(assertion.anchor_chunk_id or -1)
-    if anchor is not None:
-        return ItemFacts(group=_group(anchor), links=(ItemKey("chunk", anchor.id),))
-    session = assertion.session_id
-    return ItemFacts(group=None if session is None else f"session:{session}")
-
-
-def _group(chunk: Chunk) -> str | None:
-    if chunk.session_id is not None:
-        return f"session:{chunk.session_id}"
-    if chunk.document_id is not None:
-        return f"document:{chunk.document_id}"
-    return None
-
-
-def _date(key: ItemKey, rows: _Rows) -> float:
-    if key.kind == "chunk":
-        return rows.chunks[key.id].occurred_at
-    return rows.assertions[key.id].occurred_at
-
-
 def _with_recency(
     query: str,
     fused: list[Fused],
-    rows: _Rows,
+    candidates: Mapping[ItemKey, _Candidate],
     scope: Scope,
     options: SearchOptions,
     now: float | None,
@@ -284,7 +324,7 @@ def _with_recency(
     if focus is None or not fused or options.recency <= 0:
         return fused
     bound = options.recency / (options.rrf_k + 1)
-    dates = {f.key: _date(f.key, rows) for f in fused}
+    dates = {f.key: candidates[f.key].date for f in fused}
     newest = max(dates.values())
     bonus = {key: bound * recency.closeness(when, focus, newest) for key, when in dates.items()}
     return fusion.add_bonus(fused, bonus)
