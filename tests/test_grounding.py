@@ -14,9 +14,9 @@ from daemon.memory.grounding import (
     Source,
     build_prompt,
     check_answer,
-    clip_source,
     drop_unknown_citations,
     fit_sources,
+    focus_source,
     framing_for,
     includes_story,
     is_question,
@@ -92,16 +92,30 @@ def test_story_like_documents_are_named_so(title: str, filename: str, expected: 
 # -- sources in the prompt -----------------------------------------------------------------------
 
 
-def test_sources_are_clipped_each_and_cut_off_when_the_total_would_not_fit() -> None:
-    long = transcript(1, *[("them", "word " * 100)] * 10)
-    clipped = clip_source(long, 1400)
-    assert len(clipped.text()) <= 1400
-    assert clipped.passages[-1].text.endswith("…")
+def test_every_source_is_focused_on_the_question_within_its_share() -> None:
+    turns = [("them", f"Filler line number {i} about the weather.") for i in range(40)]
+    turns[25] = ("them", "The Orion budget is 48,000 euros.")
+    long = transcript(1, *turns)
+    focused = focus_source(long, "What is the Orion budget?", 400)
+    assert len(focused.text()) <= 400
+    texts = [p.text for p in focused.passages]
+    assert "The Orion budget is 48,000 euros." in texts
+    assert texts == [t for _, t in turns if t in texts]  # in order, a window around the match
 
-    many = [document(i, "x" * 1400) for i in range(1, 10)]
-    fitted = fit_sources(many)
-    assert [s.n for s in fitted] == [1, 2, 3, 4, 5]  # 7000 characters
-    assert fit_sources([document(1, "y" * 9000)])[0].text().endswith("…")  # one always fits
+    live = Source(n=2, kind="context", title="Call", passages=tuple(Passage(t, s) for s, t in turns))
+    assert focus_source(live, "Orion budget", 400).passages[-1].text == turns[-1][1]  # the latest
+
+    document_text = "\n".join(f"Paragraph {i} about gardening." for i in range(60))
+    doc = document(3, document_text + "\nThe Orion budget rises in May.")
+    assert focus_source(doc, "Orion budget", 300).passages[-1].text == (
+        "The Orion budget rises in May.")
+    assert focus_source(document(4, "y" * 900), "x", 300).text().endswith("…")
+
+    many = [long, live, doc, *[document(i, "z " * 700) for i in range(4, 12)]]
+    fitted = fit_sources(many, "What is the Orion budget?")
+    assert [s.n for s in fitted] == [s.n for s in many]  # every source is kept
+    assert sum(len(s.text()) for s in fitted) <= 4000  # within the prompt's budget
+    assert fit_sources([document(1, "short")], "q")[0].text() == "short"
 
 
 # -- relevance -----------------------------------------------------------------------------------

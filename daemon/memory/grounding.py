@@ -46,8 +46,9 @@ SourceKind = Literal["transcript", "archive", "document", "assertion", "memory",
 INTERVIEW_FAMILY = frozenset({"job"})
 ME = "me"
 UNVERIFIED = "[unverified]"
-MAX_SOURCE_CHARS = 1400  # one chunk: a source never crowds the others out of the context
-MAX_PROMPT_SOURCE_CHARS = 7000  # with the rules and the answer, inside a 4k-token context
+MAX_SOURCE_CHARS = 1400  # one chunk
+MIN_SOURCE_CHARS = 300
+MAX_PROMPT_SOURCE_CHARS = 4000  # about 1,000 tokens: prompt time is most of the first token's
 MAX_CITED_QUOTE_CHARS = 240
 MIN_PREFIX = 4
 
@@ -164,7 +165,7 @@ def system_prompt(framing: Framing) -> str:
 def build_prompt(framing: Framing, question: str, sources: Sequence[Source]) -> list[ChatMessage]:
     """The chat messages that ask the model for a cited answer (sources trimmed to fit)."""
     blocks = []
-    for source in fit_sources(sources):
+    for source in fit_sources(sources, question):
         when = f"{_day(source.date)} · " if source.date else ""
         label = f" ({source.label})" if source.label else ""
         blocks.append(f"[{source.n}] {when}{source.title}{label}\n"
@@ -177,34 +178,49 @@ def build_prompt(framing: Framing, question: str, sources: Sequence[Source]) -> 
     return [ChatMessage("system", system_prompt(framing)), ChatMessage("user", user)]
 
 
-def fit_sources(sources: Sequence[Source]) -> list[Source]:
-    """Sources clipped to :data:`MAX_SOURCE_CHARS` each, in order, while the total fits."""
-    fitted: list[Source] = []
-    total = 0
-    for source in sources:
-        clipped = clip_source(source, MAX_SOURCE_CHARS)
-        size = len(clipped.text())
-        if fitted and total + size > MAX_PROMPT_SOURCE_CHARS:
-            break
-        fitted.append(clipped)
-        total += size
-    return fitted
+def fit_sources(sources: Sequence[Source], question: str = "") -> list[Source]:
+    """The sources as the model reads them: every one, each focused on what bears on
+    ``question`` within an equal share of :data:`MAX_PROMPT_SOURCE_CHARS` (at least
+    :data:`MIN_SOURCE_CHARS`, at most :data:`MAX_SOURCE_CHARS`). The prompt's length is what a
+    small model's first token waits for."""
+    if not sources:
+        return []
+    share = MAX_PROMPT_SOURCE_CHARS // len(sources)
+    limit = max(MIN_SOURCE_CHARS, min(MAX_SOURCE_CHARS, share))
+    return [focus_source(source, question, limit) for source in sources]
 
 
-def clip_source(source: Source, limit: int) -> Source:
-    """``source`` with passages dropped from the end (the last one cut) to at most ``limit``."""
-    kept: list[Passage] = []
-    used = 0
-    for passage in source.passages:
-        room = limit - used - (len(passage.speaker) + 2 if passage.speaker else 0)
-        if room <= 0:
-            break
-        if len(passage.text) > room:
-            kept.append(Passage(passage.text[: max(room - 1, 0)].rstrip() + "…", passage.speaker))
-            break
-        kept.append(passage)
-        used += len(passage.text) + (len(passage.speaker) + 2 if passage.speaker else 0) + 1
-    return msgspec.structs.replace(source, passages=tuple(kept))
+def focus_source(source: Source, question: str, limit: int) -> Source:
+    """``source`` cut to about ``limit`` characters around the passage that shares most words
+    with ``question`` (the latest turns, for the conversation going on now), in order; a
+    speakerless text is cut at its lines first."""
+    if len(source.text()) <= limit:
+        return source
+    units = [Passage(line, p.speaker) for p in source.passages
+             for line in (p.text.splitlines() if not p.speaker else [p.text]) if line.strip()]
+    if source.kind == "context":
+        best = len(units) - 1
+    else:
+        wanted = content_words(question)
+        shared = [sum(1 for w in wanted if shares_word({w}, content_words(u.text))) for u in units]
+        best = max(range(len(units)), key=lambda i: (shared[i], -i))
+    used = _size(units[best])
+    if used > limit:
+        text = units[best].text[: max(limit - len(units[best].speaker) - 3, 1)].rstrip()
+        return msgspec.structs.replace(source, passages=(Passage(text + "…", units[best].speaker),))
+    low, high = best, best + 1
+    grew = True
+    while grew:
+        grew = False
+        if high < len(units) and used + _size(units[high]) <= limit:
+            used, high, grew = used + _size(units[high]), high + 1, True
+        if low > 0 and used + _size(units[low - 1]) <= limit:
+            used, low, grew = used + _size(units[low - 1]), low - 1, True
+    return msgspec.structs.replace(source, passages=tuple(units[low:high]))
+
+
+def _size(passage: Passage) -> int:
+    return len(passage.text) + (len(passage.speaker) + 2 if passage.speaker else 0) + 1
 
 
 def _day(timestamp: float) -> str:
