@@ -1,0 +1,157 @@
+"""Ask figures over IPC: a real daemon subprocess, a store of 100 sessions, the installed LLM.
+
+    .venv/bin/python -m bench.ask [--sessions 100] [--questions 5]
+
+Imports synthetic transcripts through the protocol (ImportTranscript, into one Space), then asks
+questions as `braincue ask` does — subscribed to the answer's topic, the request sent from a
+thread — and prints, per question, the time to the first token and to the checked reply, and
+their medians. The first question also pays for loading the model; it is reported apart.
+Models come from BRAINCUE_MODELS (else the user's models directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import shutil
+import statistics
+import threading
+import time
+import uuid
+
+from bench.common import default_models_dir, machine
+from daemon.ipc.client import Client
+from daemon.ipc.protocol import (
+    AddSpace,
+    AnswerDone,
+    AnswerToken,
+    Ask,
+    AskReply,
+    ImportTranscript,
+    Status,
+    answer_topic,
+)
+from daemon.ipc.testing import short_home, start_daemon
+
+SPACE = "Bench"
+PROJECTS = ["Atlas", "Borealis", "Cobalt", "Dune", "Ember", "Fjord", "Granite", "Harbor"]
+PEOPLE = ["Sarah", "Tom", "Priya", "Lukas", "Mei", "Omar"]
+TOPICS = ["the budget", "the launch date", "hiring", "the vendor contract", "onboarding",
+          "the roadmap", "customer feedback", "the migration", "pricing", "the security review"]
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+QUESTIONS = [
+    "When will the {p} launch happen?",
+    "What did we decide about {t} for {p}?",
+    "Who is responsible for {t} on {p}?",
+    "What is the budget for {p}?",
+    "What did {n} say about {t}?",
+]
+
+
+def transcript(i: int, rng: random.Random) -> dict[str, object]:
+    """One synthetic meeting of about 24 turns about one project."""
+    project = PROJECTS[i % len(PROJECTS)]
+    other = rng.choice(PEOPLE)
+    started = dt.datetime(2026, 1, 5, 10, tzinfo=dt.UTC) + dt.timedelta(days=i)
+    turns = []
+    for j in range(24):
+        topic = rng.choice(TOPICS)
+        speaker = "me" if j % 2 else other
+        line = rng.choice([
+            f"On {topic} for {project}, I think we should wait until {rng.choice(DAYS)}.",
+            f"{rng.choice(PEOPLE)} will own {topic}; the deadline is {rng.choice(DAYS)}.",
+            f"We agreed that {topic} stays as planned, with {rng.randint(2, 9)} people on it.",
+            f"The {project} budget for {topic} is {rng.randint(10, 90)} thousand euros.",
+            f"Can we revisit {topic} next week? The {project} team is stretched.",
+            f"Customers asked about {topic} again; {rng.randint(3, 30)} tickets this month.",
+        ])
+        turns.append({"speaker": speaker, "text": line, "t": j * 20.0})
+    return {"title": f"{project} sync {i + 1}", "started_at": started.isoformat(),
+            "activity": "meeting", "turns": turns}
+
+
+def ask_timed(request: Ask) -> tuple[float, float, AskReply]:
+    """(seconds to the first token, seconds to the reply, the reply), measured as a client."""
+    first: list[float] = []
+    outcome: list[AskReply | BaseException] = []
+    with Client(timeout=30) as client, client.subscribe([answer_topic(request.id)]) as events:
+        began = time.perf_counter()
+
+        def send() -> None:
+            try:
+                with Client(timeout=600) as asking:
+                    outcome.append(asking.request(request, timeout=600))
+            except BaseException as e:
+                outcome.append(e)
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        while True:
+            event = events.receive(600)
+            if isinstance(event, AnswerToken) and not first:
+                first.append(time.perf_counter() - began)
+            if isinstance(event, AnswerDone) or event is None:
+                break
+        sender.join()
+        total = time.perf_counter() - began
+    reply = outcome[0]
+    if isinstance(reply, BaseException):
+        raise reply
+    return (first[0] if first else total), total, reply
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=100)
+    parser.add_argument("--questions", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+
+    home = short_home()
+    os.environ["BRAINCUE_HOME"] = str(home)
+    os.environ.setdefault("BRAINCUE_MODELS", str(default_models_dir()))
+    os.environ.setdefault("BRAINCUE_CAPTURE", "off")  # a benchmark never listens
+    print(f"machine: {machine()}")
+    daemon = start_daemon(home)
+    try:
+        with Client(timeout=600) as client:
+            client.request(AddSpace(name=SPACE))
+            began = time.perf_counter()
+            for i in range(args.sessions):
+                content = json.dumps(transcript(i, rng)).encode()
+                client.request(ImportTranscript(content=content, space=SPACE), timeout=600)
+            imported = time.perf_counter() - began
+            status = client.request(Status())
+        print(f"imported {args.sessions} sessions in {imported:.1f} s "
+              f"({status.counts}); models: {', '.join(status.models_loaded) or 'none'}")
+
+        questions = [QUESTIONS[i % len(QUESTIONS)].format(
+            p=rng.choice(PROJECTS), t=rng.choice(TOPICS), n=rng.choice(PEOPLE))
+            for i in range(args.questions + 1)]
+        firsts, totals = [], []
+        for i, question in enumerate(questions):
+            first, total, reply = ask_timed(Ask(id=uuid.uuid4().hex, question=question,
+                                                space=SPACE))
+            words = len(reply.answer.split())
+            label = "warm-up (loads the model)" if i == 0 else f"question {i}"
+            print(f"{label:<26} first token {first:6.2f} s   answer {total:6.2f} s   "
+                  f"{words:3d} words, {len(reply.sources)} sources   {question}")
+            if i:
+                firsts.append(first)
+                totals.append(total)
+        if firsts:
+            print(f"median over {len(firsts)}: first token {statistics.median(firsts):.2f} s, "
+                  f"whole answer {statistics.median(totals):.2f} s")
+    finally:
+        code = daemon.stop()
+        if code != 0:
+            print(f"daemon exited with {code}:\n{daemon.log()[-2000:]}")
+        shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
