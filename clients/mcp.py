@@ -27,6 +27,7 @@ from daemon.ipc.protocol import (
     ListSessions,
     Reply,
     Request,
+    Search,
     ShowSession,
 )
 
@@ -36,6 +37,7 @@ P = ParamSpec("P")
 R = TypeVar("R", bound=Reply)
 
 ASK_TIMEOUT_S = 300.0
+MAX_K = 50
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                             open_world_hint=False)
 OPEN_KINDS = ["commitment", "task"]
@@ -74,6 +76,13 @@ class Tools:
     def _request(self, request: Request[R], timeout: float | None = None) -> R:
         with Client(self.profile) as client:
             return client.request(request, timeout=timeout)
+
+    def search(self, query: str, space: str | None = None, k: int = 5) -> str:
+        """Search the user's memory — conversations, kept summaries, documents, decisions and
+        commitments — by words and by meaning; the best ``k`` results first, each with its
+        text, title, date and speakers."""
+        reply = self._request(Search(query=query, space=space, k=max(1, min(k, MAX_K))))
+        return _json(reply.results)
 
     def ask(self, question: str, space: str | None = None) -> str:
         """Ask the user's memory a question; the answer cites its sources as [n] (session
@@ -124,8 +133,8 @@ def build_server(profile: str) -> MCPServer[Any]:
     """The MCP server of one profile, its tools registered (read-only)."""
     tools = Tools(profile)
     server: MCPServer[Any] = MCPServer("braincue", instructions=INSTRUCTIONS, log_level="WARNING")
-    for fn in (tools.ask, tools.list_sessions, tools.get_transcript, tools.open_commitments,
-               tools.decisions):
+    for fn in (tools.search, tools.ask, tools.list_sessions, tools.get_transcript,
+               tools.open_commitments, tools.decisions):
         server.add_tool(_tool_errors(fn), name=fn.__name__, annotations=READ_ONLY,
                         structured_output=False)
     return server

@@ -1,0 +1,83 @@
+"""`braincue mcp` spawned by the official MCP client over stdio, against a running daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from askkit import FACT_TITLE, SPACE, import_kept_sessions
+from mcp.client.client import Client as McpClient
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import TextContent
+
+from daemon.ipc.client import Client
+from daemon.ipc.protocol import ListAssertions
+from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
+
+BRAINCUE = Path(sys.executable).parent / "braincue"
+TOOLS = {"search", "ask", "list_sessions", "get_transcript", "open_commitments", "decisions"}
+
+
+@pytest.fixture
+def daemon(monkeypatch: pytest.MonkeyPatch) -> Iterator[DaemonProcess]:
+    home = short_home()
+    monkeypatch.setenv("BRAINCUE_HOME", str(home))
+    started = start_daemon(home)
+    yield started
+    started.stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def server(home: Path) -> StdioServerParameters:
+    env = {"BRAINCUE_HOME": str(home), "BRAINCUE_MODELS": os.environ["BRAINCUE_MODELS"]}
+    return StdioServerParameters(command=str(BRAINCUE), args=["mcp"], env=env)
+
+
+def text(result: object) -> str:
+    content = result.content  # type: ignore[attr-defined]
+    assert len(content) == 1 and isinstance(content[0], TextContent)
+    return content[0].text
+
+
+async def test_an_mcp_client_lists_the_tools_and_searches_and_asks(
+    daemon: DaemonProcess,
+) -> None:
+    with Client(timeout=60) as client:
+        ids = import_kept_sessions(client)
+        assert client.request(ListAssertions(space=SPACE)).assertions == []
+
+    async with McpClient(server(daemon.home)) as mcp:
+        tools = {tool.name: tool for tool in (await mcp.list_tools()).tools}
+        assert set(tools) == TOOLS
+        assert all(t.annotations is not None and t.annotations.read_only_hint
+                   for t in tools.values())
+        assert tools["search"].input_schema["required"] == ["query"]
+
+        found = await mcp.call_tool("search", {"query": "Orion server budget", "space": SPACE})
+        assert not found.is_error
+        results = json.loads(text(found))
+        assert results[0]["title"] == FACT_TITLE
+        assert "48,000 euros" in results[0]["text"]
+
+        # nothing kept is about this: the answer says so (and no model is needed for it)
+        asked = await mcp.call_tool("ask", {"question": "Who won the chess tournament?",
+                                            "space": SPACE})
+        answer = json.loads(text(asked))
+        assert answer["nothing_found"] and answer["answer"].startswith("I don't know")
+
+        sessions = json.loads(text(await mcp.call_tool("list_sessions", {"space": SPACE})))
+        assert {s["title"] for s in sessions} == set(ids)
+        transcript = json.loads(text(await mcp.call_tool(
+            "get_transcript", {"session_id": ids[FACT_TITLE]})))
+        assert transcript["turns"][2] == {
+            "speaker": "Tom", "start": 20.0,
+            "text": "The Orion server budget is 48,000 euros for this year."}
+        assert json.loads(text(await mcp.call_tool("open_commitments", {"space": SPACE}))) == []
+
+        missing = await mcp.call_tool("search", {"query": "budget", "space": "Nowhere"})
+        assert missing.is_error and "Nowhere" in text(missing)
