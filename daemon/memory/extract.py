@@ -29,7 +29,7 @@ ASSERTION_KINDS: tuple[AssertionKind, ...] = (
 )
 # Per model call (a piece of the transcript). The schema caps the list too, so a small model
 # cannot run on until its answer is cut off and lost (a 0.5B model did, at 1024 tokens).
-MAX_ASSERTIONS = 10
+MAX_ASSERTIONS = 8
 MAX_ALTERNATIVES = 4
 
 

@@ -84,7 +84,7 @@ Answer = Literal["keep", "discard", "later"]
 ANSWERS: tuple[Answer, ...] = ("keep", "discard", "later")
 
 ARCHIVE_TOKENS = 768  # the longest archive answer allowed
-EXTRACT_TOKENS = 1024
+EXTRACT_TOKENS = 1536  # eight items of ~125 tokens (a 0.5B model fills every field) and room
 RULING_TOKENS = 48
 RECONCILE_CANDIDATES = 5  # nearest current assertions shown to the model
 MAX_EXTRACTED = 48  # per session, after merging the pieces
