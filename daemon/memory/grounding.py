@@ -9,7 +9,8 @@
   and invite the model to narrate the user's achievements.
 - **Sources** are numbered [1], [2]... in the prompt. Each holds passages (a transcript chunk's
   turns, with their speakers; an archive's or a document's text; an assertion; a memory) in
-  which quotes are looked up.
+  which quotes are looked up. Every source reaches the model, focused on the passages that
+  bear on the question, within a fixed budget: prompt length is what the first token waits for.
 - **Nothing relevant.** Fused scores are uncalibrated and never thresholded. Instead, the
   recalled material is relevant when at least one source shares a content word (stop words
   dropped, crudely stemmed) with the question — the same evidence a full-text leg would need —
@@ -21,6 +22,9 @@
   whitespace-normalised, inside one passage of the source it cites (of any source, when it
   cites none); one that is not is marked ``[unverified]`` in the text and in its citation,
   never passed off. A verified quote's speaker is read off the matched passage, not the model.
+  A sentence left uncited that a source supports (at least half of its content words, two at
+  least: the anchoring rule of extraction) is given that source's number; small models often
+  leave citations out. A sentence no source supports stays uncited.
 - **The question heard from "them".** With no question typed while a session is live, the
   question is the last one somebody other than the user asked: a sentence ending with "?" or
   starting with a question word.
