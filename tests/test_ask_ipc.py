@@ -174,7 +174,7 @@ async def test_ask_cancel_stops_the_answer_and_the_model(paths: Paths, store: St
 
     assert done == AnswerDone(request_id="ask-2", cancelled=True)
     (reply,) = replies
-    assert reply.cancelled and reply.answer == "Thinking "
+    assert reply.cancelled and reply.answer == "Thinking"
     assert generator.closed.is_set()
 
 

@@ -124,14 +124,13 @@ class Asker:
             return msgspec.structs.replace(answer, cancelled=True)
         messages = grounding.build_prompt(framing, asked, sources)
         raw = await _stream(self._generator(), messages, on_token, stop)
-        if stop.is_set():
-            return msgspec.structs.replace(answer, text=raw, cancelled=True)
+        # what came before a stop is checked too: it is shown as the answer so far
         checked = grounding.check_answer(raw, sources, asked)
         if checked.unverified or checked.dropped:
             log.info("answer checked: %d quote(s) marked unverified, %d citation(s) of no source "
                      "dropped", checked.unverified, checked.dropped)
         return msgspec.structs.replace(answer, text=checked.text, citations=checked.citations,
-                                       unverified=checked.unverified)
+                                       unverified=checked.unverified, cancelled=stop.is_set())
 
     async def _space(self, name: str | None, current: Session | None) -> Space | None:
         if name is not None:
