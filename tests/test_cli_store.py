@@ -282,11 +282,11 @@ def test_vectors_follow_once_a_model_is_installed(
         notes.write_text("The offsite is in Lisbon in October.\n")
         assert ok("docs", "add", str(notes)).stderr == ""  # embedded as it is added
         with Client(timeout=60) as client:
-            # the transcript's chunk is embedded in the background after the start
-            assert wait_for(lambda: client.request(Status()).counts["vectors"] == 2)
+            # the transcript's chunk and 3 turns are embedded in the background after the start
+            assert wait_for(lambda: client.request(Status()).counts["vectors"] == 5)
     finally:
         assert with_model.stop(signal.SIGTERM) == 0
-    assert "embedded 1 item(s) stored without vectors" in with_model.log()
+    assert "embedded 4 item(s) stored without vectors" in with_model.log()
 
 
 def wait_for(condition: Callable[[], bool], attempts: int = 600) -> bool:

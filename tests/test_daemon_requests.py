@@ -260,7 +260,7 @@ async def test_spaces_and_documents(home: Path) -> None:
             gone = client.request(RemoveSpace(name="INTERVIEWS"))
             assert gone.name == "Interviews"
             assert gone.deleted == {"spaces": 1, "sessions": 1, "turns": 3, "chunks": 2,
-                                    "documents": 1, "vectors": 2}
+                                    "documents": 1, "vectors": 2 + 3}  # + one per turn
             with pytest.raises(NotFound):
                 client.request(RemoveSpace(name="Interviews"))
             status = client.request(Status())
@@ -344,7 +344,7 @@ async def test_search_over_ipc_in_a_scope(home: Path) -> None:
                 1, ["me", "Sarah"], [1, 2, 3], ["u1"])
             assert top.date == 1785240300.0
             assert top.explain is not None and set(top.explain.legs) == {"fts_chunks",
-                                                                         "vector_chunks"}
+                                                                         "vector_turns"}
             assert top.explain.legs["fts_chunks"].score > 0  # BM25, negated: higher is better
 
             # another Space is never searched; profile-wide memory always is
@@ -555,7 +555,7 @@ def test_sigterm_saves_the_vector_index(home: Path, monkeypatch: pytest.MonkeyPa
         with Client(timeout=60) as client:
             client.request(ImportTranscript(content=transcript()))
             status = client.request(Status())
-            assert status.counts["vectors"] == 1
+            assert status.counts["vectors"] == 1 + 3  # the chunk and its three turns
             assert status.models_loaded[0].startswith("embed:all-minilm-l6-v2")
     finally:
         assert daemon.stop(signal.SIGTERM) == 0, daemon.log()

@@ -246,9 +246,10 @@ def test_turns_survive_an_embedding_failure_and_embed_pending_catches_up(
     assert store.vector_count("chunk") == 0
     assert store.fts_chunks("quarterly", Scope())
     embedder.failing = False
-    assert store.embed_pending() == len(store.chunks(session_id=session.id))
+    assert store.embed_pending() == len(store.chunks(session_id=session.id)) + 40  # + turns
     assert store.embed_pending() == 0
     assert store.vector_chunks("quarterly numbers board", Scope())
+    assert store.vector_turns("quarterly numbers board", Scope())
 
 
 def test_file_session_moves_its_chunks(store: Store) -> None:

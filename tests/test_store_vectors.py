@@ -134,7 +134,7 @@ def test_a_model_change_rebuilds_and_never_mixes_models(
         assert store.vector_chunks(TOPICS[0], Scope()) == []
         # a memory about the person drops out of recall until the current model embeds it
         assert {h.id for h in store.fts_assertions("heron reports", Scope())} == {plain.id}
-        assert store.embed_pending() == len(TOPICS) + 2
+        assert store.embed_pending() == 2 * len(TOPICS) + 2  # a chunk and a turn per topic
         assert {h.id for h in store.fts_assertions("heron reports", Scope())} == {
             plain.id,
             memory.id,
@@ -144,7 +144,7 @@ def test_a_model_change_rebuilds_and_never_mixes_models(
                 "SELECT model_id, count(*) FROM embeddings GROUP BY model_id ORDER BY model_id"
             ).fetchall()
         )
-        assert models == [("model-a", len(TOPICS) + 2), ("model-b", len(TOPICS) + 2)]
+        assert models == [("model-a", 2 * len(TOPICS) + 2), ("model-b", 2 * len(TOPICS) + 2)]
         new_keys = set(
             store.db.read(
                 lambda c: [

@@ -21,7 +21,7 @@ ChunkKind = Literal["transcript", "session", "document"]
 AssertionKind = Literal["decision", "fact", "commitment", "preference", "task"]
 ReviewStatus = Literal["pending", "approved", "rejected", "archived"]
 AssertionSource = Literal["extracted", "user", "agent"]
-OwnerKind = Literal["chunk", "assertion"]  # what an embedding belongs to
+OwnerKind = Literal["chunk", "assertion", "turn"]  # what an embedding belongs to
 
 
 class Space(msgspec.Struct, frozen=True):

@@ -29,29 +29,53 @@ import trio
 from daemon.errors import NotFound
 from daemon.store import fusion, recency, sql
 from daemon.store.fusion import Fused, ItemFacts, ItemKey, LegHit
-from daemon.store.records import Assertion, Chunk, Hit, Session
+from daemon.store.records import Assertion, Chunk, ChunkKind, Hit, Session
 from daemon.store.scope import Scope
 from daemon.store.store import Store
 from daemon.store.vectors import Vectors
 from daemon.store.writes import assertion_body
 
-LegName = Literal["fts_chunks", "vector_chunks", "fts_assertions", "vector_assertions"]
-LEGS: tuple[LegName, ...] = ("fts_chunks", "vector_chunks", "fts_assertions", "vector_assertions")
+LegName = Literal[
+    "fts_chunks", "vector_turns", "vector_chunks", "fts_assertions", "vector_assertions"
+]
+LEGS: tuple[LegName, ...] = (
+    "fts_chunks",  # BM25 over chunks, header 2x
+    "vector_turns",  # transcript chunks by their best-matching turn's vector
+    "vector_chunks",  # archives and documents by their whole text's vector
+    "fts_assertions",
+    "vector_assertions",
+)
+# A transcript chunk's whole-text vector adds nothing its turns' vectors do not (on LoCoMo it
+# cost recall at every weight tried), so only archives and documents are searched that way.
+WHOLE_TEXT_KINDS: tuple[ChunkKind, ...] = ("session", "document")
+
+
+# Measured on LoCoMo (bench/locomo.py, docs/benchmark.md): with equal weights the vector leg
+# pulls BM25 down, so full text counts twice; and RRF's k=60 flattens the top ranks that decide
+# a top 5, so k=10.
+LEG_WEIGHTS: dict[str, float] = {
+    "fts_chunks": 2.0,
+    "vector_turns": 1.0,
+    "vector_chunks": 1.0,
+    "fts_assertions": 2.0,
+    "vector_assertions": 1.0,
+}
+RRF_K = 10
+MAX_DEPTH = 3200  # rows per leg when the caps starve the result (see search)
 
 
 class SearchOptions(msgspec.Struct, frozen=True, kw_only=True):
-    """How the search fuses and caps; the defaults are what the LoCoMo benchmark chose
-    (bench/locomo.py, docs/benchmark.md)."""
+    """How the search fuses and caps (the defaults are the measured ones)."""
 
     legs: tuple[LegName, ...] = LEGS
-    weights: Mapping[str, float] = msgspec.field(
-        default_factory=lambda: {"fts_chunks": 1.0, "vector_chunks": 1.0}
-    )
-    rrf_k: int = fusion.RRF_K
-    depth: int = 50  # rows fetched per leg: the caps need real alternatives to fall back on
+    weights: Mapping[str, float] = msgspec.field(default_factory=lambda: dict(LEG_WEIGHTS))
+    rrf_k: int = RRF_K
+    depth: int = 50  # rows fetched per leg first: the caps need alternatives to fall back on
     per_session: int = 2  # of k=5, scaled to other k
     archives: int = 2  # of k=5, scaled to other k
-    recency: float = 0.5  # the largest bonus, in first-place votes of one leg (1 / (rrf_k + 1))
+    # the largest recency bonus, in first places of a weight-1 leg (1 / (rrf_k + 1)): enough
+    # to reorder close items, never to lift an item one leg barely ranked over the others
+    recency: float = 1.0
 
 
 DEFAULT_OPTIONS = SearchOptions()
@@ -130,8 +154,17 @@ def search(
         scope = msgspec.structs.replace(scope, as_of=as_of)
     if k <= 0 or not query.strip():
         return []
-    legs = _run_legs(store, query, scope, options)
-    return _assemble(store, query, scope, k, legs, options, explain, now)
+    depth = options.depth
+    legs, vector = _run_legs(store, query, scope, options.legs, depth, None)
+    while True:
+        results = _assemble(store, query, scope, k, legs, options, explain, now)
+        # the caps can starve the result when one session fills every leg's page (a flood of
+        # matching chunks): then look deeper, so freed slots go to real alternatives
+        starved = len(results) < k and any(len(ranked) >= depth for ranked in legs.values())
+        if not starved or depth >= MAX_DEPTH:
+            return results
+        depth = min(MAX_DEPTH, depth * 4)
+        legs, vector = _run_legs(store, query, scope, options.legs, depth, vector)
 
 
 async def asearch(
@@ -162,11 +195,15 @@ Ranked = list[tuple[ItemKey, float]]
 
 
 def _run_legs(
-    store: Store, query: str, scope: Scope, options: SearchOptions
-) -> dict[str, Ranked]:
-    """Every leg's ranking, best first, as (key, raw score with higher better)."""
-    depth = options.depth
-    wanted = set(options.legs)
+    store: Store,
+    query: str,
+    scope: Scope,
+    wanted: Sequence[LegName],
+    depth: int,
+    vector: Vectors | None,
+) -> tuple[dict[str, Ranked], Vectors | None]:
+    """Every wanted leg's ranking of up to ``depth`` rows, best first, as (key, raw score with
+    higher better); and the query's vector (embedded here unless given)."""
     futures: dict[str, Future[list[Hit]]] = {}
 
     def start(leg: LegName, fn: Callable[[], list[Hit]]) -> None:
@@ -175,19 +212,23 @@ def _run_legs(
 
     start("fts_chunks", lambda: store.fts_chunks(query, scope, depth))
     start("fts_assertions", lambda: store.fts_assertions(query, scope, depth))
-    vector: Vectors | None = None
-    if wanted & {"vector_chunks", "vector_assertions"}:
+    if vector is None and any(leg.startswith("vector_") for leg in wanted):
         vector = store.embed_query(query)  # on the embedder's thread, beside the FTS legs
     if vector is not None:
-        start("vector_chunks", lambda: store.vector_chunks(vector, scope, depth))
-        start("vector_assertions", lambda: store.vector_assertions(vector, scope, depth))
+        query_vector = vector
+        start("vector_turns", lambda: store.vector_turns(query_vector, scope, depth))
+        start(
+            "vector_chunks",
+            lambda: store.vector_chunks(query_vector, scope, depth, kinds=WHOLE_TEXT_KINDS),
+        )
+        start("vector_assertions", lambda: store.vector_assertions(query_vector, scope, depth))
     ranked: dict[str, Ranked] = {}
     for leg, future in futures.items():
-        item: fusion.ItemKind = "chunk" if leg.endswith("_chunks") else "assertion"
+        item: fusion.ItemKind = "assertion" if leg.endswith("_assertions") else "chunk"
         # bm25 is better when more negative; every leg is reported higher-is-better
         sign = -1.0 if leg.startswith("fts_") else 1.0
         ranked[leg] = [(ItemKey(item, hit.id), sign * hit.score) for hit in future.result()]
-    return ranked
+    return ranked, vector
 
 
 # -- from rankings to results --------------------------------------------------------------------

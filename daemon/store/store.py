@@ -16,9 +16,11 @@ nothing half-indexed. A live transcript is different: its turns must be committe
 arrive, whatever the embedder does. So turns, chunk text and FTS commit together; then the chunks
 that changed are embedded and their vectors written in a second transaction — a chunk as it
 closes, and the still-growing newest chunk when it has none yet or has grown by
-``live_reembed_chars`` since it was last embedded (about four times over its life). A vector that
-could not be made is made later by :meth:`Store.embed_pending`, which also re-embeds everything
-after a change of embedding model.
+``live_reembed_chars`` since it was last embedded (about four times over its life) — and every
+new turn on its own, once, under its context header (:mod:`daemon.store.turnviews`): a chunk
+embedded whole dilutes its turns, so vector search ranks transcript chunks by their best turn
+(:meth:`Store.vector_turns`). A vector that could not be made is made later by
+:meth:`Store.embed_pending`, which also re-embeds everything after a change of embedding model.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import msgspec
 import numpy as np
 
 from daemon.errors import InvalidInput, NotFound
-from daemon.store import chunking, documents, fts, sql, writes
+from daemon.store import chunking, documents, fts, sql, turnviews, writes
 from daemon.store.db import Database
 from daemon.store.documents import DocumentText
 from daemon.store.records import (
@@ -68,7 +70,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-OWNER_KINDS: tuple[OwnerKind, ...] = ("chunk", "assertion")
+OWNER_KINDS: tuple[OwnerKind, ...] = ("chunk", "assertion", "turn")
+# turn vectors fetched per chunk wanted: a chunk holds about ten turns, several of them may match
+TURNS_PER_CHUNK_FETCHED = 8
 
 DB_FILE = "braincue.db"
 LIVE_REEMBED_CHARS = 350  # a quarter of a chunk: the growing chunk is re-embedded ~4 times
@@ -401,6 +405,7 @@ class Store:
             lambda conn, _: writes.append_turns(conn, session_id, turns, self.chunk_limit)
         )
         self._refresh_chunk_vectors(touched, swallow=True)
+        self._embed_turns([t.id for t in stored], swallow=True)
         return stored
 
     def end_session(
@@ -1027,16 +1032,59 @@ class Store:
         vector: Vectors = self.embedder.embed_sync([text])[0]
         return vector
 
-    def vector_chunks(self, query: Vectors | str, scope: Scope, limit: int = 50) -> list[Hit]:
-        """Nearest chunks in ``scope`` by cosine similarity: (chunk id, similarity), best
-        first. ``query`` is a vector from :meth:`embed_query` or the text itself."""
+    def vector_chunks(
+        self,
+        query: Vectors | str,
+        scope: Scope,
+        limit: int = 50,
+        *,
+        kinds: Sequence[ChunkKind] | None = None,
+    ) -> list[Hit]:
+        """Nearest chunks in ``scope`` (of ``kinds``, default all) by the cosine similarity of
+        their whole text: (chunk id, similarity), best first. ``query`` is a vector from
+        :meth:`embed_query` or the text itself."""
         where, params = chunk_filter(scope)
+        if kinds is not None:
+            where += " AND c.kind IN (SELECT value FROM json_each(:kinds))"
+            params["kinds"] = json.dumps(list(kinds))
         return self._vector("chunk", "chunks", "c", where, params, query, limit)
 
     def vector_assertions(self, query: Vectors | str, scope: Scope, limit: int = 50) -> list[Hit]:
         """Nearest assertions ``scope`` may see: (assertion id, similarity), best first."""
         where, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
         return self._vector("assertion", "assertions", "a", where, params, query, limit)
+
+    def vector_turns(self, query: Vectors | str, scope: Scope, limit: int = 50) -> list[Hit]:
+        """Transcript chunks in ``scope`` ranked by their best-matching turn: (chunk id, that
+        turn's cosine similarity), best first. Each turn is embedded on its own (see
+        :mod:`daemon.store.turnviews`), so a chunk is found by its one relevant turn."""
+        where, params = chunk_filter(scope)
+        in_chunk = (
+            "c.session_id = t.session_id AND c.kind = 'transcript'"
+            " AND t.id BETWEEN c.first_turn AND c.last_turn"
+        )
+        turn_scope = f"EXISTS (SELECT 1 FROM chunks c WHERE {in_chunk} AND {where})"
+        hits = self._vector(
+            "turn", "turns", "t", turn_scope, params, query, limit * TURNS_PER_CHUNK_FETCHED
+        )
+        if not hits:
+            return []
+        pairs = self.db.read(
+            lambda conn: sql.rows(
+                conn,
+                f"SELECT t.id, c.id FROM turns t JOIN chunks c ON {in_chunk}"
+                f" WHERE t.id IN (SELECT value FROM json_each(:turns)) AND {where} ORDER BY c.id",
+                {**params, "turns": sql.json_ids(h.id for h in hits)},
+            )
+        )
+        chunks_of: dict[int, list[int]] = {}
+        for turn_id, chunk_id in pairs:  # a turn longer than a chunk spans several
+            chunks_of.setdefault(turn_id, []).append(chunk_id)
+        best: dict[int, float] = {}
+        for hit in hits:  # best first, so a chunk's first hit is its best turn
+            for chunk_id in chunks_of.get(hit.id, ()):
+                best.setdefault(chunk_id, hit.score)
+        return [Hit(id=chunk_id, score=score) for chunk_id, score in best.items()][:limit]
 
     def _fts(
         self,
@@ -1123,7 +1171,7 @@ class Store:
     def embed_pending(
         self, batch: int = 64, *, should_stop: Callable[[], bool] | None = None
     ) -> int:
-        """Embed every chunk and assertion that has no vector from the current model (or
+        """Embed every turn, chunk and assertion that has no vector from the current model (or
         whose chunk text grew since), e.g. after a model change or an embedding failure.
         Returns how many vectors were written; a model failure raises. ``should_stop`` is
         asked between batches (a daemon shutting down stops there; the rest waits)."""
@@ -1149,7 +1197,20 @@ class Store:
                 (model,),
             )
         )
+        turn_ids = self.db.read(
+            lambda conn: sql.column(
+                conn,
+                "SELECT t.id FROM turns t LEFT JOIN embeddings e"
+                " ON e.owner_kind = 'turn' AND e.owner_id = t.id AND e.model_id = ?"
+                " WHERE e.id IS NULL ORDER BY t.id",
+                (model,),
+            )
+        )
         written = 0
+        for start in range(0, len(turn_ids), batch):
+            if should_stop is not None and should_stop():
+                return written
+            written += self._embed_turns(turn_ids[start : start + batch], swallow=False)
         for start in range(0, len(chunk_ids), batch):
             if should_stop is not None and should_stop():
                 return written
@@ -1229,6 +1290,60 @@ class Store:
                     continue  # changed while it was being embedded: the next pass takes it
                 self._put_vector(conn, changes, "chunk", chunk_id, vector, len(text))
                 written += 1
+            return written
+
+        return self._write(txn)
+
+    def _embed_turns(self, turn_ids: Sequence[int], *, swallow: bool) -> int:
+        """Embed the turns among ``turn_ids`` that have no vector from the current model, each
+        under its session's context header (see :mod:`daemon.store.turnviews`)."""
+        if self.embedder is None or not turn_ids:
+            return 0
+        model = self.embedder.model_id
+        rows = self.db.read(
+            lambda conn: sql.rows(
+                conn,
+                "SELECT t.id, t.speaker, t.start_s, t.text, s.started_at, s.title, s.participants"
+                " FROM turns t JOIN sessions s ON s.id = t.session_id"
+                " LEFT JOIN embeddings e ON e.owner_kind = 'turn' AND e.owner_id = t.id"
+                " AND e.model_id = ? WHERE t.id IN (SELECT value FROM json_each(?))"
+                " AND e.id IS NULL ORDER BY t.id",
+                (model, sql.json_ids(turn_ids)),
+            )
+        )
+        todo = [
+            (
+                turn_id,
+                turnviews.turn_view(
+                    chunking.ChunkContext(
+                        date=writes.local_date(started_at),
+                        kind="transcript",
+                        title=title,
+                        participants=tuple(json.loads(participants)),
+                    ),
+                    chunking.ChunkTurn(id=turn_id, speaker=speaker, start=start, text=text),
+                ),
+            )
+            for turn_id, speaker, start, text, started_at, title, participants in rows
+        ]
+        if not todo:
+            return 0
+        try:
+            vectors = self.embedder.embed_sync([text for _, text in todo])
+        except Exception as e:
+            if not swallow:
+                raise
+            log.warning(
+                "could not embed %d turns (kept without vectors for now): %s", len(todo), e
+            )
+            return 0
+
+        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
+            written = 0
+            for (turn_id, text), vector in zip(todo, vectors, strict=True):
+                if sql.row(conn, "SELECT 1 FROM turns WHERE id = ?", (turn_id,)):
+                    self._put_vector(conn, changes, "turn", turn_id, vector, len(text))
+                    written += 1
             return written
 
         return self._write(txn)

@@ -433,6 +433,8 @@ def delete_session(
     )
     delete_assertions(conn, changes, assertion_ids, deleted)
     delete_chunks(conn, changes, chunk_ids, deleted)
+    turn_ids = sql.column(conn, "SELECT id FROM turns WHERE session_id = ?", (session_id,))
+    deleted.vectors += drop_vectors(conn, changes, "turn", turn_ids)
     conn.execute("DELETE FROM turns WHERE session_id = ?", (session_id,))
     deleted.turns += conn.changes()
     conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
