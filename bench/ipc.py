@@ -1,16 +1,21 @@
 """IPC figures against a real daemon subprocess (`python -m daemon`, fresh BRAINCUE_HOME).
 
-    .venv/bin/python bench/ipc.py [--seconds 3]
+    .venv/bin/python -m bench.ipc [--seconds 3] [--chunks 3000] [--repeat 200]
 
 Prints ping round trips per second with one client and with 8 concurrent clients (threads,
-one Client each), and the median ping latency. Whoever adds a request type whose in-process cost
-matters (Search) compares it with `compare_latency(label, over_ipc, in_process)`, called from
-`main` where marked.
+one Client each), and the median ping latency. Then it fills the store through the protocol
+with synthetic transcripts until it holds ``--chunks`` chunks (embedded when an embedding model
+is installed: BRAINCUE_MODELS), and prints the median latency of the same searches over IPC
+(`Search`) and called in-process (`daemon.store.search.search` on the same store, opened in this
+process once the daemon has stopped).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
+import logging
 import os
 import shutil
 import signal
@@ -19,9 +24,22 @@ import threading
 import time
 from collections.abc import Callable
 
+from bench.embed import sentences
+from daemon.config import Config
+from daemon.engines import Engines
 from daemon.ipc.client import Client
-from daemon.ipc.protocol import Ping
+from daemon.ipc.protocol import ImportTranscript, Ping, Search, Status
 from daemon.ipc.testing import short_home, start_daemon
+from daemon.store.scope import Scope
+from daemon.store.search import search
+from daemon.store.store import Store
+
+QUERIES = [
+    "when is the quarterly budget due", "who approved the launch plan", "contract draft",
+    "what happened with the server migration", "Priya asked about the hiring process",
+    "release notes before the workshop", "the vendor postponed", "price list in March",
+    "meeting room booked", "what did Bob review last week",
+]
 
 
 def round_trips_per_second(clients: int, seconds: float) -> float:
@@ -60,22 +78,50 @@ def median_latency(call: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
-def compare_latency(label: str, over_ipc: Callable[[], object],
-                    in_process: Callable[[], object], repeat: int = 200) -> None:
-    """Print the median latency of the same operation over IPC and called in-process."""
-    remote = median_latency(over_ipc, repeat)
-    local = median_latency(in_process, repeat)
-    print(f"{label:<28} over IPC {remote * 1e3:8.3f} ms   in-process {local * 1e3:8.3f} ms   "
-          f"(IPC adds {(remote - local) * 1e3:.3f} ms)")
+def fill(client: Client, chunks: int) -> tuple[int, float]:
+    """Import synthetic calls until the store holds ``chunks`` chunks; (chunks, seconds)."""
+    began = time.perf_counter()
+    pool = itertools.cycle(sentences(20_000, seed=5))
+    held = 0
+    for call in itertools.count():
+        turns = [{"speaker": ("me", "them")[i % 2], "t": 6.0 * i,
+                  "text": " ".join(itertools.islice(pool, 1 + i % 3))} for i in range(120)]
+        transcript = {"title": f"Call {call}", "turns": turns,
+                      "started_at": f"2026-{1 + call % 12:02d}-{1 + call % 28:02d}T10:00:00"}
+        client.request(ImportTranscript(content=json.dumps(transcript).encode()), timeout=900)
+        held = client.request(Status()).counts["chunks"]
+        if held >= chunks:
+            return held, time.perf_counter() - began
+    raise AssertionError("unreachable")
+
+
+def search_in_process(repeat: int, queries: itertools.cycle[str]) -> float:
+    """The median latency of the same searches on the same store, in this process."""
+    config = Config.load()
+    engines = Engines(lambda: config.settings, config.paths.models_dir)
+    store = Store.open(config.paths, engines.open_embedder())
+    scope = Scope(person_memory=config.settings.memory_enabled)
+    try:
+        return median_latency(
+            lambda: search(store, next(queries), scope=scope, k=config.settings.search_k),
+            repeat)
+    finally:
+        store.close()
+        engines.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each run")
+    parser.add_argument("--chunks", type=int, default=3000,
+                        help="chunks in the store searched (0: no search figures)")
+    parser.add_argument("--repeat", type=int, default=200, help="searches per median")
     args = parser.parse_args()
+    logging.basicConfig(format="note: %(message)s", level=logging.WARNING)
 
     home = short_home()
     os.environ["BRAINCUE_HOME"] = str(home)
+    os.environ["BRAINCUE_CAPTURE"] = "off"  # no audio: the figures are the protocol's
     daemon = start_daemon(home)
     try:
         print(f"BrainCue IPC (daemon pid {daemon.pid}, {os.cpu_count()} CPUs)")
@@ -86,11 +132,24 @@ def main() -> None:
         with Client() as client:
             latency = median_latency(lambda: client.request(Ping()), 2000)
             print(f"ping median latency          {latency * 1e6:10,.0f} µs")
-            # Search over IPC next to the same search in-process goes here, e.g.:
-            # compare_latency("search", lambda: client.request(Search(query=q)),
-            #                 lambda: store.search(q))
+            if args.chunks:
+                held, took = fill(client, args.chunks)
+                status = client.request(Status())
+                models = ", ".join(status.models_loaded) or "none (full-text legs only)"
+                print(f"store: {held:,} chunks, {status.counts['vectors']:,} vectors "
+                      f"(filled over IPC in {took:.0f} s); models: {models}")
+                queries = itertools.cycle(QUERIES)
+                remote = median_latency(
+                    lambda: client.request(Search(query=next(queries)), timeout=60), args.repeat)
+        code = daemon.stop(signal.SIGTERM)
+        if code != 0:
+            raise SystemExit(f"the daemon exited with {code}:\n{daemon.log()}")
+        if args.chunks:
+            local = search_in_process(args.repeat, itertools.cycle(QUERIES))
+            print(f"search median latency        over IPC {remote * 1e3:8.2f} ms   in-process "
+                  f"{local * 1e3:8.2f} ms   (IPC adds {(remote - local) * 1e3:.2f} ms)")
     finally:
-        daemon.stop(signal.SIGTERM)
+        daemon.stop(signal.SIGKILL)
         shutil.rmtree(home, ignore_errors=True)
 
 
