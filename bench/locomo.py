@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import re
 import tempfile
 import time
@@ -36,13 +37,13 @@ from bench.common import default_models_dir, machine
 from bench.memo import MemoEmbedder
 from daemon.llm import Embedder, LlamaEmbedder
 from daemon.models.registry import model_path
+from daemon.store.fusion import ItemKey, fuse
 from daemon.store.records import NewTurn
 from daemon.store.scope import Scope
 from daemon.store.search import SearchResult, search
 from daemon.store.store import Store
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-SYSTEMS = ("fts", "vector", "shipped")
 
 _DIA_ID = re.compile(r"D:?(\d+):(\d+)")
 _DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
@@ -242,6 +243,20 @@ def within_budget(results: Sequence[Found], budget: int) -> list[Found]:
     return taken
 
 
+# Rows of the report: the legs alone, the seed's fusion as literally written, and the shipped
+# search. Raw legs are scored as the store ranks them (no caps); ``rrf`` rows fuse them with
+# plain RRF (k=60, equal weights, no caps), as a reference for what the shipped search changed.
+SYSTEMS = {
+    "fts": "FTS5 BM25 only",
+    "vector_whole": "vector only, whole chunks",
+    "vector": "vector only, best turn",
+    "rrf_whole": "RRF k=60 of BM25 + whole chunks",
+    "rrf_turn": "RRF k=60 of BM25 + best turn",
+    "shipped": "shipped search",
+}
+DEPTH = 50  # rows per leg fused by the reference RRF rows
+
+
 def run(
     conversations: Sequence[Conversation],
     embedder: Embedder,
@@ -249,7 +264,6 @@ def run(
     progress: Callable[[str], None] = lambda line: None,
 ) -> Tally:
     tally = Tally()
-    top_k = max(ks)
     for conversation in conversations:
         with tempfile.TemporaryDirectory(prefix="bench-locomo-") as tmp:
             started = time.perf_counter()
@@ -258,27 +272,46 @@ def run(
             with Store(Path(tmp), embedder) as store:
                 refs = _chunk_refs(store)
                 for q in conversation.questions:
-                    legs = {
-                        "fts": store.fts_chunks(q.text, scope, top_k),
-                        "vector": store.vector_chunks(q.text, scope, top_k),
-                    }
-                    for system, hits in legs.items():
-                        found = [refs[h.id] for h in hits]
-                        for k in ks:
-                            tally.add(system, k, q.category, q.evidence, found[:k])
-                    for k in ks:
-                        shipped = [_found(r) for r in search(store, q.text, scope=scope, k=k)]
-                        tally.add("shipped", k, q.category, q.evidence, shipped)
-                        if k == min(ks):
-                            fts_chars = sum(refs[h.id].chars for h in legs["fts"][:k])
-                            budget = within_budget(shipped, fts_chars)
-                            tally.add("shipped_budget", k, q.category, q.evidence, budget)
+                    _ask(store, scope, q, refs, ks, tally)
             turns = sum(len(s.turns) for s in conversation.sessions)
             progress(
                 f"{conversation.sample_id}: {turns} turns, {len(conversation.questions)} questions,"
                 f" store built in {built:.0f} s"
             )
     return tally
+
+
+def _ask(
+    store: Store,
+    scope: Scope,
+    q: Question,
+    refs: dict[int, Found],
+    ks: Sequence[int],
+    tally: Tally,
+) -> None:
+    depth = max(DEPTH, *ks)
+    legs = {
+        "fts": [(ItemKey("chunk", h.id), -h.score) for h in store.fts_chunks(q.text, scope, depth)],
+        "vector_whole": [
+            (ItemKey("chunk", h.id), h.score) for h in store.vector_chunks(q.text, scope, depth)
+        ],
+        "vector": [
+            (ItemKey("chunk", h.id), h.score) for h in store.vector_turns(q.text, scope, depth)
+        ],
+    }
+    ranked = {name: [key.id for key, _ in hits] for name, hits in legs.items()}
+    ranked["rrf_whole"] = [f.key.id for f in fuse({n: legs[n] for n in ("fts", "vector_whole")})]
+    ranked["rrf_turn"] = [f.key.id for f in fuse({n: legs[n] for n in ("fts", "vector")})]
+    for system, ids in ranked.items():
+        for k in ks:
+            tally.add(system, k, q.category, q.evidence, [refs[i] for i in ids[:k]])
+    for k in ks:
+        shipped = [_found(r) for r in search(store, q.text, scope=scope, k=k)]
+        tally.add("shipped", k, q.category, q.evidence, shipped)
+        if k == min(ks):
+            fts_chars = sum(refs[i].chars for i in ranked["fts"][:k])
+            budget = within_budget(shipped, fts_chars)
+            tally.add("shipped_budget", k, q.category, q.evidence, budget)
 
 
 def _chunk_refs(store: Store) -> dict[int, Found]:
@@ -307,28 +340,31 @@ def report(tally: Tally, ks: Sequence[int], fixes: EvidenceFixes) -> str:
         f" normalised, {fixes.dropped} dropped); {fixes.skipped} questions skipped (no evidence)",
         "",
     ]
-    names = {"fts": "FTS5 BM25 only", "vector": "vector only", "shipped": "shipped search"}
     k0 = min(ks)
     head = ["search"] + [f"{m}@{k}" for k in ks for m in ("all", "any")] + [f"chars@{k0}"]
     head += [f"all@{k0} cat {c}" for c in CATEGORIES]
     rows = []
-    for system, name in names.items():
-        row = [name] + [f"{tally.percent(system, m, k):.1f}%" for k in ks for m in ("all", "any")]
+    for system, name in SYSTEMS.items():
+        row = [name] + [_pct(tally.percent(system, m, k)) for k in ks for m in ("all", "any")]
         row.append(f"{tally.mean_chars(system, k0):,.0f}")
-        row += [f"{tally.percent(system, 'all', k0, c):.1f}%" for c in CATEGORIES]
+        row += [_pct(tally.percent(system, "all", k0, c)) for c in CATEGORIES]
         rows.append(row)
-    budget = ["shipped, FTS's chars"] + [
-        f"{tally.percent('shipped_budget', m, k0):.1f}%" if k == k0 else ""
+    budget = ["shipped, at FTS's characters"] + [
+        _pct(tally.percent("shipped_budget", m, k0)) if k == k0 else ""
         for k in ks
         for m in ("all", "any")
     ]
     budget.append(f"{tally.mean_chars('shipped_budget', k0):,.0f}")
-    budget += [f"{tally.percent('shipped_budget', 'all', k0, c):.1f}%" for c in CATEGORIES]
+    budget += [_pct(tally.percent("shipped_budget", "all", k0, c)) for c in CATEGORIES]
     rows.append(budget)
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join("---" for _ in head) + "|")
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def _pct(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value:.1f}%"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -354,8 +390,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"done in {time.perf_counter() - started:.0f} s\n")
     print(report(tally, ks, fixes))
     if args.json is not None:
-        figures = tally.figures(["shipped", "fts", "vector"], ks)
-        figures["shipped_budget"] = tally.figures(["shipped_budget"], [ks[0]])["shipped_budget"]
+        figures = tally.figures(list(SYSTEMS), ks)
+        figures |= tally.figures(["shipped_budget"], ks[:1])
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
         print(f"\nfigures written to {args.json}")
 

@@ -1,0 +1,98 @@
+"""bench/locomo.py on a small file of LoCoMo's shape: evidence repair, loading, scoring."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.locomo import (
+    SYSTEMS,
+    EvidenceFixes,
+    Found,
+    fix_evidence,
+    load,
+    report,
+    run,
+    within_budget,
+)
+from daemon.llm.embed import ScriptedEmbedder
+
+KNOWN = {"D1:1", "D1:2", "D4:4", "D8:6", "D9:1", "D9:17", "D11:26", "D30:5"}
+
+
+def test_evidence_entries_are_split_normalised_and_dropped() -> None:
+    fixes = EvidenceFixes()
+    entries = ["D8:6; D9:17", "D9:1 D4:4", "D:11:26", "D30:05", "D", "D10:19", "D1:1", "D1:1"]
+
+    assert fix_evidence(entries, KNOWN, fixes) == (
+        "D8:6", "D9:17", "D9:1", "D4:4", "D11:26", "D30:5", "D1:1")
+    assert (fixes.split, fixes.normalised, fixes.dropped) == (2, 2, 2)
+    assert fixes.total == 6
+
+
+def sample() -> list[dict[str, object]]:
+    filler = [f"We talked about the weather and item {i} of the grocery list." for i in range(30)]
+    session_1 = [{"speaker": "Ann" if i % 2 else "Bob", "dia_id": f"D1:{i + 1}", "text": t}
+                 for i, t in enumerate(filler)]
+    session_1[4]["text"] = "I adopted a puppy called Biscuit from the shelter."
+    session_2 = [
+        {"speaker": "Ann", "dia_id": "D2:1", "text": "Look at my new painting!",
+         "blip_caption": "a photo of a lighthouse at sunset", "img_url": ["x"]},
+        {"speaker": "Bob", "dia_id": "D2:2", "text": "Lovely colours."},
+    ]
+    return [{
+        "sample_id": "conv-x",
+        "conversation": {
+            "speaker_a": "Ann", "speaker_b": "Bob",
+            "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": session_1,
+            "session_2_date_time": "10:37 am on 27 June, 2023", "session_2": session_2,
+        },
+        "qa": [
+            {"question": "What is the name of the puppy from the shelter?", "answer": "Biscuit",
+             "evidence": ["D1:5"], "category": 4},
+            {"question": "What did Ann paint?", "answer": "a lighthouse",
+             "evidence": ["D2:1; D1:05"], "category": 1},
+            {"question": "Unanswerable?", "evidence": ["D1:1"], "category": 5},
+            {"question": "No evidence left", "answer": "x", "evidence": ["D"], "category": 2},
+            {"question": "Empty", "answer": "x", "evidence": [], "category": 3},
+        ],
+    }]
+
+
+def test_load_reads_sessions_captions_and_questions(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(sample()))
+
+    (conversation,), fixes = load(path)
+
+    assert [len(s.turns) for s in conversation.sessions] == [30, 2]
+    assert conversation.sessions[1].started_at.isoformat() == "2023-06-27T10:37:00"
+    first = conversation.sessions[1].turns[0]
+    assert (first.ref, first.text) == (
+        "D2:1", "Look at my new painting! [image: a photo of a lighthouse at sunset]")
+    assert [(q.category, q.evidence) for q in conversation.questions] == [
+        (4, ("D1:5",)), (1, ("D2:1", "D1:5"))]
+    assert (fixes.split, fixes.normalised, fixes.dropped, fixes.skipped) == (1, 1, 1, 2)
+
+
+def test_run_scores_every_system_and_the_character_budget(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(sample()))
+    conversations, fixes = load(path)
+
+    tally = run(conversations, ScriptedEmbedder(64), [1, 5])
+
+    assert tally.count() == 2
+    for system in SYSTEMS:
+        assert tally.percent(system, "all", 5, 4) == 100.0, system  # the puppy: exact words
+    assert tally.percent("shipped", "any", 5, 1) == 100.0
+    assert tally.mean_chars("shipped_budget", 1) <= tally.mean_chars("fts", 1)
+    table = report(tally, [1, 5], fixes)
+    assert "| shipped search |" in table and "| FTS5 BM25 only |" in table
+
+
+def test_the_budget_keeps_leading_results_that_fit() -> None:
+    found = [Found(frozenset({"a"}), 500), Found(frozenset({"b"}), 400), Found(frozenset(), 10)]
+    assert within_budget(found, 905) == found[:2]
+    assert within_budget(found, 910) == found
+    assert within_budget(found, 400) == []
