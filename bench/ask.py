@@ -5,7 +5,9 @@
 Imports synthetic transcripts through the protocol (ImportTranscript, into one Space), then asks
 questions as `braincue ask` does — subscribed to the answer's topic, the request sent from a
 thread — and prints, per question, the time to the first token and to the checked reply, and
-their medians. The first question also pays for loading the model; it is reported apart.
+their medians, beside how long the same question's Search alone takes (the rest of the first
+token's wait is the model reading its prompt). The first question also pays for loading the
+model; it is reported apart.
 Models come from BRAINCUE_MODELS (else the user's models directory).
 """
 
@@ -31,6 +33,7 @@ from daemon.ipc.protocol import (
     Ask,
     AskReply,
     ImportTranscript,
+    Search,
     Status,
     answer_topic,
 )
@@ -103,6 +106,14 @@ def ask_timed(request: Ask) -> tuple[float, float, AskReply]:
     return (first[0] if first else total), total, reply
 
 
+def search_time(question: str) -> float:
+    """Seconds a Search for ``question`` takes over IPC: the recall part of an answer."""
+    with Client(timeout=120) as client:
+        began = time.perf_counter()
+        client.request(Search(query=question, space=SPACE), timeout=120)
+        return time.perf_counter() - began
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=100)
@@ -132,20 +143,26 @@ def main() -> None:
         questions = [QUESTIONS[i % len(QUESTIONS)].format(
             p=rng.choice(PROJECTS), t=rng.choice(TOPICS), n=rng.choice(PEOPLE))
             for i in range(args.questions + 1)]
-        firsts, totals = [], []
+        firsts: list[float] = []
+        totals: list[float] = []
+        recalls: list[float] = []
         for i, question in enumerate(questions):
             first, total, reply = ask_timed(Ask(id=uuid.uuid4().hex, question=question,
                                                 space=SPACE))
+            recall = search_time(question)
             words = len(reply.answer.split())
             label = "warm-up (loads the model)" if i == 0 else f"question {i}"
             print(f"{label:<26} first token {first:6.2f} s   answer {total:6.2f} s   "
-                  f"{words:3d} words, {len(reply.sources)} sources   {question}")
+                  f"(its search alone {recall:5.2f} s)   {words:3d} words, "
+                  f"{len(reply.sources)} sources   {question}")
             if i:
                 firsts.append(first)
                 totals.append(total)
+                recalls.append(recall)
         if firsts:
             print(f"median over {len(firsts)}: first token {statistics.median(firsts):.2f} s, "
-                  f"whole answer {statistics.median(totals):.2f} s")
+                  f"whole answer {statistics.median(totals):.2f} s, the search in it "
+                  f"{statistics.median(recalls):.2f} s; load average now {os.getloadavg()[0]:.2f}")
     finally:
         code = daemon.stop()
         if code != 0:
