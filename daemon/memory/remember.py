@@ -83,7 +83,7 @@ T = TypeVar("T")
 Answer = Literal["keep", "discard", "later"]
 ANSWERS: tuple[Answer, ...] = ("keep", "discard", "later")
 
-ARCHIVE_TOKENS = 768  # the longest archive answer allowed
+ARCHIVE_TOKENS = 1280  # a full archive (3-4 sections of 8 items, 6 quotes) is ~850 tokens
 EXTRACT_TOKENS = 1536  # eight items of ~125 tokens (a 0.5B model fills every field) and room
 RULING_TOKENS = 48
 RECONCILE_CANDIDATES = 5  # nearest current assertions shown to the model
