@@ -1,12 +1,15 @@
 """Fusion search over one profile's store (seed 002, "Fusion search").
 
-Four legs run concurrently, each on a worker thread with its own read connection: full-text
-(FTS5 BM25, header 2x) and vector search over chunks, and the same over assertions. The query is
-embedded once, beside the full-text legs. The legs are fused by weighted Reciprocal Rank Fusion
-(:mod:`daemon.store.fusion`); when the query asks about time, a bounded additive bonus for items
-that fit it follows (:mod:`daemon.store.recency`); then the caps pick ``k`` items out of the
-over-fetched ranking — at most 2 of 5 from one session, at most 2 of 5 session archives — and
-cross-links fold an assertion and its anchor chunk into one result that shows both.
+The seed's four searches run concurrently, each on a worker thread with its own read connection:
+full-text (FTS5 BM25, header 2x) and vector search over chunks, and the same over assertions.
+Vector search over chunks is two legs: transcript chunks ranked by their best-matching turn
+(each turn is embedded on its own — a 1,400-character chunk embedded whole dilutes its turns),
+archives and documents by their whole text. The query is embedded once, beside the full-text
+legs. The legs are fused by weighted Reciprocal Rank Fusion (:mod:`daemon.store.fusion`); when
+the query asks about time, a bounded additive bonus for items that fit it follows
+(:mod:`daemon.store.recency`); then the caps pick ``k`` items out of the over-fetched ranking —
+at most 2 of 5 from one session, at most 2 of 5 session archives — and cross-links fold an
+assertion and its anchor chunk into one result that shows both.
 
 What a search may see is the scope rule (:mod:`daemon.store.scope`): the current Space plus
 profile-wide memory, assertions current or as of a time, memories about the person only when
