@@ -179,7 +179,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ModelError as e:
         print(f"no real embedding model ({e}): latency without the query embedding only")
         model_id = f"synthetic-{DIMENSIONS}"
-    queries = [Text(seed=99).query() for _ in range(args.queries)]
+    words = Text(seed=99)
+    queries = [words.query() for _ in range(args.queries)]
     print(f"{machine()} at start; {args.model}, {args.threads} threads, k=5, one Space")
     rows = []
     try:

@@ -160,9 +160,22 @@ def m004_embeddings(conn: apsw.Connection) -> None:
     )
 
 
+def m005_search_indexes(conn: apsw.Connection) -> None:
+    conn.execute(
+        """
+        -- the chunk holding a turn: session_id = ? AND last_turn >= turn, first row (vector
+        -- search ranks transcript chunks by their turns, and looks this up for every turn hit)
+        CREATE INDEX chunks_session_last_turn ON chunks (session_id, last_turn);
+        -- archives and documents, a small part of all chunks, are vector-searched on their own
+        CREATE INDEX chunks_kind ON chunks (kind);
+        """
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_spaces_sessions_turns,
     m002_documents_chunks,
     m003_assertions,
     m004_embeddings,
+    m005_search_indexes,
 )

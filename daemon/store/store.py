@@ -71,8 +71,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 OWNER_KINDS: tuple[OwnerKind, ...] = ("chunk", "assertion", "turn")
-# turn vectors fetched per chunk wanted: a chunk holds about ten turns, several of them may match
-TURNS_PER_CHUNK_FETCHED = 8
+# turn vectors fetched per chunk wanted: the best turns of a query cluster in few chunks
+TURNS_PER_CHUNK_FETCHED = 4
 
 DB_FILE = "braincue.db"
 LIVE_REEMBED_CHARS = 350  # a quarter of a chunk: the growing chunk is re-embedded ~4 times
@@ -1044,10 +1044,12 @@ class Store:
         their whole text: (chunk id, similarity), best first. ``query`` is a vector from
         :meth:`embed_query` or the text itself."""
         where, params = chunk_filter(scope)
-        if kinds is not None:
-            where += " AND c.kind IN (SELECT value FROM json_each(:kinds))"
-            params["kinds"] = json.dumps(list(kinds))
-        return self._vector("chunk", "chunks", "c", where, params, query, limit)
+        if kinds is None:
+            return self._vector("chunk", "chunks", "c", where, params, query, limit)
+        where += " AND c.kind IN (" + ", ".join(f":kind{i}" for i in range(len(kinds))) + ")"
+        params |= {f"kind{i}": kind for i, kind in enumerate(kinds)}
+        # some kinds (archives, documents) are a small part of the index: count them first
+        return self._vector("chunk", "chunks", "c", where, params, query, limit, count=True)
 
     def vector_assertions(self, query: Vectors | str, scope: Scope, limit: int = 50) -> list[Hit]:
         """Nearest assertions ``scope`` may see: (assertion id, similarity), best first."""
@@ -1069,11 +1071,16 @@ class Store:
         )
         if not hits:
             return []
+        # the chunk holding a turn ends at the first last_turn at or after it (a turn longer
+        # than a chunk ends several chunks at once)
         pairs = self.db.read(
             lambda conn: sql.rows(
                 conn,
-                f"SELECT t.id, c.id FROM turns t JOIN chunks c ON {in_chunk}"
-                f" WHERE t.id IN (SELECT value FROM json_each(:turns)) AND {where} ORDER BY c.id",
+                "SELECT t.id, c.id FROM turns t JOIN chunks c ON c.session_id = t.session_id"
+                " AND c.last_turn = (SELECT min(n.last_turn) FROM chunks n"
+                " WHERE n.session_id = t.session_id AND n.last_turn >= t.id)"
+                f" WHERE t.id IN (SELECT value FROM json_each(:turns)) AND {in_chunk} AND {where}"
+                " ORDER BY c.id",
                 {**params, "turns": sql.json_ids(h.id for h in hits)},
             )
         )
@@ -1122,7 +1129,11 @@ class Store:
         params: dict[str, Any],
         query: Vectors | str,
         limit: int,
+        *,
+        count: bool = False,
     ) -> list[Hit]:
+        """The nearest owners in scope. ``count``: the scope admits few of the index's rows
+        (some kinds of chunk), so count them first and read them from the owners' side."""
         index = self._indexes.get(kind)
         if index is None or self.embedder is None:
             return []
@@ -1132,6 +1143,13 @@ class Store:
             f"FROM embeddings e JOIN {table} {alias} ON {alias}.id = e.owner_id"
             f" WHERE e.owner_kind = :kind AND e.model_id = :model AND e.dims = :dims"
             f" AND {scope_sql}"
+        )
+        # a scope that admits few rows is read from the owners' side (CROSS JOIN fixes the
+        # order: without statistics SQLite would walk every embedding of the model)
+        few_join = (
+            f"FROM {table} {alias} CROSS JOIN embeddings e ON e.owner_kind = :kind"
+            f" AND e.owner_id = {alias}.id AND e.model_id = :model AND e.dims = :dims"
+            f" WHERE {scope_sql}"
         )
         bound = {
             **params,
@@ -1152,8 +1170,9 @@ class Store:
             return {key: owner for key, owner in rows}
 
         def allowed_rows() -> tuple[list[int], list[int], Vectors]:
+            source = few_join if count else join
             rows = self.db.read(
-                lambda conn: sql.rows(conn, f"SELECT e.id, e.owner_id, e.vector {join}", bound)
+                lambda conn: sql.rows(conn, f"SELECT e.id, e.owner_id, e.vector {source}", bound)
             )
             dims = self.embedder.dimensions if self.embedder else 0
             matrix = (
@@ -1163,7 +1182,20 @@ class Store:
             )
             return [r[0] for r in rows], [r[1] for r in rows], matrix
 
-        found = scoped_search(index, vector, limit, allowed=allowed, allowed_rows=allowed_rows)
+        def allowed_count() -> int:
+            counted: int = self.db.read(
+                lambda conn: conn.execute(f"SELECT count(*) {few_join}", bound).get
+            )
+            return counted
+
+        found = scoped_search(
+            index,
+            vector,
+            limit,
+            allowed=allowed,
+            allowed_rows=allowed_rows,
+            allowed_count=allowed_count if count else None,
+        )
         return [Hit(id=owner, score=similarity) for owner, similarity in found]
 
     # -- embedding -----------------------------------------------------------------------------

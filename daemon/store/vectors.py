@@ -269,16 +269,23 @@ def scoped_search(
     *,
     allowed: Callable[[list[int]], dict[int, int]],
     allowed_rows: Callable[[], tuple[list[int], list[int], Vectors]],
+    allowed_count: Callable[[], int] | None = None,
 ) -> list[tuple[int, float]]:
     """The ``k`` nearest owners within a scope: (owner id, cosine similarity), best first.
 
     ``allowed(keys)`` maps the keys (embedding ids) that are within the scope to their owner ids;
     ``allowed_rows()`` returns every in-scope row as (keys, owner ids, vectors) for the exact
-    fallback.
+    fallback. ``allowed_count()``, when given, counts the in-scope rows first: a scope that
+    admits few rows of a large index is searched exactly at once, instead of over-fetching
+    from the index for matches that are not there.
     """
     if k <= 0 or not len(index):
         return []
     size = len(index)
+    if allowed_count is not None and size > EXACT_BELOW:
+        size = min(size, allowed_count())
+        if not size:
+            return []
     if size > EXACT_BELOW:
         fetch = min(size, max(64, 8 * k))
         while True:
