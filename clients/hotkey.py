@@ -9,7 +9,6 @@ client only shows what comes back.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Callable
 from typing import Literal, TypeVar
@@ -24,32 +23,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from clients.cli.output import source_line
 from clients.desktop.link import DaemonLink
 from clients.desktop.qt import MainThread, application, exec_until_interrupted
 from clients.desktop.xkeys import X11Hotkeys, parse_hotkey
 from daemon.config import Paths, Settings
 from daemon.errors import BrainCueError
-from daemon.ipc.protocol import Ask, AskReply, Citation
+from daemon.ipc.protocol import Ask, AskReply
 
 log = logging.getLogger("braincue.desktop")
 T = TypeVar("T")
 
 PLACEHOLDER = "Ask your memory…   Enter: ask · Esc: close"
 THEM_PROMPT = "What they just asked…"
-
-
-def source_line(citation: Citation) -> str:
-    """``[1] Weekly sync · 2026-07-28 · them: “we ship Friday”`` (unverified quotes marked)."""
-    parts = [f"[{citation.n}] {citation.title or 'untitled'}"]
-    if citation.date:
-        parts.append(f"{dt.datetime.fromtimestamp(citation.date):%Y-%m-%d}")
-    if citation.quote:
-        speaker = f"{citation.speaker}: " if citation.speaker else ""
-        mark = "" if citation.verified else " (not found verbatim)"
-        parts.append(f"{speaker}“{citation.quote}”{mark}")
-    elif citation.speaker:
-        parts.append(citation.speaker)
-    return " · ".join(parts)
 
 
 class AskBox(QWidget):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from askkit import SPACE, import_kept_sessions
 
-from clients.cli.ask import source_line
+from clients.cli.output import source_line
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import Citation
 from daemon.ipc.testing import DaemonProcess, short_home, start_daemon

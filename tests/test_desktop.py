@@ -29,7 +29,6 @@ from daemon.config import Paths, Settings
 from daemon.errors import ConfigError
 from daemon.ipc.protocol import (
     Ask,
-    Citation,
     Pause,
     Remember,
     RememberReply,
@@ -120,14 +119,6 @@ def test_prompt_and_summary_texts() -> None:
                                       "tasks.\nmemory is off")
     assert remember_summary(RememberReply(session_id=1, answer="discard",
                                           status="discarded")).startswith("Discarded")
-
-
-def test_sources_are_listed_with_quote_and_speaker() -> None:
-    from clients.hotkey import source_line
-
-    line = source_line(Citation(n=2, title="Sync", date=0.0, speaker="them", quote="ship it",
-                                verified=False))
-    assert line == "[2] Sync · them: “ship it” (not found verbatim)"
 
 
 def test_hotkeys_parse_and_errors_name_the_fix() -> None:

@@ -6,7 +6,6 @@ Both only speak the protocol: the daemon recalls, generates and checks the answe
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import threading
 import uuid
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING
 import click
 import msgspec
 
+from clients.cli.output import source_line
 from daemon.errors import NotFound
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
@@ -23,7 +23,6 @@ from daemon.ipc.protocol import (
     Ask,
     AskCancel,
     AskReply,
-    Citation,
     answer_topic,
 )
 
@@ -32,20 +31,6 @@ if TYPE_CHECKING:
 
 ASK_TIMEOUT_S = 300.0  # a long answer on a slow machine; its tokens show progress meanwhile
 POLL_S = 0.2
-
-
-def source_line(citation: Citation) -> str:
-    """``[1] Weekly sync · 2026-07-28 · them: “we ship Friday”`` (unverified quotes marked)."""
-    parts = [f"[{citation.n}] {citation.title or 'untitled'}"]
-    if citation.date:
-        parts.append(f"{dt.datetime.fromtimestamp(citation.date):%Y-%m-%d}")
-    if citation.quote:
-        speaker = f"{citation.speaker}: " if citation.speaker else ""
-        mark = "" if citation.verified else " (not found verbatim)"
-        parts.append(f"{speaker}“{citation.quote}”{mark}")
-    elif citation.speaker:
-        parts.append(citation.speaker)
-    return " · ".join(parts)
 
 
 def stream_answer(profile: str, request: Ask, on_token: Callable[[str], None]) -> AskReply:

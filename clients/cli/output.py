@@ -10,7 +10,7 @@ import click
 import msgspec
 
 from daemon.errors import InvalidInput
-from daemon.ipc.protocol import MAX_CONTENT_BYTES
+from daemon.ipc.protocol import MAX_CONTENT_BYTES, Citation
 
 
 def table(rows: Sequence[Sequence[str]]) -> None:
@@ -72,3 +72,17 @@ def read_for_daemon(file: Path, fix_if_too_big: str) -> bytes:
     except OSError as e:
         raise InvalidInput(f"cannot read {file}: {e.strerror or e}",
                            fix="check the path and its permissions") from e
+
+
+def source_line(citation: Citation) -> str:
+    """``[1] Weekly sync · 2026-07-28 · them: “we ship Friday”`` (unverified quotes marked)."""
+    parts = [f"[{citation.n}] {citation.title or 'untitled'}"]
+    if citation.date:
+        parts.append(f"{dt.datetime.fromtimestamp(citation.date):%Y-%m-%d}")
+    if citation.quote:
+        speaker = f"{citation.speaker}: " if citation.speaker else ""
+        mark = "" if citation.verified else " (not found verbatim)"
+        parts.append(f"{speaker}“{citation.quote}”{mark}")
+    elif citation.speaker:
+        parts.append(citation.speaker)
+    return " · ".join(parts)
