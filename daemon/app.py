@@ -43,7 +43,7 @@ from typing import TypeVar
 
 import trio
 
-from daemon.config import Config, Paths
+from daemon.config import Config, Paths, Settings
 from daemon.engines import Engines, unload_idle_engines
 from daemon.errors import BrainCueError, user_error
 from daemon.ipc import ask as ask_requests
@@ -91,6 +91,8 @@ class Daemon:
         self.ipc: IpcServer | None = None
         # Each part that owns countable things (sessions, turns, ...) adds a counter here.
         self.counters: list[Callable[[], Awaitable[dict[str, int]]]] = []
+        # Parts that hold on to a setting (an open device, ...) follow its changes here.
+        self.settings_listeners: list[Callable[[Settings], Awaitable[None]]] = []
         self.live: Live | None = None
         self.stopping = threading.Event()
         self._store: Store | None = None
@@ -149,6 +151,10 @@ class Daemon:
     def ipc_stats(self) -> dict[str, int]:
         return {} if self.ipc is None else self.ipc.stats.as_dict()
 
+    async def settings_changed(self, settings: Settings) -> None:
+        for listener in self.settings_listeners:
+            await listener(settings)
+
 
 Part = Callable[[Daemon], Awaitable[None]]
 
@@ -158,6 +164,7 @@ async def live_capture(daemon: Daemon) -> None:
     daemon.live = Live(daemon.store, lambda: daemon.settings, daemon.paths.models_dir,
                        daemon.publish, capture=capture_enabled())
     await daemon.nursery.start(daemon.live.run)
+    daemon.settings_listeners.append(daemon.live.use_devices)
     register_live(daemon.handlers, daemon.live)
 
 

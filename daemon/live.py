@@ -242,6 +242,27 @@ class Live:
                 thread.start()
         self._publish_status("listening paused" if paused else "listening again")
 
+    async def use_devices(self, settings: Settings) -> None:
+        """Follow a change of ``mic_device``/``loopback_device`` now: that source's capture
+        reopens on the new device (or will when listening resumes, if paused)."""
+        wanted: dict[Source, str] = {
+            "mic": settings.mic_device, "loopback": settings.loopback_device
+        }
+        changed = [thread for thread in self.captures if thread.device != wanted[thread.source]]
+        if not changed:
+            return
+
+        def reopen() -> None:
+            for thread in changed:
+                thread.stop(timeout=2.0)
+                thread.device = wanted[thread.source]
+                if not self.paused:
+                    thread.start()
+
+        await trio.to_thread.run_sync(reopen)
+        for thread in changed:
+            self._publish_status(f"{thread.source}: now {thread.device or 'the system default'}")
+
     # -- the speech model ----------------------------------------------------------------------
 
     def _speech_model(self) -> Transcriber | None:

@@ -29,6 +29,7 @@ from daemon.ipc.protocol import (
     TOPIC_TURNS,
     Event,
     SessionEnded,
+    SettingsSet,
     ShowSession,
     Start,
     Status,
@@ -256,4 +257,27 @@ def test_capture_survives_the_audio_server_going_away(
     assert word_error_rate(DIALOGUE[0][1], texts[0][1]) <= 0.25
     assert word_error_rate(DIALOGUE[1][1], texts[1][1]) <= 0.25
     assert stopped.turns == 2  # the turn before the fault is kept
+    assert "Traceback" not in daemon.log()
+
+
+def test_a_changed_device_setting_reopens_capture_at_once(
+    pulse: PulseServer, daemon: DaemonProcess
+) -> None:
+    client = Client(timeout=60)
+
+    def loopback_device() -> str:
+        live = client.request(Status()).live
+        assert live is not None
+        source = live.sources["loopback"]
+        return source.device if source.state == "capturing" else ""
+
+    assert "VirtualSpeaker" in loopback_device()  # the monitor of the default output
+    client.request(SettingsSet(key="loopback_device", value="VirtualMicSink"))
+    wait_for("capture from the other sink's monitor",
+             lambda: "VirtualMicSink" in loopback_device() or None)
+    assert capturing(client)  # the microphone was left alone
+
+    client.request(SettingsSet(key="loopback_device", value=""))
+    wait_for("capture from the default output again",
+             lambda: "VirtualSpeaker" in loopback_device() or None)
     assert "Traceback" not in daemon.log()

@@ -48,6 +48,8 @@ class DaemonState(Protocol):
 
     def ipc_stats(self) -> dict[str, int]: ...
 
+    async def settings_changed(self, settings: Settings) -> None: ...
+
 
 def package_version() -> str:
     try:
@@ -90,6 +92,7 @@ def register_builtin(handlers: Handlers, state: DaemonState) -> None:
             updated = set_setting(state.settings, request.key, request.value)
             await trio.to_thread.run_sync(save_settings, state.paths, updated)
             state.settings = updated
+            await state.settings_changed(updated)
         return SettingsReply(settings={request.key: settings_dict(updated)[request.key]})
 
     handlers.add(Ping, ping)
