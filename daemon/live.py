@@ -40,7 +40,7 @@ from daemon.audio.files import load_audio_channels
 from daemon.audio.pipeline import UTTERANCE_QUEUE, Heard, Pipeline, segment_tracks
 from daemon.audio.vad import VadConfig, is_phantom
 from daemon.config import Settings
-from daemon.errors import InvalidInput, ModelError
+from daemon.errors import InvalidInput, ModelError, StoreError
 from daemon.ipc.protocol import (
     Event,
     ImportAudio,
@@ -144,6 +144,7 @@ class Live:
         self._token: trio.lowlevel.TrioToken | None = None
         self.phantoms = 0  # transcriptions dropped as whisper's inventions
         self.turns = 0  # stored live
+        self._unsaved: dict[int, list[NewTurn]] = {}  # by session: turns the store refused
 
     # -- running -------------------------------------------------------------------------------
 
@@ -309,16 +310,36 @@ class Live:
                     await self._keep(session, held)
 
     async def _keep(self, session: Session, said: Sequence[Said]) -> None:
+        self._last_speech = max([self._last_speech or -math.inf, *(s.end for s in said)])
         new = []
         for s in said:
             start = max(0.0, s.start - session.started_at)
             end = max(start, s.end - session.started_at)
             new.append(NewTurn(speaker=SPEAKER[s.source], text=s.text, start=start, end=end,
                                source=s.source))
-        stored = await self._db(lambda: self.store.append_turns(session.id, new))
-        self.turns += len(stored)
-        self._last_speech = max([self._last_speech or -math.inf, *(s.end for s in said)])
+        await self._save(session, new)
         self._session_changed.unpark_all()
+
+    async def _save(self, session: Session, new: Sequence[NewTurn]) -> None:
+        """Store ``new`` after any turns of ``session`` the store refused before (a full disk):
+        those are held in memory and saved, in order, with the next turn that can be."""
+        held = self._unsaved.pop(session.id, [])
+        turns = [*held, *new]
+        if not turns:
+            return
+        try:
+            stored = await self._db(lambda: self.store.append_turns(session.id, turns))
+        except StoreError as e:
+            self._unsaved[session.id] = turns
+            log.error("session %d: %d turn(s) held in memory, not saved: %s", session.id,
+                      len(turns), e)
+            if not held:
+                self._publish_status(f"what is heard is not saved yet: {e}")
+            return
+        if held:
+            log.info("session %d: %d held turn(s) saved", session.id, len(held))
+            self._publish_status(f"{len(held)} held turn(s) saved")
+        self.turns += len(stored)
         for turn in stored:
             self._publish(TurnEvent(session_id=session.id, turn_id=turn.id, speaker=turn.speaker,
                                     source=turn.source, start=turn.start, end=turn.end,
@@ -412,6 +433,7 @@ class Live:
 
     async def _end(self, session: Session, ended_at: float) -> StopReply:
         ended_at = max(ended_at, session.started_at)
+        await self._save(session, [])
         await self._db(lambda: self.store.end_session(session.id, ended_at=ended_at))
         space = self.space
         self.session, self.space = None, None

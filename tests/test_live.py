@@ -29,6 +29,7 @@ from daemon.ipc.protocol import (
     SessionEnded,
     SessionStarted,
     Start,
+    StatusEvent,
     TurnEvent,
 )
 from daemon.live import Live
@@ -448,7 +449,44 @@ async def test_pausing_cuts_what_is_being_said_and_reports_paused(
     assert [e.capture for e in rig.of(StatusEvent)] == ["paused", "off"]
 
 
-async def test_a_turn_the_store_refuses_does_not_stop_transcription(
+async def test_turns_the_store_refuses_are_held_and_saved_in_order_once_it_can(
+    autojump_clock: trio.testing.MockClock, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from daemon.errors import StoreError
+
+    append = store.append_turns
+    disk_full = False
+
+    def append_unless_full(session_id: int, turns: Any) -> Any:
+        if disk_full:  # what the store raises for SQLITE_FULL
+            raise StoreError("the disk is full", fix="free some disk space and try again")
+        return append(session_id, turns)
+
+    monkeypatch.setattr(store, "append_turns", append_unless_full)
+    async with running(store) as rig:
+        started = await rig.live.start(Start())
+        await rig.play(mic=np.concatenate([tone(1.5, 220), silence(1.0)]))
+        disk_full = True
+        await rig.play(loopback=np.concatenate([tone(1.5, 330), silence(1.0)]))
+        await rig.play(mic=np.concatenate([tone(1.5, 440), silence(1.0)]))
+        assert [t.text for t in store.turns(started.session_id)] == [WORDS[220]]
+        disk_full = False  # space was freed
+        await rig.play(loopback=np.concatenate([tone(1.5, 550), silence(1.0)]))
+        await rig.live.stop()
+    turns = store.turns(started.session_id)
+    assert [(t.speaker, t.text) for t in turns] == [
+        ("me", WORDS[220]), ("them", WORDS[330]), ("me", WORDS[440]), ("them", WORDS[550])
+    ]
+    assert [t.start for t in turns] == sorted(t.start for t in turns)
+    messages = [e.message for e in rig.of(StatusEvent)]
+    assert messages[0] == ("what is heard is not saved yet: the disk is full"
+                           " — free some disk space and try again")
+    assert "2 held turn(s) saved" in messages
+    assert [e.text for e in rig.of(TurnEvent)] == [t.text for t in turns]
+    assert rig.live.pipeline is not None and rig.live.pipeline.failed == 0
+
+
+async def test_turns_held_at_a_stop_are_saved_by_it(
     autojump_clock: trio.testing.MockClock, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from daemon.errors import StoreError
@@ -458,14 +496,12 @@ async def test_a_turn_the_store_refuses_does_not_stop_transcription(
 
     def flaky_append(session_id: int, turns: Any) -> Any:
         if next(refusals, False):
-            raise StoreError("disk full")
+            raise StoreError("the disk is full")
         return append(session_id, turns)
 
     monkeypatch.setattr(store, "append_turns", flaky_append)
     async with running(store) as rig:
         started = await rig.live.start(Start())
-        mic, loop = dialogue(("mic", 220), ("loopback", 330))
-        await rig.play(mic, loop)
+        await rig.play(mic=np.concatenate([tone(1.5, 220), silence(1.0)]))
         await rig.live.stop()
-    assert [t.text for t in store.turns(started.session_id)] == [WORDS[330]]
-    assert rig.live.pipeline is not None and rig.live.pipeline.failed == 1
+    assert [t.text for t in store.turns(started.session_id)] == [WORDS[220]]
