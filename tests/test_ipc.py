@@ -153,6 +153,8 @@ def test_requests_round_trip(request_: Request[Any]) -> None:
     SessionEnded(session_id=1, duration_s=61.0, gist="planning the release", space=None),
     AnswerToken(request_id="r1", token="Hel"),
     AnswerDone(request_id="r1"),
+    protocol.ImportProgress(request_id="r2", done_s=12.5, total_s=60.0, turns=3),
+    protocol.StageProgress(request_id="r3", stage="extraction", done=1, total=4),
     StatusEvent(capture="live", message="listening"),
 ])
 def test_events_round_trip_with_topics(event: protocol.Event) -> None:

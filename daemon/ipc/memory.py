@@ -26,10 +26,11 @@ from daemon.ipc.protocol import (
     MemoryScope,
     Remember,
     RememberReply,
+    StageProgress,
 )
-from daemon.ipc.server import Handlers
+from daemon.ipc.server import Handlers, Publish
 from daemon.memory import person
-from daemon.memory.remember import Rememberer
+from daemon.memory.remember import Rememberer, Stage
 from daemon.store.records import Assertion
 from daemon.store.store import Store
 
@@ -76,7 +77,7 @@ def register_memory(
     def space_id(name: str) -> int:
         return store.get_space(name).id
 
-    async def remember(request: Remember) -> RememberReply:
+    async def remember(request: Remember, publish: Publish) -> RememberReply:
         if request.space is not None and request.no_space:
             raise InvalidInput("space and no_space: choose one",
                                fix="file it into a Space, or into none")
@@ -85,7 +86,11 @@ def register_memory(
             target = None
         elif request.space is not None:
             target = await db(space_id, request.space)
-        outcome = await rememberer.remember(request.session_id, request.answer, target)
+        def progress(stage: Stage, done: int, total: int) -> None:
+            publish(StageProgress(request_id=request.id, stage=stage, done=done, total=total))
+
+        outcome = await rememberer.remember(request.session_id, request.answer, target,
+                                            progress=progress)
         return RememberReply(**msgspec.structs.asdict(outcome))
 
     async def history(request: History) -> HistoryReply:
@@ -138,7 +143,7 @@ def register_memory(
     async def expire(request: MemoryExpire) -> MemoryReply:
         return await reply(person.set_expiry, request.memory_id, request.expires_at)
 
-    handlers.add(Remember, remember)
+    handlers.add_streaming(Remember, remember)
     handlers.add(History, history)
     handlers.add(MemoryList, memory_list)
     handlers.add(MemoryApprove, approve)

@@ -58,7 +58,8 @@ def answer_topic(request_id: str) -> str:
 
 
 def progress_topic(request_id: str) -> str:
-    """The topic of the progress events of one long request (e.g. an audio import)."""
+    """The topic of the progress events of one long request (an audio or transcript import,
+    a document, a keep)."""
     return f"{TOPIC_PROGRESS}{request_id}/"
 
 
@@ -459,7 +460,8 @@ class ExportSession(Request[ExportReply]):
 
 class ImportTranscript(Request[ImportTranscriptReply]):
     """Make an ended session from the bytes of a JSON transcript (the format of
-    ``daemon.store.transcript``), read by the client; the daemon validates them."""
+    ``daemon.store.transcript``), read by the client; the daemon validates them. Embedding is
+    reported as StageProgress events on ``progress_topic(id)``."""
 
     content: bytes
     filename: str = ""  # for messages only
@@ -496,7 +498,8 @@ class ListDocuments(Request[DocumentsReply]):
 
 
 class AddDocument(Request[DocumentReply]):
-    """Add a .txt, .md or .pdf file, sent as its bytes (at most MAX_CONTENT_BYTES)."""
+    """Add a .txt, .md or .pdf file, sent as its bytes (at most MAX_CONTENT_BYTES). Embedding
+    is reported as StageProgress events on ``progress_topic(id)``."""
 
     filename: str  # its extension says how to read it
     content: bytes
@@ -590,7 +593,8 @@ class MemoryReply(Reply):
 
 class Remember(Request[RememberReply]):
     """Answer "Keep this conversation?" for an ended session. It is filed first: into
-    ``space``, out of every Space with ``no_space``, else where it ran."""
+    ``space``, out of every Space with ``no_space``, else where it ran. A keep reports its
+    model work as StageProgress events on ``progress_topic(id)``."""
 
     session_id: int
     answer: Literal["keep", "discard", "later"]
@@ -786,6 +790,27 @@ class ImportProgress(Event):
     done_s: float
     total_s: float
     turns: int
+
+    def topic(self) -> str:
+        return progress_topic(self.request_id)
+
+
+class StageProgress(Event):
+    """How far one stage of the long request ``request_id`` has got: ``done`` of ``total``.
+
+    A keep (Remember) goes through ``archive`` and ``extraction`` (pieces of the transcript
+    sent to the language model) and ``reconciliation`` (extracted statements checked against
+    what is stored); an ImportTranscript or AddDocument through ``embedding`` (texts embedded,
+    where ``total`` may grow as the store finds more to embed). A stage is reported when it
+    starts (``done`` 0) and after each step; a stage that failed stops short of its total (the
+    reply says why). ``stage`` is a plain string: a client shows a stage it does not know.
+    """
+
+    topic_prefix = TOPIC_PROGRESS
+    request_id: str
+    stage: str
+    done: int
+    total: int
 
     def topic(self) -> str:
         return progress_topic(self.request_id)

@@ -30,7 +30,10 @@ ran — because where a session is kept decides where its archive and memories a
 
 Long transcripts are summarised and extracted in pieces that fit the model's context
 (:mod:`daemon.memory.pieces`). Keeps run one at a time: the model is one thread anyway, and
-pressing *Keep* twice must see the first keep's memories.
+pressing *Keep* twice must see the first keep's memories. A keep of a long meeting on a small
+model takes minutes, so it reports each stage's steps to a :data:`Progress` callback: the
+pieces summarised (``archive``), the pieces extracted (``extraction``) and the extracted
+statements reconciled (``reconciliation``).
 """
 
 from __future__ import annotations
@@ -82,6 +85,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Answer = Literal["keep", "discard", "later"]
 ANSWERS: tuple[Answer, ...] = ("keep", "discard", "later")
+Stage = Literal["archive", "extraction", "reconciliation"]
+# (stage, done, total): called when a stage starts (done 0) and after each of its steps
+Progress = Callable[[Stage, int, int], None]
+Steps = Callable[[int, int], None]  # (done, total) of one stage
 
 ARCHIVE_TOKENS = 1280  # a full archive (3-4 sections of 8 items, 6 quotes) is ~850 tokens
 EXTRACT_TOKENS = 1536  # eight items of ~125 tokens (a 0.5B model fills every field) and room
@@ -197,13 +204,24 @@ def _plural(n: int, word: str, words: str = "") -> str:
     return f"{n} {word if n == 1 else words or word + 's'}"
 
 
+def _no_steps(done: int, total: int) -> None:
+    pass
+
+
+def stage_steps(progress: Progress | None, stage: Stage) -> Steps:
+    """The (done, total) reporter of one stage of ``progress`` (nothing when None)."""
+    if progress is None:
+        return _no_steps
+    return functools.partial(progress, stage)
+
+
 # -- the model calls -----------------------------------------------------------------------------
 
 
 async def summarise(generator: Generator, context: int, session: Session,
-                    turns: Sequence[Turn]) -> archive.Archive:
+                    turns: Sequence[Turn], *, steps: Steps = _no_steps) -> archive.Archive:
     """The validated archive of a session (in pieces when the transcript does not fit the
-    model's ``context`` tokens); a model failure raises."""
+    model's ``context`` tokens, each piece a step); a model failure raises."""
     fmt = archive.format_for(session.activity)
     answer_type = archive.output_type(fmt)
     lines = transcript_lines((t.speaker, t.text) for t in turns)
@@ -212,10 +230,12 @@ async def summarise(generator: Generator, context: int, session: Session,
     )
     pieces = split_pieces(lines, budget)
     envelopes = []
+    steps(0, len(pieces))
     for i, piece in enumerate(pieces):
         messages = archive.prompt(fmt, part_title(session.title, i, len(pieces)), piece)
         answer = await generator.generate(chat(messages), answer_type, max_tokens=ARCHIVE_TOKENS)
         envelopes.append(msgspec.convert(msgspec.to_builtins(answer), archive.ArchiveEnvelope))
+        steps(i + 1, len(pieces))
     return archive.build_archive(
         fmt, merge_envelopes(envelopes),
         [archive.TranscriptTurn(t.id, t.speaker, t.text) for t in turns],
@@ -223,9 +243,10 @@ async def summarise(generator: Generator, context: int, session: Session,
 
 
 async def extract(generator: Generator, context: int, session: Session, turns: Sequence[Turn],
-                  *, memories: bool) -> list[ExtractedAssertion]:
-    """What the model extracts from a session (in pieces like :func:`summarise`), merged, each
-    sentence once; memories about the person only when ``memories``. A failure raises."""
+                  *, memories: bool, steps: Steps = _no_steps) -> list[ExtractedAssertion]:
+    """What the model extracts from a session (in pieces like :func:`summarise`, each a step),
+    merged, each sentence once; memories about the person only when ``memories``. A failure
+    raises."""
     lines = transcript_lines((t.speaker, t.text) for t in turns)
     budget = transcript_budget(
         context, EXTRACT_TOKENS,
@@ -233,11 +254,13 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
     )
     pieces = split_pieces(lines, budget)
     extractions = []
+    steps(0, len(pieces))
     for i, piece in enumerate(pieces):
         messages = extraction_prompt(part_title(session.title, i, len(pieces)), piece,
                                      memory_enabled=memories)
         extractions.append(await generator.generate(chat(messages), Extraction,
                                                     max_tokens=EXTRACT_TOKENS))
+        steps(i + 1, len(pieces))
     return [standing_claim(i) for i in merge_extractions(extractions)[:MAX_EXTRACTED]]
 
 
@@ -272,9 +295,12 @@ class Rememberer:
         session_id: int,
         answer: Answer,
         space_id: int | msgspec.UnsetType | None = msgspec.UNSET,
+        *,
+        progress: Progress | None = None,
     ) -> Remembered:
         """Apply the user's answer. ``space_id``: the Space to file the session into first
-        (None: out of every Space; unset: where it ran)."""
+        (None: out of every Space; unset: where it ran). A keep reports the steps of the
+        stages it runs to ``progress``."""
         if answer not in ANSWERS:
             raise InvalidInput(f"answer: unknown value {answer!r}", fix="keep, discard or later")
         async with self._lock:
@@ -299,7 +325,7 @@ class Rememberer:
                 outcome.notes.append("nothing was remembered: the session stays undecided "
                                      "(keep or discard it later)")
             else:
-                await self._keep(session, space, outcome)
+                await self._keep(session, space, outcome, progress)
             return outcome
 
     async def _refuse_unfiling_what_is_remembered(self, session: Session) -> None:
@@ -330,7 +356,8 @@ class Rememberer:
                                  "reviewed from it stay (see `braincue memory list`)")
         return outcome
 
-    async def _keep(self, session: Session, space: Space | None, out: Remembered) -> None:
+    async def _keep(self, session: Session, space: Space | None, out: Remembered,
+                    progress: Progress | None) -> None:
         settings = self._settings()
         if space is None:
             out.notes.append(NO_SPACE)
@@ -365,12 +392,13 @@ class Rememberer:
         context = settings.llm_context
         if archive_on:
             try:
-                await self._archive(generator, context, session, turns, out)
+                await self._archive(generator, context, session, turns, out,
+                                    stage_steps(progress, "archive"))
             except Exception as e:  # a failure to summarise never breaks the keep
                 _log_unexpected(e)
                 out.notes.append(f"the archive failed: {_why(e)}")
         try:
-            await self._extract(generator, context, session, turns, out,
+            await self._extract(generator, context, session, turns, out, progress,
                                 assertions=archive_on, memories=memory_on)
         except Exception as e:
             _log_unexpected(e)
@@ -379,9 +407,9 @@ class Rememberer:
     # -- archive -------------------------------------------------------------------------------
 
     async def _archive(self, generator: Generator, context: int, session: Session,
-                       turns: Sequence[Turn], out: Remembered) -> None:
+                       turns: Sequence[Turn], out: Remembered, steps: Steps) -> None:
         fmt = archive.format_for(session.activity)
-        built = await summarise(generator, context, session, turns)
+        built = await summarise(generator, context, session, turns, steps=steps)
         if not (built.topic or built.summary or any(built.sections.values()) or built.quotes):
             out.notes.append("the archive came back empty: nothing was archived")
             return
@@ -393,9 +421,10 @@ class Rememberer:
     # -- assertions and memory candidates --------------------------------------------------------
 
     async def _extract(self, generator: Generator, context: int, session: Session,
-                       turns: Sequence[Turn], out: Remembered, *, assertions: bool,
-                       memories: bool) -> None:
-        items = await extract(generator, context, session, turns, memories=memories)
+                       turns: Sequence[Turn], out: Remembered, progress: Progress | None, *,
+                       assertions: bool, memories: bool) -> None:
+        items = await extract(generator, context, session, turns, memories=memories,
+                              steps=stage_steps(progress, "extraction"))
 
         chunks = await self._db(self.store.chunks, session_id=session.id, kind="transcript")
         anchors = [AnchorCandidate(c.id, c.body) for c in chunks]
@@ -419,7 +448,8 @@ class Rememberer:
                              "in the transcript supports them")
 
         candidates = await self._unasked(people, session.space_id, out)
-        inserts, links = await self._reconcile(generator, facts, session, out)
+        inserts, links = await self._reconcile(generator, facts, session, out,
+                                               stage_steps(progress, "reconciliation"))
         written = await self._db(self.store.add_assertions,
                                  [new for new, _ in inserts + candidates])
         out.assertions = len(inserts)
@@ -458,10 +488,13 @@ class Rememberer:
         facts: list[tuple[NewAssertion, int]],
         session: Session,
         out: Remembered,
+        steps: Steps,
     ) -> tuple[list[tuple[NewAssertion, int]], list[tuple[int, int]]]:
-        """Which new assertions to insert, and (index among them, old id) supersede links."""
+        """Which new assertions to insert, and (index among them, old id) supersede links;
+        each statement checked is a step."""
         if not facts:
             return [], []
+        steps(0, len(facts))
         space_id = session.space_id
         scope = Scope(space_id=space_id, person_memory=False)
         current = await self._db(self.store.current_assertions, scope)
@@ -474,6 +507,8 @@ class Rememberer:
         replaces: dict[int, int] = {}  # index into facts -> the stored id it supersedes
         failed = 0
         for i, (new, _) in enumerate(facts):
+            if i:
+                steps(i, len(facts))  # the statements before this one are settled
             if normalise(new.text) in stored_text:
                 out.duplicates += 1
                 continue
@@ -517,6 +552,7 @@ class Rememberer:
                         replaces[i] = replaces.pop(earlier)
                 else:
                     replaces[i] = plan.target
+        steps(len(facts), len(facts))
         if failed:
             out.notes.append(f"reconciliation failed for {_plural(failed, 'assertion')}: "
                              "stored as separate")

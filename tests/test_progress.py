@@ -1,0 +1,133 @@
+"""Progress of the long requests: a keep's model calls. StageProgress events reach a subscriber
+over real sockets, in order, each stage ending at done == total."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+from storekit import T0, Clock
+from test_cli_memory import recorded, running_daemon
+from test_persistence_e2e import Script, World
+
+from daemon.config import Settings
+from daemon.ipc import protocol
+from daemon.ipc.client import Client
+from daemon.ipc.protocol import (
+    Remember,
+    Request,
+    StageProgress,
+    progress_topic,
+)
+from daemon.ipc.testing import short_home
+
+Step = tuple[str, int, int]
+
+
+@pytest.fixture
+def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = short_home()  # the sockets need a short path
+    monkeypatch.setenv("BRAINCUE_HOME", str(path))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def steps(events: list[StageProgress]) -> list[Step]:
+    return [(e.stage, e.done, e.total) for e in events]
+
+
+def assert_counts_up(found: list[Step]) -> None:
+    """Within each stage ``done`` never goes back and ends at ``total``."""
+    stages = list(dict.fromkeys(stage for stage, _, _ in found))
+    for stage in stages:
+        mine = [(done, total) for s, done, total in found if s == stage]
+        assert [d for d, _ in mine] == sorted(d for d, _ in mine), stage
+        assert all(done <= total for done, total in mine), stage
+        assert mine[-1][0] == mine[-1][1] > 0, stage
+    # the stages do not interleave
+    assert [s for i, (s, _, _) in enumerate(found) if i == 0 or found[i - 1][0] != s] == stages
+
+
+def watched(request: Request[Any], *, last: Step) -> tuple[Any, list[StageProgress]]:
+    """Send ``request`` while subscribed to its progress: its reply and the events up to
+    ``last`` (they travel on another socket than the reply, so they are read until then)."""
+    request = msgspec.structs.replace(request, id=uuid.uuid4().hex)
+    client = Client(timeout=30)
+    with client.subscribe([progress_topic(request.id)]) as events:
+        reply = client.request(request)
+        seen: list[StageProgress] = []
+        while not seen or steps(seen[-1:])[0] != last:
+            event = events.receive(10)
+            assert isinstance(event, StageProgress), (event, steps(seen))
+            assert event.request_id == request.id
+            seen.append(event)
+        assert events.receive(0) is None  # and nothing after
+    return reply, seen
+
+
+# -- the protocol --------------------------------------------------------------------------------
+
+
+def test_stage_progress_round_trips_on_the_progress_topic_of_its_request() -> None:
+    event = StageProgress(request_id="r7", stage="archive", done=1, total=3)
+    assert protocol.decode_event(protocol.encode(event)) == event
+    assert event.topic() == progress_topic("r7") == "progress/r7/"
+    assert protocol.tag_of(StageProgress) == "stage_progress"
+
+
+# -- a keep -------------------------------------------------------------------------------------
+
+
+async def test_each_model_call_of_a_keep_is_a_step_of_its_stage(tmp_path: Path) -> None:
+    world = World(tmp_path / "profile", Clock(T0))
+    try:
+        world.settings = Settings(memory_enabled=True, reconcile_distance=0.5, llm_context=2048)
+        turns = [("them" if i % 2 else "me", f"Point {i}: the Atlas rollout step {i} needs a "
+                  "review of the staging checklist and the budget owner signs it off.")
+                 for i in range(120)]
+        world.script.assertions = [{
+            "kind": "fact", "text": "Atlas rollout needs the staging checklist reviewed.",
+            "evidence": "Atlas rollout step needs a review of the staging checklist",
+        }]
+        session_id = world.session(turns, space_id=world.space("Atlas"))
+        found: list[Step] = []
+        outcome = await world.rememberer.remember(
+            session_id, "keep", progress=lambda stage, done, total: found.append(
+                (stage, done, total)))
+        assert outcome.archived and outcome.assertions == 1
+        calls = [c[-1].content for c in world.generator.calls]
+        pieces = sum('"key_quotes"' in c for c in calls)
+        extracted = sum('{"assertions"' in c for c in calls)
+        assert pieces > 1 and extracted > 1
+        assert found == (
+            [("archive", i, pieces) for i in range(pieces + 1)]
+            + [("extraction", i, extracted) for i in range(extracted + 1)]
+            + [("reconciliation", 0, 1), ("reconciliation", 1, 1)]  # the same fact, merged
+        )
+    finally:
+        world.store.close()
+
+
+async def test_a_keep_over_the_sockets_publishes_its_progress_in_order(home: Path) -> None:
+    async with running_daemon(Script()) as daemon:
+        await daemon.db(lambda: daemon.store.create_space("Atlas"))
+        session_id = await recorded(daemon)
+
+        def exchange() -> tuple[Any, list[StageProgress]]:
+            return watched(Remember(session_id=session_id, answer="keep", space="Atlas"),
+                           last=("reconciliation", 2, 2))
+
+        reply, events = await trio.to_thread.run_sync(exchange)
+    assert reply.archived and reply.assertions == 2
+    assert steps(events) == [
+        ("archive", 0, 1), ("archive", 1, 1),
+        ("extraction", 0, 1), ("extraction", 1, 1),
+        # the two statements about the conversation (the preference is a memory candidate)
+        ("reconciliation", 0, 2), ("reconciliation", 1, 2), ("reconciliation", 2, 2),
+    ]
