@@ -1,8 +1,10 @@
-"""Progress of the long requests: a keep's model calls. StageProgress events reach a subscriber
-over real sockets, in order, each stage ending at done == total."""
+"""Progress of the long requests: a keep's model calls, the embedding of an imported transcript
+or a document. StageProgress events reach a subscriber over real sockets, in order, each stage
+ending at done == total."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -20,12 +22,15 @@ from daemon.config import Settings
 from daemon.ipc import protocol
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
+    AddDocument,
+    ImportTranscript,
     Remember,
     Request,
     StageProgress,
     progress_topic,
 )
 from daemon.ipc.testing import short_home
+from daemon.llm.embed import EmbedProgress, ScriptedEmbedder, current_progress, reporting_to
 
 Step = tuple[str, int, int]
 
@@ -131,3 +136,74 @@ async def test_a_keep_over_the_sockets_publishes_its_progress_in_order(home: Pat
         # the two statements about the conversation (the preference is a memory candidate)
         ("reconciliation", 0, 2), ("reconciliation", 1, 2), ("reconciliation", 2, 2),
     ]
+
+
+# -- embedding counted in a context ----------------------------------------------------------------
+
+
+def test_an_embedder_reports_each_batch_to_the_progress_of_its_context() -> None:
+    embedder = ScriptedEmbedder()
+    reports: list[tuple[int, int]] = []
+    texts = [f"turn {i}" for i in range(20)]
+    plain = embedder.embed_sync(texts)
+    with reporting_to(EmbedProgress(lambda done, total: reports.append((done, total)))):
+        counted = embedder.embed_sync(texts)
+        embedder.embed_sync(texts[:3])  # a second call adds to the total
+    embedder.embed_sync(texts)  # nobody counts any more
+    assert (counted == plain).all()  # counting changes nothing embedded
+    assert reports == [(0, 20), (8, 20), (16, 20), (20, 20), (20, 23), (23, 23)]
+    assert current_progress() is None
+
+
+async def test_the_progress_of_a_task_follows_it_to_worker_threads_and_no_further() -> None:
+    embedder = ScriptedEmbedder()
+    reports: dict[str, list[tuple[int, int]]] = {"a": [], "b": []}
+
+    async def job(name: str, n: int) -> None:
+        with reporting_to(EmbedProgress(lambda d, t: reports[name].append((d, t)))):
+            await trio.to_thread.run_sync(embedder.embed_sync, ["x"] * n)
+            await embedder.embed(["y"] * 2)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(job, "a", 3)
+        nursery.start_soon(job, "b", 9)
+        await trio.to_thread.run_sync(embedder.embed_sync, ["z"] * 5)  # counted by neither
+    assert reports["a"] == [(0, 3), (3, 3), (3, 5), (5, 5)]
+    assert reports["b"] == [(0, 9), (8, 9), (9, 9), (9, 11), (11, 11)]
+
+
+# -- imports that embed --------------------------------------------------------------------------
+
+
+def long_transcript(turns: int) -> bytes:
+    return json.dumps({
+        "title": "Atlas planning", "started_at": "2026-07-28T14:05:00+02:00",
+        "turns": [{"speaker": "me" if i % 2 else "Sarah", "t": 4.0 * i,
+                   "text": f"Point {i}: the staging checklist for step {i} is reviewed."}
+                  for i in range(turns)],
+    }).encode()
+
+
+async def test_an_import_and_a_document_publish_their_embedding(home: Path) -> None:
+    async with running_daemon(Script()) as daemon:
+
+        def exchange() -> None:
+            # 60 turns in 3 chunks: each chunk and each turn has its vector
+            imported, events = watched(ImportTranscript(content=long_transcript(60)),
+                                       last=("embedding", 63, 63))
+            assert (imported.session.turns, imported.chunks) == (60, 3)
+            found = steps(events)
+            assert_counts_up(found)
+            assert found[0] == ("embedding", 0, 60)  # the turns are known to come from the start
+            assert len(found) > 5  # in batches
+
+            text = "\n\n".join(f"## Part {i}\n\n" + f"Paragraph {i} of the plan. " * 60
+                               for i in range(12)).encode()
+            added, events = watched(AddDocument(filename="plan.md", content=text),
+                                    last=("embedding", 36, 36))
+            assert added.document.chunks == 36
+            assert steps(events)[0] == ("embedding", 0, 36)
+            assert_counts_up(steps(events))
+
+        await trio.to_thread.run_sync(exchange)
+        assert (await daemon.db(daemon.store.counts))["vectors"] == 63 + 36

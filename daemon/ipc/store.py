@@ -9,6 +9,7 @@ replies.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from daemon.errors import InvalidInput
+from daemon.ipc.progress import embedding_progress
 from daemon.ipc.protocol import (
     AddDocument,
     AddSpace,
@@ -43,6 +45,8 @@ from daemon.ipc.protocol import (
     SpacesReply,
     TurnInfo,
 )
+from daemon.ipc.server import Publish
+from daemon.llm.embed import EmbedProgress
 from daemon.sessions import gist
 from daemon.store.documents import extract_text
 from daemon.store.export import render
@@ -211,13 +215,16 @@ async def register(daemon: Daemon) -> None:
 
         return await db(work)
 
-    async def import_transcript_(request: ImportTranscript) -> ImportTranscriptReply:
-        def work() -> tuple[SessionInfo, list[Turn], int]:
+    async def import_transcript_(request: ImportTranscript,
+                                 publish: Publish) -> ImportTranscriptReply:
+        def work(progress: EmbedProgress) -> tuple[SessionInfo, list[Turn], int]:
             transcript = parse_named_transcript(request.content, request.filename)
+            progress.expect_at_least(len(transcript.turns))  # each turn is embedded
             session, turns, chunks = import_transcript(store, transcript, request.space)
             return session_info(session, space_names(store)), turns, chunks
 
-        session, turns, chunks = await db(work)
+        with embedding_progress(request.id, publish) as progress:
+            session, turns, chunks = await db(functools.partial(work, progress))
         daemon.publish(SessionEnded(
             session_id=session.id,
             duration_s=(session.ended_at or session.started_at) - session.started_at,
@@ -275,7 +282,7 @@ async def register(daemon: Daemon) -> None:
 
         return await db(work)
 
-    async def add_document(request: AddDocument) -> DocumentReply:
+    async def add_document(request: AddDocument, publish: Publish) -> DocumentReply:
         filename = Path(request.filename).name
         if not filename:
             raise InvalidInput("filename: a document needs its file's name",
@@ -289,7 +296,8 @@ async def register(daemon: Daemon) -> None:
             return DocumentReply(document=document_info(document, space_names(store)),
                                  note=_vectors_note(store))
 
-        return await db(work)
+        with embedding_progress(request.id, publish):
+            return await db(work)
 
     async def remove_document(request: RemoveDocument) -> DeletedReply:
         def work() -> DeletedReply:
@@ -304,13 +312,13 @@ async def register(daemon: Daemon) -> None:
     handlers.add(ListSessions, list_sessions)
     handlers.add(ShowSession, show_session)
     handlers.add(ExportSession, export_session)
-    handlers.add(ImportTranscript, import_transcript_)
+    handlers.add_streaming(ImportTranscript, import_transcript_)
     handlers.add(ListSpaces, list_spaces)
     handlers.add(AddSpace, add_space)
     handlers.add(SetSpace, set_space)
     handlers.add(RemoveSpace, remove_space)
     handlers.add(ListDocuments, list_documents)
-    handlers.add(AddDocument, add_document)
+    handlers.add_streaming(AddDocument, add_document)
     handlers.add(RemoveDocument, remove_document)
 
 

@@ -2,13 +2,21 @@
 
 Rows are float32 and L2-normalised, so a dot product is the cosine. ``model_id`` names the exact
 model file: vectors from different ids never mix (the store rebuilds its index on a change).
+
+Embedding thousands of turns or a long document takes minutes on a small CPU. Whoever waits for
+it can count the texts embedded on its behalf: an :class:`EmbedProgress` made current with
+:func:`reporting_to` is told of every embedding call made in that context (a trio task and the
+worker threads it starts, which copy its context), whatever layer makes the call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,6 +38,63 @@ class Embedder(Protocol):
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def close(self) -> None: ...
+
+
+class EmbedProgress:
+    """Texts embedded in one context: ``report(done, total)`` when an embedding call starts
+    (its texts added to ``total``) and after each batch. It runs on the thread that embeds,
+    under a lock, so reports arrive in order.
+
+    ``total`` is what the calls so far asked for, or more when whoever counts knows better
+    (:meth:`expect_at_least`, e.g. the turns of a transcript about to be stored), so that a bar
+    does not show a first small call as the whole work.
+    """
+
+    def __init__(self, report: Callable[[int, int], None]) -> None:
+        self._report = report
+        self._lock = threading.Lock()
+        self._asked = 0
+        self._floor = 0
+        self.done = 0
+
+    @property
+    def total(self) -> int:
+        return max(self._asked, self._floor)
+
+    def expect_at_least(self, texts: int) -> None:
+        """At least ``texts`` will be embedded in all (reported with the next call)."""
+        with self._lock:
+            self._floor = max(self._floor, texts)
+
+    def expect(self, texts: int) -> None:
+        if texts > 0:
+            with self._lock:
+                self._asked += texts
+                self._report(self.done, self.total)
+
+    def embedded(self, texts: int) -> None:
+        if texts > 0:
+            with self._lock:
+                self.done = min(self._asked, self.done + texts)
+                self._report(self.done, self.total)
+
+
+_progress: ContextVar[EmbedProgress | None] = ContextVar("braincue_embed_progress", default=None)
+
+
+@contextlib.contextmanager
+def reporting_to(progress: EmbedProgress) -> Iterator[EmbedProgress]:
+    """Make ``progress`` count what is embedded in this context until the block ends."""
+    token = _progress.set(progress)
+    try:
+        yield progress
+    finally:
+        _progress.reset(token)
+
+
+def current_progress() -> EmbedProgress | None:
+    """What counts the texts embedded in this context (None: nobody is counting)."""
+    return _progress.get()
 
 
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:
@@ -91,25 +156,31 @@ class LlamaEmbedder:
                 fix="the file may be damaged; reinstall it with `braincue models install`",
             ) from e
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], progress: EmbedProgress | None) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         rows: list[list[float]] = []
+        if progress is not None:
+            progress.expect(len(texts))
         try:
             for start in range(0, len(texts), self.batch):
                 chunk = list(texts[start : start + self.batch])
                 rows.extend(self._llm.embed(chunk, normalize=False, truncate=True))
+                if progress is not None:
+                    progress.embedded(len(chunk))
         except (ValueError, RuntimeError) as e:
             raise EngineError(f"embedding failed: {e}") from e
         return normalize_rows(np.array(rows, dtype=np.float32))
 
+    # The caller's context says who counts (the worker thread has a context of its own).
+
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        texts = list(texts)
-        return await self._worker.call(lambda: self._embed(texts))
+        texts, progress = list(texts), current_progress()
+        return await self._worker.call(lambda: self._embed(texts, progress))
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
-        texts = list(texts)
-        return self._worker.call_sync(lambda: self._embed(texts))
+        texts, progress = list(texts), current_progress()
+        return self._worker.call_sync(lambda: self._embed(texts, progress))
 
     def close(self) -> None:
         def free() -> None:
@@ -130,6 +201,8 @@ class ScriptedEmbedder:
     A hashed bag of lowercased words plus (weaker) character trigrams: texts that share words
     are closer. ``model_id`` can be changed to simulate a model change.
     """
+
+    batch = 8  # texts per progress report
 
     def __init__(self, dimensions: int = 64, *, model_id: str | None = None) -> None:
         self.dimensions = dimensions
@@ -152,7 +225,15 @@ class ScriptedEmbedder:
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        return normalize_rows(np.stack([self._vector(t) for t in texts]))
+        progress = current_progress()
+        if progress is None:
+            return normalize_rows(np.stack([self._vector(t) for t in texts]))
+        progress.expect(len(texts))
+        rows = []
+        for start in range(0, len(texts), self.batch):  # in batches, like a real model
+            rows += [self._vector(t) for t in texts[start : start + self.batch]]
+            progress.embedded(min(self.batch, len(texts) - start))
+        return normalize_rows(np.stack(rows))
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         await trio.lowlevel.checkpoint()

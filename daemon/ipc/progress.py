@@ -1,0 +1,28 @@
+"""Progress of long requests as StageProgress events on ``progress_topic(request.id)``."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import trio
+
+from daemon.ipc.protocol import StageProgress
+from daemon.ipc.server import Publish
+from daemon.llm.embed import EmbedProgress, reporting_to
+
+
+@contextlib.contextmanager
+def embedding_progress(request_id: str, publish: Publish) -> Iterator[EmbedProgress]:
+    """Publish the ``embedding`` stage of ``request_id``: every text embedded in this context
+    until the block ends (on the store's worker threads too). Call from the trio thread; the
+    events are published there, in order, before the request's work hands back its result."""
+    token = trio.lowlevel.current_trio_token()
+
+    def report(done: int, total: int) -> None:
+        event = StageProgress(request_id=request_id, stage="embedding", done=done, total=total)
+        with contextlib.suppress(trio.RunFinishedError):  # the daemon is gone: nobody waits
+            token.run_sync_soon(publish, event)
+
+    with reporting_to(EmbedProgress(report)) as progress:
+        yield progress
