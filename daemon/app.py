@@ -92,7 +92,9 @@ class Daemon:
         # Each part that owns countable things (sessions, turns, ...) adds a counter here.
         self.counters: list[Callable[[], Awaitable[dict[str, int]]]] = []
         # Parts that hold on to a setting (an open device, ...) follow its changes here.
-        self.settings_listeners: list[Callable[[Settings], Awaitable[None]]] = []
+        self.settings_listeners: list[Callable[[Settings], Awaitable[None]]] = [
+            self.engines.settings_changed
+        ]
         self.live: Live | None = None
         self.stopping = threading.Event()
         self._store: Store | None = None

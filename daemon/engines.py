@@ -44,6 +44,7 @@ class Engines:
         self.models_dir = models_dir
         self.embedder = embedder
         self._generator = generator
+        self._generator_made_with: tuple[str, int, int] | None = None  # None: given, not made
 
     def open_embedder(self) -> Embedder | None:
         """Load the configured embedding model (blocking: call it on a thread); None, with a
@@ -76,8 +77,24 @@ class Engines:
                 n_ctx=settings.llm_context,
                 idle_unload_s=settings.llm_idle_unload_s,
             )
+            self._generator_made_with = _generator_settings(settings)
             log.info("language model %s ready (loads on first use)", self._generator.model_id)
         return self._generator
+
+    async def settings_changed(self, settings: Settings) -> None:
+        """A new language model, thread count or context applies from the next request: the
+        current model leaves memory once its running work is done (a request still holding it
+        finishes on it)."""
+        made_with = self._generator_made_with
+        if made_with is None or made_with == _generator_settings(settings):
+            if isinstance(self._generator, LlamaGenerator):
+                self._generator.idle_unload_s = settings.llm_idle_unload_s
+            return
+        retired, self._generator = self._generator, None
+        self._generator_made_with = None
+        if retired is not None:
+            log.info("language model %s set aside: the settings changed", retired.model_id)
+            await trio.to_thread.run_sync(retired.unload)
 
     def loaded(self) -> list[str]:
         """The models in memory now, as ``role:model id``."""
@@ -99,6 +116,10 @@ class Engines:
             if engine is not None:
                 engine.close()
         self._generator = self.embedder = None
+
+
+def _generator_settings(settings: Settings) -> tuple[str, int, int]:
+    return settings.llm_model, settings.llm_threads, settings.llm_context
 
 
 def unload_check_interval(idle_unload_s: float) -> float:

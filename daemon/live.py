@@ -127,6 +127,7 @@ class Live:
         self._call = call
         self._transcriber = transcriber
         self._own_transcriber = transcriber is None
+        self._transcriber_made_with: tuple[str, int] | None = None
         self._told_no_model = False
         self.vad = vad
         self.block_backlog = block_backlog
@@ -281,10 +282,18 @@ class Live:
         return None if self._transcriber is None else self._transcriber.model_id
 
     def _require_speech_model(self) -> Transcriber:
+        settings = self._settings()
+        wanted = (settings.asr_model, settings.asr_threads)
+        if self._own_transcriber and self._transcriber_made_with not in (None, wanted):
+            # a new speech model or thread count applies from the next utterance; the old
+            # model leaves memory once nothing (an import running now) uses it any more
+            log.info("speech model %s set aside: the settings changed",
+                     self._transcriber.model_id if self._transcriber else "")
+            self._transcriber = self._transcriber_made_with = None
         if self._transcriber is None:
-            settings = self._settings()
             path = resolve_model("asr", settings.asr_model, self.models_dir)
             self._transcriber = WhisperTranscriber(path, threads=settings.asr_threads)
+            self._transcriber_made_with = wanted
             self._told_no_model = False
         return self._transcriber
 

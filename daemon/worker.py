@@ -38,6 +38,7 @@ class WorkerThread:
                 return
             fn, deliver = item
             deliver(outcome.capture(fn))
+            del item, fn, deliver  # hold nothing of the last call while waiting for the next
 
     def call_sync(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the worker and wait (for synchronous callers such as the CLI)."""

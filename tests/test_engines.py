@@ -427,3 +427,53 @@ def test_word_error_rate_ignores_case_and_punctuation() -> None:
     assert word_error_rate("a b c d", "a x c") == 0.5  # one substitution, one deletion
     assert word_error_rate("a b", "a b c d") == 1.0  # two insertions
     assert word_error_rate("Don't stop", "don’t stop") == 0.0
+
+
+async def test_a_changed_language_model_setting_applies_from_the_next_request(
+    tmp_path: Path,
+) -> None:
+    import gc
+
+    from daemon.config import Settings
+    from daemon.engines import Engines
+
+    for name in ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "qwen2.5-1.5b-instruct-q4_k_m.gguf"):
+        (tmp_path / name).write_bytes(b"GGUF")
+    settings = Settings(llm_model="qwen2.5-coder-0.5b", llm_threads=1)
+    engines = Engines(lambda: settings, tmp_path)
+    first = engines.generator()
+    assert isinstance(first, LlamaGenerator) and first.model_id.startswith("qwen2.5-coder-0.5b")
+    fake = FakeLlama()
+    first._llm = fake  # as if loaded
+    worker = first._worker._thread
+
+    settings = Settings(llm_model="qwen2.5-coder-0.5b", llm_threads=1, llm_idle_unload_s=9.0)
+    await engines.settings_changed(settings)
+    assert engines.generator() is first and first.idle_unload_s == 9.0  # no reload for that
+
+    settings = Settings(llm_model="qwen2.5-1.5b-instruct", llm_threads=1)
+    await engines.settings_changed(settings)
+    second = engines.generator()
+    assert second is not first and second.model_id.startswith("qwen2.5-1.5b")
+    assert fake.closed and not first.loaded  # the old model left memory
+
+    settings = Settings(llm_model="qwen2.5-1.5b-instruct", llm_threads=2)
+    await engines.settings_changed(settings)
+    third = engines.generator()
+    assert isinstance(third, LlamaGenerator) and third is not second and third.threads == 2
+
+    del first
+    gc.collect()
+    worker.join(5)
+    assert not worker.is_alive()  # a set-aside model's thread ends once nothing holds it
+    engines.close()
+
+
+async def test_given_engines_are_never_replaced_by_a_settings_change() -> None:
+    from daemon.config import Settings
+    from daemon.engines import Engines
+
+    scripted = ScriptedGenerator([])
+    engines = Engines(lambda: Settings(), Path("/nonexistent"), generator=scripted)
+    await engines.settings_changed(Settings(llm_model="qwen2.5-1.5b-instruct"))
+    assert engines.generator() is scripted

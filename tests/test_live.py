@@ -505,3 +505,23 @@ async def test_turns_held_at_a_stop_are_saved_by_it(
         await rig.play(mic=np.concatenate([tone(1.5, 220), silence(1.0)]))
         await rig.live.stop()
     assert [t.text for t in store.turns(started.session_id)] == [WORDS[220]]
+
+
+async def test_a_changed_speech_model_setting_applies_from_the_next_utterance(
+    tmp_path: Path, store: Store
+) -> None:
+    for name in ("whisper-tiny.en.bin", "whisper-base.bin"):
+        (tmp_path / name).write_bytes(b"ggml")  # loaded only on first use, never here
+    settings = Settings(asr_model="whisper-tiny.en", asr_threads=1)
+    live = Live(store, lambda: settings, tmp_path, lambda event: None, capture=False)
+    first = live._speech_model()
+    assert first is not None and first.model_id == "whisper-tiny.en"
+    assert live._speech_model() is first
+
+    settings = Settings(asr_model="whisper-base", asr_threads=1)
+    second = live._speech_model()
+    assert second is not None and second is not first and second.model_id == "whisper-base"
+
+    settings = Settings(asr_model="whisper-base", asr_threads=2)
+    third = live._speech_model()
+    assert third is not second and live.speech_model_loaded() == "whisper-base"

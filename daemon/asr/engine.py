@@ -10,6 +10,7 @@ import atexit
 import logging
 import re
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
@@ -127,6 +128,9 @@ class WhisperTranscriber:
         self.language = language
         self._model: Any = None
         self._worker = WorkerThread(f"asr-{self.model_id}")
+        # an engine replaced while someone still used it is never closed: its thread ends
+        # when it is collected
+        weakref.finalize(self, self._worker.close)
 
     def _load(self) -> Any:
         if self._model is None:

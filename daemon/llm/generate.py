@@ -11,6 +11,7 @@ import json
 import re
 import threading
 import time
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from contextlib import aclosing, contextmanager
 from pathlib import Path
@@ -144,6 +145,9 @@ class LlamaGenerator:
         self._llm: Any = None
         self._last_used = time.monotonic()
         self._worker = WorkerThread(f"llm-{self.model_id}")
+        # an engine replaced while someone still used it is never closed: its thread ends
+        # when it is collected
+        weakref.finalize(self, self._worker.close)
 
     @property
     def loaded(self) -> bool:
