@@ -1,6 +1,6 @@
 """Progress of the long requests: a keep's model calls, the embedding of an imported transcript
 or a document. StageProgress events reach a subscriber over real sockets, in order, each stage
-ending at done == total."""
+ending at done == total; the shell shows them on stderr, and not with --json."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from typing import Any
 import msgspec
 import pytest
 import trio
+from click.testing import Result
 from storekit import T0, Clock
-from test_cli_memory import recorded, running_daemon
+from test_cli_memory import braincue, recorded, running_daemon
 from test_persistence_e2e import Script, World
 
 from daemon.config import Settings
@@ -207,3 +208,44 @@ async def test_an_import_and_a_document_publish_their_embedding(home: Path) -> N
 
         await trio.to_thread.run_sync(exchange)
         assert (await daemon.db(daemon.store.counts))["vectors"] == 63 + 36
+
+
+# -- the shell ---------------------------------------------------------------------------------
+
+
+async def test_the_shell_shows_a_keeps_stages_on_stderr_but_not_with_json(home: Path) -> None:
+    async with running_daemon(Script()) as daemon:
+        await daemon.db(lambda: daemon.store.create_space("Atlas"))
+        first, second = await recorded(daemon), await recorded(daemon)
+
+        shown = await braincue("keep", str(first), "--space", "Atlas")
+        assert shown.exit_code == 0, (shown.output, shown.exception)
+        assert shown.stdout.splitlines()[0] == f"session {first} kept in Space 'Atlas'"
+        for bar in ("summarising: ", "extracting: ", "reconciling: "):
+            assert bar in shown.stderr, shown.stderr
+        assert "1/1 [" in shown.stderr and "2/2 [" in shown.stderr
+
+        quiet = await braincue("keep", str(second), "--space", "Atlas", "--json")
+        assert quiet.exit_code == 0, (quiet.output, quiet.exception)
+        assert json.loads(quiet.stdout)["archived"] is True
+        assert not any(bar in quiet.stderr
+                       for bar in ("summarising: ", "extracting: ", "reconciling: "))
+
+
+async def test_the_shell_shows_an_imports_embedding(home: Path, tmp_path: Path) -> None:
+    transcript = tmp_path / "planning.json"
+    transcript.write_bytes(long_transcript(60))
+    async with running_daemon(Script()):
+        shown: Result = await braincue("import-transcript", str(transcript))
+        assert shown.exit_code == 0, (shown.output, shown.exception)
+        assert "imported session 1" in shown.stdout
+        assert "embedding: " in shown.stderr and "63/63 [" in shown.stderr
+
+        quiet = await braincue("import-transcript", str(transcript), "--json")
+        assert quiet.exit_code == 0 and json.loads(quiet.stdout)["session"]["id"] == 2
+        assert "embedding: " not in quiet.stderr
+
+        notes = tmp_path / "notes.md"
+        notes.write_text("Ship checklist: run the database migration first.\n")
+        added = await braincue("docs", "add", str(notes))
+        assert added.exit_code == 0 and "embedding: " in added.stderr

@@ -2,7 +2,8 @@
 `braincue memory list|approve|reject|edit|scope|archive|expire`. They only speak the protocol.
 
 Keeping a session summarises and extracts it with the local language model, which takes a
-while on a small CPU; the reply says what was kept and, where a count is 0, why.
+while on a small CPU: a bar on stderr follows each stage (not with --json); the reply says what
+was kept and, where a count is 0, why.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 from clients.cli.output import echo_json, local_time, plural
+from clients.cli.progress import request_with_progress
 from daemon.errors import InvalidInput
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
@@ -180,8 +182,8 @@ def _request_remember(context: Context, request: Remember, as_json: bool) -> Non
     if request.answer == "keep":
         click.echo(f"keeping session {request.session_id} (summarising with the local "
                    "language model can take a few minutes)…", err=True)
-    with Client(context.profile) as client:
-        reply = client.request(request, timeout=KEEP_TIMEOUT_S)
+    reply = request_with_progress(context.profile, request, timeout=KEEP_TIMEOUT_S,
+                                  show=request.answer == "keep" and not as_json)
     if as_json:
         echo_json(reply)
     else:

@@ -2,7 +2,8 @@
 
 `braincue import-transcript`, `sessions`, `show`, `export`, `docs ...`, `spaces ...`. They only
 speak the protocol: files are read here and sent as their bytes, the daemon validates and
-stores them, and what is printed comes from its replies.
+stores them, and what is printed comes from its replies. An import or a document shows how far
+embedding got on stderr (not with --json).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from clients.cli.output import (
     read_for_daemon,
     table,
 )
+from clients.cli.progress import request_with_progress
 from daemon.errors import InvalidInput
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
@@ -80,9 +82,9 @@ def import_transcript(context: Context, file: Path, space: str | None, as_json: 
     Unknown fields are ignored. `braincue export ID --format json` writes this format.
     """
     content = read_for_daemon(file, "split it into several transcripts")
-    with Client(context.profile) as client:
-        reply = client.request(ImportTranscript(content=content, filename=file.name, space=space),
-                               timeout=STORE_TIMEOUT_S)
+    reply = request_with_progress(
+        context.profile, ImportTranscript(content=content, filename=file.name, space=space),
+        timeout=STORE_TIMEOUT_S, show=not as_json)
     if as_json:
         echo_json(reply)
         return
@@ -186,8 +188,8 @@ def docs_add(context: Context, file: Path, space: str | None, title: str | None,
         file, "split it, or add its text instead (a PDF's text is much smaller)")
     request = AddDocument(filename=file.name, content=content, space=space, title=title,
                           modified_at=file.stat().st_mtime)
-    with Client(context.profile) as client:
-        reply = client.request(request, timeout=STORE_TIMEOUT_S)
+    reply = request_with_progress(context.profile, request, timeout=STORE_TIMEOUT_S,
+                                  show=not as_json)
     if as_json:
         echo_json(reply)
         return
