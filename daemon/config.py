@@ -63,6 +63,15 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     hotkey_answer_them: str = "Ctrl+Alt+Shift+Space"  # answers what "they" just asked
 
 
+# Settings read once by something long-lived; every other change applies at once.
+APPLIES_LATER = {
+    "embed_model": "when the daemon restarts (vectors are then re-embedded with the new model)",
+    "embed_batch": "when the daemon restarts",
+    "hotkey_ask": "when `braincue hotkey` starts again",
+    "hotkey_answer_them": "when `braincue hotkey` starts again",
+}
+
+
 @dataclass(frozen=True)
 class Paths:
     """Where BrainCue keeps things for one profile."""

@@ -101,6 +101,9 @@ def test_settings(daemon: DaemonProcess) -> None:
     assert ok("settings", "set", "search_k", "8").stdout == "search_k = 8\n"
     assert ok("settings", "set", "llm_model", "qwen2.5-coder-0.5b").stdout == \
         "llm_model = qwen2.5-coder-0.5b\n"
+    assert ok("settings", "set", "embed_batch", "16").stdout == (
+        "embed_batch = 16\n(takes effect when the daemon restarts)\n"
+    )
     assert json.loads(ok("settings", "get", "search_k", "--json").stdout) == {"search_k": 8}
     refused = CliRunner().invoke(cli, ["settings", "set", "search_k", "many"])
     assert isinstance(refused.exception, ConfigError)

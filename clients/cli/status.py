@@ -10,6 +10,7 @@ import msgspec
 
 from clients.cli.memory import settings_switch_lines
 from clients.cli.output import duration, echo_json, offset, plural, table
+from daemon.config import APPLIES_LATER
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     TOPIC_SESSIONS,
@@ -115,6 +116,8 @@ def settings_set(context: Context, key: str, value: str) -> None:
     with Client(context.profile) as client:
         values = client.request(SettingsSet(key=key, value=value)).settings
     click.echo(f"{key} = {setting_text(values[key])}")
+    if key in APPLIES_LATER:
+        click.echo(f"(takes effect {APPLIES_LATER[key]})")
 
 
 def setting_text(value: SettingValue) -> str:
