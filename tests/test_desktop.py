@@ -14,6 +14,16 @@ from typing import Any
 
 import msgspec
 import pytest
+from desktopkit import (
+    ANSWER_TOKENS,
+    FakeDaemon,
+    FakeNotificationServer,
+    live_status,
+    screenshot,
+    start_session_bus,
+    start_xvfb,
+    wait_until,
+)
 
 from clients.desktop.keep import (
     NO_SPACE_LABEL,
@@ -39,16 +49,6 @@ from daemon.ipc.protocol import (
     StatusReply,
 )
 from daemon.ipc.testing import short_home
-from tests.desktopkit import (
-    ANSWER_TOKENS,
-    FakeDaemon,
-    FakeNotificationServer,
-    live_status,
-    screenshot,
-    start_session_bus,
-    start_xvfb,
-    wait_until,
-)
 
 HAVE_X = all(shutil.which(tool) for tool in ("Xvfb", "dbus-daemon", "xdotool"))
 # Tests under Xvfb: marked slow; without the tools (scripts/setup.sh --dev installs them) the
