@@ -6,7 +6,6 @@ They only speak the protocol: the daemon captures, transcribes and stores.
 from __future__ import annotations
 
 import datetime as dt
-import threading
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,16 +13,17 @@ from typing import TYPE_CHECKING
 import click
 import msgspec
 
+from clients.cli.progress import request_watching
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     ACTIVITIES,
+    Event,
     ImportAudio,
     ImportAudioReply,
     ImportProgress,
     Reply,
     Start,
     Stop,
-    progress_topic,
 )
 
 if TYPE_CHECKING:
@@ -124,36 +124,21 @@ def import_audio(context: Context, audio: Path, stereo: bool, speaker: str, spac
 
 
 def _import_with_progress(profile: str, request: ImportAudio, *, show: bool) -> ImportAudioReply:
-    """Send the import from a thread while the progress events drive a bar here."""
+    """Send the import while its ImportProgress events drive a bar here."""
     from tqdm import tqdm
 
-    outcome: list[ImportAudioReply | BaseException] = []
+    with tqdm(total=0.0, unit="s", disable=not show, leave=False,
+              bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s of audio [{elapsed}<{remaining}]"
+              "{postfix}") as bar:
 
-    def send() -> None:
-        try:
-            with Client(profile) as client:
-                outcome.append(client.request(request, timeout=IMPORT_TIMEOUT_S))
-        except BaseException as e:  # handed to the main thread
-            outcome.append(e)
+        def shown(event: Event) -> None:
+            if isinstance(event, ImportProgress):
+                bar.total = event.total_s
+                bar.n = event.done_s
+                bar.set_postfix(turns=event.turns, refresh=False)
+                bar.refresh()
 
-    with Client(profile) as client, client.subscribe([progress_topic(request.id)]) as events:
-        sender = threading.Thread(target=send, name="import-request", daemon=True)
-        sender.start()
-        with tqdm(total=0.0, unit="s", disable=not show, leave=False,
-                  bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s of audio [{elapsed}<{remaining}]"
-                  "{postfix}") as bar:
-            while sender.is_alive():
-                event = events.receive(0.2)
-                if isinstance(event, ImportProgress):
-                    bar.total = event.total_s
-                    bar.n = event.done_s
-                    bar.set_postfix(turns=event.turns, refresh=False)
-                    bar.refresh()
-        sender.join()
-    result = outcome[0]
-    if isinstance(result, BaseException):
-        raise result
-    return result
+        return request_watching(profile, request, timeout=IMPORT_TIMEOUT_S, on_event=shown)
 
 
 COMMANDS = [start, stop, import_audio]
