@@ -46,8 +46,10 @@ from daemon.ipc.protocol import (
 if TYPE_CHECKING:
     from clients.shell import Context
 
-# Storing embeds what is stored: a long transcript or document takes a while on a small CPU.
-STORE_TIMEOUT_S = 900.0
+STORE_TIMEOUT_S = 900.0  # removing a large Space or document deletes many rows and vectors
+# Importing embeds every turn or passage: the largest transcript the protocol carries takes
+# hours on a small CPU. Its progress bar shows it is alive; Ctrl+C stops waiting.
+IMPORT_TIMEOUT_S = 6 * 3600.0
 
 space_option = click.option("--space", "space", metavar="NAME", default=None,
                             help="The Space (see `braincue spaces list`).")
@@ -84,7 +86,7 @@ def import_transcript(context: Context, file: Path, space: str | None, as_json: 
     content = read_for_daemon(file, "split it into several transcripts")
     reply = request_with_progress(
         context.profile, ImportTranscript(content=content, filename=file.name, space=space),
-        timeout=STORE_TIMEOUT_S, show=not as_json)
+        timeout=IMPORT_TIMEOUT_S, show=not as_json)
     if as_json:
         echo_json(reply)
         return
@@ -188,7 +190,7 @@ def docs_add(context: Context, file: Path, space: str | None, title: str | None,
         file, "split it, or add its text instead (a PDF's text is much smaller)")
     request = AddDocument(filename=file.name, content=content, space=space, title=title,
                           modified_at=file.stat().st_mtime)
-    reply = request_with_progress(context.profile, request, timeout=STORE_TIMEOUT_S,
+    reply = request_with_progress(context.profile, request, timeout=IMPORT_TIMEOUT_S,
                                   show=not as_json)
     if as_json:
         echo_json(reply)
