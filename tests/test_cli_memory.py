@@ -16,12 +16,14 @@ from click.testing import CliRunner, Result
 from test_persistence_e2e import ATLAS, Script
 
 from clients.cli.memory import parse_expiry, remember_lines
+from clients.cli.output import local_time
 from clients.shell import cli
 from daemon.app import Daemon, serve
 from daemon.config import Config, Paths, Settings, save_settings
 from daemon.engines import Engines
 from daemon.errors import InvalidInput
-from daemon.ipc.protocol import RememberReply
+from daemon.ipc.client import Client
+from daemon.ipc.protocol import History, RememberReply
 from daemon.ipc.testing import short_home
 from daemon.llm.embed import ScriptedEmbedder
 from daemon.llm.generate import ScriptedGenerator
@@ -63,11 +65,11 @@ async def ok(*args: str) -> str:
     return result.stdout
 
 
-async def recorded(daemon: Daemon, space: str | None = None) -> int:
+async def recorded(daemon: Daemon, space: str | None = None, title: str = "Atlas sync") -> int:
     def record() -> int:
         store = daemon.store
         space_id = None if space is None else store.get_space(space).id
-        session = store.create_session(space_id=space_id, title="Atlas sync")
+        session = store.create_session(space_id=space_id, title=title)
         store.append_turns(session.id, [NewTurn(speaker=s, text=t, start=5.0 * i)
                                         for i, (s, t) in enumerate(ATLAS)])
         store.end_session(session.id)
@@ -115,6 +117,24 @@ async def test_keep_review_and_history_from_the_shell(home: Path) -> None:
         assert history[0].endswith("decision  [Atlas; current]")
         assert history[1:4] == ["    Atlas launches on March 3rd.", "    chosen: March 3rd",
                                 "    over: February"]
+        assert not any("also said in" in line for line in history)
+
+        # the same decision said again in a later call: one assertion, where it was confirmed
+        again = await recorded(daemon, "Atlas", title="Atlas check-in")
+        out = await ok("keep", str(again))
+        assert "  assertions: 0 new assertions, 2 already known (2 noted as said again here)" \
+            in out.splitlines()
+        said = await daemon.db(lambda: daemon.store.restatements([decision.id]))
+        history = (await ok("history", str(decision.id))).splitlines()
+        assert history[-1] == (f"    also said in: Atlas check-in · "
+                               f"{local_time(said[0].occurred_at)} (session {again})")
+        assert history[-2] == f"    source: extracted, session {session_id}"
+        reply = await trio.to_thread.run_sync(
+            lambda: Client().request(History(assertion_id=decision.id)))
+        assert [(r.assertion_id, r.session_id, r.session_title) for r in reply.restatements] == [
+            (decision.id, again, "Atlas check-in")]
+        await ok("keep", str(again))  # keeping it twice records nothing twice
+        assert (await ok("history", str(decision.id))).count("also said in") == 1
 
         settings = await ok("settings", "get")
         assert ("what is remembered (two independent switches):\n"
@@ -149,12 +169,13 @@ async def test_no_space_later_and_discard_from_the_shell(home: Path) -> None:
 
 def test_remember_lines_say_what_was_superseded_and_redacted() -> None:
     reply = RememberReply(session_id=3, answer="keep", status="kept", space="Atlas",
-                          archived=True, assertions=3, superseded=1, duplicates=2,
+                          archived=True, assertions=3, superseded=1, duplicates=2, restated=1,
                           candidates=0, redactions=1, notes=["memory is off"])
     assert remember_lines(reply) == [
         "session 3 kept in Space 'Atlas'",
         "  archive: written",
-        "  assertions: 3 new assertions (1 replacing an earlier one), 2 already known",
+        "  assertions: 3 new assertions (1 replacing an earlier one), 2 already known"
+        " (1 noted as said again here)",
         "  memories to review: 0",
         "  redacted: 1 secret",
         "note: memory is off",

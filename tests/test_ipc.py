@@ -168,6 +168,28 @@ def test_answer_events_are_published_on_their_request_topic() -> None:
     assert not protocol.answer_topic("r12").startswith(protocol.answer_topic("r1"))
 
 
+def test_a_history_reply_with_restatements_reads_both_ways_across_versions() -> None:
+    """An older daemon's reply has no ``restatements``; an older client ignores them."""
+    info = protocol.AssertionInfo(
+        id=1, kind="decision", text="Ship on Friday", about_person=False,
+        review_status="approved", source="extracted", space_id=1, space="Atlas",
+        occurred_at=1.7e9, recorded_at=1.7e9)
+    old_frame = msgspec.msgpack.encode({"type": "history_reply", "id": "r1",
+                                        "chain": [msgspec.to_builtins(info)]})
+    old = protocol.decode_reply(old_frame)
+    assert isinstance(old, protocol.HistoryReply) and old.restatements == []
+
+    class OldHistoryReply(msgspec.Struct, tag_field="type", tag="history_reply"):
+        chain: list[protocol.AssertionInfo]
+        id: str = ""
+
+    again = protocol.RestatementInfo(assertion_id=1, session_id=7, session_title="Check-in",
+                                     occurred_at=1.7e9 + 86400, anchor_chunk_id=40)
+    new = protocol.HistoryReply(id="r2", chain=[info], restatements=[again])
+    assert protocol.decode_reply(protocol.encode(new)) == new
+    assert msgspec.msgpack.decode(protocol.encode(new), type=OldHistoryReply).chain == [info]
+
+
 DEEP = b"\x81\xa2id" + b"\x91" * 100_000 + b"\x01"
 
 BAD_FRAMES = [

@@ -371,8 +371,10 @@ async def test_pressing_keep_twice_proposes_nothing_new(world: World) -> None:
     await world.keep(session_id)
     again = await world.keep(session_id)
     assert (again.candidates, again.assertions, again.duplicates) == (0, 0, 2)
+    assert again.restated == 0  # its own statements: not said *again* anywhere
     assert len(world.memories()) == 1
     assert len(world.store.list_assertions(about_person=False)) == 2
+    assert restatements(world) == []
 
 
 async def test_a_memory_of_another_space_does_not_shadow_a_candidate(world: World) -> None:
@@ -428,10 +430,16 @@ async def test_a_duplicate_ruling_stores_nothing(world: World) -> None:
     await world.keep(world.session(space_id=atlas))
     world.script.assertions = [{**DECISION, "text": "Atlas goes live on March 3rd."}]
     world.script.rulings = [{"verdict": "duplicate", "existing": 1}]
-    outcome = await world.keep(world.session(space_id=atlas))
-    assert (outcome.assertions, outcome.duplicates) == (0, 1)
-    assert [a.text for a in world.store.list_assertions() if a.kind == "decision"] == [
-        "Atlas launches on March 3rd."]
+    second = world.session(space_id=atlas, title="Atlas follow-up")
+    outcome = await world.keep(second)
+    assert (outcome.assertions, outcome.duplicates, outcome.restated) == (0, 1, 1)
+    (decision,) = [a for a in world.store.list_assertions() if a.kind == "decision"]
+    assert decision.text == "Atlas launches on March 3rd."
+    # the statement is not stored again, but where it was said again is
+    (again,) = world.store.restatements([decision.id])
+    assert (again.session_id, again.session_title) == (second, "Atlas follow-up")
+    anchor = world.store.get_chunk(again.anchor_chunk_id or 0)
+    assert anchor.session_id == second and again.occurred_at == anchor.occurred_at
 
 
 async def test_separate_statements_are_both_kept(world: World) -> None:
@@ -450,6 +458,58 @@ async def test_reconciliation_stays_within_the_space(world: World) -> None:
     outcome = await world.keep(world.session(MOVED, space_id=world.space("Beta")))
     assert (outcome.assertions, outcome.superseded) == (1, 0)
     assert not world.script.rulings and "Existing:" not in world.generator.calls[-1][-1].content
+
+
+async def test_the_same_words_in_another_space_are_not_a_restatement(world: World) -> None:
+    await world.keep(world.session(space_id=world.space("Atlas")))
+    outcome = await world.keep(world.session(space_id=world.space("Beta")))
+    assert (outcome.assertions, outcome.duplicates, outcome.restated) == (2, 0, 0)
+    assert restatements(world) == []
+
+
+# -- restatements: the same decision said again in a later session --------------------------------
+
+
+def restatements(world: World) -> list[tuple[str, int]]:
+    """Every restatement as (the assertion's text, the session that said it again)."""
+    ids = [a.id for a in world.store.list_assertions(include_invalidated=True)]
+    texts = {a.id: a.text for a in world.store.get_assertions(ids)}
+    return sorted((texts[r.assertion_id], r.session_id) for r in world.store.restatements(ids))
+
+
+async def test_a_decision_said_again_is_one_assertion_with_a_restatement(world: World) -> None:
+    atlas = world.space("Atlas")
+    first = world.session(space_id=atlas)
+    await world.keep(first)
+    second = world.session(space_id=atlas, title="Atlas check-in")
+
+    outcome = await world.keep(second)
+    assert (outcome.assertions, outcome.duplicates, outcome.restated) == (0, 2, 2)
+    stored = world.store.list_assertions(about_person=False)
+    assert sorted(a.text for a in stored) == sorted([COMMITMENT["text"], DECISION["text"]])
+    assert {a.session_id for a in stored} == {first}
+    assert restatements(world) == sorted([(DECISION["text"], second),
+                                          (COMMITMENT["text"], second)])
+
+    # keeping the later session again records nothing twice
+    again = await world.keep(second)
+    assert (again.duplicates, again.restated) == (2, 0)
+    assert len(restatements(world)) == 2
+
+    # discarding it takes its restatements and leaves the assertions
+    discarded = await world.rememberer.remember(second, "discard")
+    assert discarded.deleted["restatements"] == 2
+    assert restatements(world) == []
+    assert {a.text for a in world.store.list_assertions(about_person=False)} == {
+        DECISION["text"], COMMITMENT["text"]}
+
+    # deleting the assertion takes its restatements
+    third = world.session(space_id=atlas, title="Atlas retro")
+    await world.keep(third)
+    decision = next(a for a in world.store.list_assertions() if a.kind == "decision")
+    assert restatements(world) == sorted([(DECISION["text"], third), (COMMITMENT["text"], third)])
+    assert world.store.delete_assertion(decision.id).restatements == 1
+    assert restatements(world) == [(COMMITMENT["text"], third)]
 
 
 # -- seed 000 §14, row by row --------------------------------------------------------------------

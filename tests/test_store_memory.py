@@ -14,7 +14,8 @@ import pytest
 from storekit import T0, Clock, CountingEmbedder, open_store, recorded_session
 
 from daemon.errors import InvalidInput, NotFound, StoreError
-from daemon.store.records import Assertion, NewAssertion
+from daemon.store.records import Assertion, NewAssertion, NewRestatement
+from daemon.store.schema import MIGRATIONS
 from daemon.store.scope import Scope
 from daemon.store.store import Store
 
@@ -263,6 +264,158 @@ def test_cross_links_from_chunks_to_their_assertions(store: Store) -> None:
     chunk_id = decision.anchor_chunk_id
     assert chunk_id is not None
     assert [a.id for a in store.assertions_for_chunks([chunk_id], Scope())] == [decision.id]
+
+
+# -- restatements -------------------------------------------------------------------------------
+
+
+def said_again(store: Store, session_id: int, *assertions: Assertion) -> int:
+    """Record that ``session_id`` said these assertions again, at its first chunk."""
+    anchor = store.chunks(session_id=session_id)[0]
+    return store.add_restatements(session_id, [
+        NewRestatement(assertion_id=a.id, anchor_chunk_id=anchor.id,
+                       occurred_at=anchor.occurred_at)
+        for a in assertions
+    ])
+
+
+def restatement_rows(store: Store) -> list[tuple[int, int]]:
+    return store.db.read(lambda c: c.execute(
+        "SELECT assertion_id, session_id FROM restatements ORDER BY id").fetchall())
+
+
+def test_a_restatement_names_the_later_session_once(store: Store) -> None:
+    space = store.create_space("A")
+    first = recorded_session(store, ["we ship on Friday"], space_id=space.id, title="Monday")
+    second = recorded_session(store, ["so, Friday it is"], space_id=space.id, title="Tuesday",
+                              started_at=T0 + 86400)
+    decision = extracted(store, first, "Ship on Friday")
+
+    assert said_again(store, second, decision) == 1
+    assert said_again(store, second, decision) == 0  # keeping it twice adds nothing
+    assert said_again(store, first, decision) == 0  # its own session is its source, not again
+    (again,) = store.restatements([decision.id])
+    anchor = store.chunks(session_id=second)[0]
+    assert (again.assertion_id, again.session_id, again.session_title) == (
+        decision.id, second, "Tuesday")
+    assert (again.anchor_chunk_id, again.occurred_at) == (anchor.id, anchor.occurred_at)
+    assert restatement_rows(store) == [(decision.id, second)]
+    # an assertion deleted meanwhile is skipped, a missing session is an error
+    gone = extracted(store, first, "Ship on Thursday")
+    store.delete_assertion(gone.id)
+    assert said_again(store, second, gone) == 0
+    with pytest.raises(NotFound):
+        store.add_restatements(12345, [NewRestatement(assertion_id=decision.id)])
+
+
+def test_a_restatement_never_links_two_spaces_or_a_memory_about_the_person(
+    store: Store,
+) -> None:
+    a, b = store.create_space("A"), store.create_space("B")
+    in_a = recorded_session(store, ["we ship on Friday"], space_id=a.id)
+    in_b = recorded_session(store, ["we ship on Friday"], space_id=b.id)
+    unfiled = recorded_session(store, ["we ship on Friday"])
+    later_in_a = recorded_session(store, ["Friday"], space_id=a.id)
+    decision = extracted(store, in_a, "Ship on Friday")
+    memory = extracted(store, in_a, "likes Fridays", kind="preference", about_person=True,
+                       review_status="approved")
+    profile_wide = store.add_assertion(fact("Fridays are short"))
+
+    assert said_again(store, in_b, decision) == 0
+    assert said_again(store, unfiled, decision) == 0
+    assert said_again(store, later_in_a, memory, profile_wide) == 0
+    assert restatement_rows(store) == []
+
+    # a session moved to another Space takes no link across Spaces with it
+    assert said_again(store, later_in_a, decision) == 1
+    store.file_session(later_in_a, b.id)
+    assert restatement_rows(store) == [] and store.restatements([decision.id]) == []
+    # nor does the assertion's own session moving away from those that said it again
+    store.file_session(later_in_a, a.id)
+    assert said_again(store, later_in_a, decision) == 1
+    store.file_session(in_a, b.id)
+    assert store.get_assertion(decision.id).space_id == b.id
+    assert restatement_rows(store) == []
+
+
+def test_discarding_the_later_session_removes_its_restatements_only(store: Store) -> None:
+    space = store.create_space("A")
+    first = recorded_session(store, ["we ship on Friday"], space_id=space.id)
+    second = recorded_session(store, ["Friday it is"], space_id=space.id)
+    third = recorded_session(store, ["yes, Friday"], space_id=space.id)
+    decision = extracted(store, first, "Ship on Friday")
+    said_again(store, second, decision)
+    said_again(store, third, decision)
+
+    deleted = store.delete_session(second)
+
+    assert (deleted.sessions, deleted.assertions, deleted.restatements) == (1, 0, 1)
+    assert store.get_assertion(decision.id).current
+    assert [r.session_id for r in store.restatements([decision.id])] == [third]
+
+
+def test_deleting_the_assertion_or_its_session_removes_its_restatements(store: Store) -> None:
+    space = store.create_space("A")
+    first = recorded_session(store, ["we ship on Friday"], space_id=space.id)
+    second = recorded_session(store, ["Friday it is; Postgres too"], space_id=space.id)
+    friday = extracted(store, first, "Ship on Friday")
+    postgres = extracted(store, first, "Use Postgres")
+    said_again(store, second, friday, postgres)
+
+    assert store.delete_assertion(friday.id).restatements == 1
+    assert restatement_rows(store) == [(postgres.id, second)]
+    deleted = store.delete_session(first)  # the source goes: its assertion and the link too
+    assert (deleted.assertions, deleted.restatements) == (1, 1)
+    assert restatement_rows(store) == []
+    store.get_session(second)  # the session that said it again stays
+
+
+def test_restatements_go_with_their_space_and_with_everything(store: Store) -> None:
+    a, b = store.create_space("A"), store.create_space("B")
+    seconds = []
+    for space in (a, b):
+        first = recorded_session(store, ["we ship on Friday"], space_id=space.id)
+        seconds.append(recorded_session(store, ["Friday it is"], space_id=space.id))
+        said_again(store, seconds[-1], extracted(store, first, "Ship on Friday"))
+    assert store.delete_space(a.id).restatements == 1
+    assert [session for _, session in restatement_rows(store)] == [seconds[1]]
+    assert store.delete_all().restatements == 1
+    assert restatement_rows(store) == []
+
+
+def test_a_profile_from_before_restatements_gains_them_on_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_dir = tmp_path / "p"
+    with monkeypatch.context() as older:
+        older.setattr("daemon.store.store.MIGRATIONS", MIGRATIONS[:-1])
+        with open_store(data_dir) as store:
+            space = store.create_space("A")
+            first = recorded_session(store, ["we ship on Friday"], space_id=space.id)
+            second = recorded_session(store, ["Friday it is"], space_id=space.id)
+            decision = extracted(store, first, "Ship on Friday")
+            assert store.db.read(lambda c: c.execute(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'restatements'").get) == 0
+    with open_store(data_dir) as store:
+        assert store.get_assertion(decision.id).text == "Ship on Friday"
+        assert said_again(store, second, decision) == 1
+        applied = store.db.read(lambda c: [r[0] for r in c.execute(
+            "SELECT name FROM migrations ORDER BY rowid")])
+        assert applied[-1] == "m006_restatements"
+
+
+def test_a_restatement_cannot_outlive_what_it_links(store: Store) -> None:
+    """The links are foreign keys without ON DELETE: a deletion that forgot them fails."""
+    space = store.create_space("A")
+    first = recorded_session(store, ["we ship on Friday"], space_id=space.id)
+    second = recorded_session(store, ["Friday it is"], space_id=space.id)
+    decision = extracted(store, first, "Ship on Friday")
+    said_again(store, second, decision)
+    with pytest.raises(StoreError, match="FOREIGN KEY"):
+        store.db.write(lambda c: c.execute("DELETE FROM sessions WHERE id = ?", (second,)))
+    with pytest.raises(StoreError, match="FOREIGN KEY"):
+        store.db.write(lambda c: c.execute("DELETE FROM assertions WHERE id = ?",
+                                           (decision.id,)))
 
 
 # -- deletion ------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from daemon.ipc.protocol import (
     Remember,
     RememberReply,
     Request,
+    RestatementInfo,
     SettingValue,
 )
 
@@ -68,6 +69,8 @@ def remember_lines(reply: RememberReply) -> list[str]:
             new += f" ({reply.superseded} replacing an earlier one)"
         if reply.duplicates:
             new += f", {reply.duplicates} already known"
+            if reply.restated:
+                new += f" ({reply.restated} noted as said again here)"
         lines.append(f"  assertions: {new}")
         review = " (`braincue memory list --status pending`)" if reply.candidates else ""
         lines.append(f"  memories to review: {reply.candidates}{review}")
@@ -131,7 +134,10 @@ def memory_line(verb: str, memory: AssertionInfo) -> str:
     return f"memory {memory.id} {verb} ({memory.review_status}, {where}): {memory.text}"
 
 
-def history_lines(chain: Sequence[AssertionInfo]) -> list[str]:
+def history_lines(chain: Sequence[AssertionInfo],
+                  restatements: Sequence[RestatementInfo] = ()) -> list[str]:
+    """Every version, oldest first, each with its source and the sessions that said it
+    again."""
     lines = []
     for a in chain:
         state = ("current" if a.invalidated_at is None
@@ -150,6 +156,11 @@ def history_lines(chain: Sequence[AssertionInfo]) -> list[str]:
             lines.append(f"    owner: {a.owner or '-'}; due: {a.due or '-'}")
         source = a.source + (f", session {a.session_id}" if a.session_id else "")
         lines.append(f"    source: {source}")
+        for r in restatements:
+            if r.assertion_id == a.id:
+                title = r.session_title or "untitled session"
+                lines.append(f"    also said in: {title} · {local_time(r.occurred_at)}"
+                             f" (session {r.session_id})")
     return lines
 
 
@@ -251,13 +262,14 @@ def later(context: Context, session_id: int, space: str | None, no_space: bool,
 @json_option
 @click.pass_obj
 def history(context: Context, assertion_id: int, as_json: bool) -> None:
-    """The history of assertion ID: every version, oldest first, the current one last."""
+    """The history of assertion ID: every version, oldest first, the current one last, each
+    with the later sessions that said it again (--json: the versions only)."""
     with Client(context.profile) as client:
-        chain = client.request(History(assertion_id=assertion_id)).chain
+        reply = client.request(History(assertion_id=assertion_id))
     if as_json:
-        echo_json(chain)
+        echo_json(reply.chain)
     else:
-        click.echo("\n".join(history_lines(chain)))
+        click.echo("\n".join(history_lines(reply.chain, reply.restatements)))
 
 
 @click.group()

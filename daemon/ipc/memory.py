@@ -26,12 +26,13 @@ from daemon.ipc.protocol import (
     MemoryScope,
     Remember,
     RememberReply,
+    RestatementInfo,
     StageProgress,
 )
 from daemon.ipc.server import Handlers, Publish
 from daemon.memory import person
 from daemon.memory.remember import Rememberer, Stage
-from daemon.store.records import Assertion
+from daemon.store.records import Assertion, Restatement
 from daemon.store.store import Store
 
 if TYPE_CHECKING:
@@ -65,6 +66,15 @@ def assertion_infos(store: Store, assertions: Sequence[Assertion]) -> list[Asser
     ]
 
 
+def restatement_infos(restatements: Sequence[Restatement]) -> list[RestatementInfo]:
+    return [
+        RestatementInfo(assertion_id=r.assertion_id, session_id=r.session_id,
+                        session_title=r.session_title, occurred_at=r.occurred_at,
+                        anchor_chunk_id=r.anchor_chunk_id)
+        for r in restatements
+    ]
+
+
 def register_memory(
     handlers: Handlers,
     store: Store,
@@ -94,10 +104,13 @@ def register_memory(
         return RememberReply(**msgspec.structs.asdict(outcome))
 
     async def history(request: History) -> HistoryReply:
-        def read() -> list[AssertionInfo]:
-            return assertion_infos(store, store.chain(request.assertion_id))
+        def read() -> HistoryReply:
+            chain = store.chain(request.assertion_id)
+            again = store.restatements([a.id for a in chain])
+            return HistoryReply(chain=assertion_infos(store, chain),
+                                restatements=restatement_infos(again))
 
-        return HistoryReply(chain=await db(read))
+        return await db(read)
 
     async def memory_list(request: MemoryList) -> MemoryListReply:
         if request.space is not None and request.profile_wide:

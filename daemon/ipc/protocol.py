@@ -546,6 +546,7 @@ class RememberReply(Reply):
     assertions: int = 0  # new assertions stored
     superseded: int = 0  # of which replace an earlier assertion (kept in its history)
     duplicates: int = 0  # statements already stored, linked instead of stored again
+    restated: int = 0  # of which newly recorded as said again in this session (see History)
     candidates: int = 0  # memories about you proposed for review
     redactions: int = 0  # secrets replaced by a marker before anything was stored
     deleted: dict[str, int] = {}  # discard: what was deleted, by kind
@@ -577,8 +578,21 @@ class AssertionInfo(msgspec.Struct, frozen=True, kw_only=True):
     expires_at: float | None = None
 
 
+class RestatementInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A later session of the same Space that said an assertion again (a duplicate, linked
+    instead of stored twice)."""
+
+    assertion_id: int  # the version that was said again
+    session_id: int
+    session_title: str
+    occurred_at: float  # when it was said again (unix time)
+    anchor_chunk_id: int | None = None  # where in that session's transcript
+
+
 class HistoryReply(Reply):
     chain: list[AssertionInfo]  # oldest first; the last one is the current version
+    # where the versions in ``chain`` were said again, earliest first (absent from older daemons)
+    restatements: list[RestatementInfo] = []
 
 
 class MemoryListReply(Reply):

@@ -23,8 +23,9 @@ ran — because where a session is kept decides where its archive and memories a
      chunk that supports it (unanchored ones are dropped), gated, and reconciled: the same
      sentence already stored is a duplicate without asking; otherwise current assertions of
      the same Space within ``reconcile_distance`` (cosine distance) go to the model, which
-     rules duplicate (not stored again), supersedes (stored; the old one keeps its place in the
-     history) or separate. A candidate the user was already asked about in a visible scope is
+     rules duplicate (not stored again: the stored one records that this session said it again,
+     a *restatement*, shown in its history), supersedes (stored; the old one keeps its place in
+     the history) or separate. A candidate the user was already asked about in a visible scope is
      not proposed again (``already_known``). Everything is embedded first and then written in
      one transaction; supersede links follow.
 
@@ -75,7 +76,7 @@ from daemon.memory.pieces import (
     transcript_lines,
 )
 from daemon.memory.sensitive import redact
-from daemon.store.records import Chunk, NewAssertion, Session, Space, Turn
+from daemon.store.records import Chunk, NewAssertion, NewRestatement, Session, Space, Turn
 from daemon.store.scope import Scope
 from daemon.store.store import Store
 from daemon.store.writes import assertion_body
@@ -113,6 +114,7 @@ class Remembered(msgspec.Struct, kw_only=True):
     assertions: int = 0  # new assertions stored (superseding ones included)
     superseded: int = 0
     duplicates: int = 0
+    restated: int = 0  # duplicates newly recorded as said again in this session
     candidates: int = 0  # memories about the person proposed (pending review)
     redactions: int = 0
     deleted: dict[str, int] = {}
@@ -448,8 +450,8 @@ class Rememberer:
                              "in the transcript supports them")
 
         candidates = await self._unasked(people, session.space_id, out)
-        inserts, links = await self._reconcile(generator, facts, session, out,
-                                               stage_steps(progress, "reconciliation"))
+        inserts, links, restated = await self._reconcile(
+            generator, facts, session, out, stage_steps(progress, "reconciliation"))
         written = await self._db(self.store.add_assertions,
                                  [new for new, _ in inserts + candidates])
         out.assertions = len(inserts)
@@ -461,6 +463,11 @@ class Rememberer:
                 out.superseded += 1
             except BrainCueError as e:  # e.g. superseded meanwhile: both stay current
                 out.notes.append(f"assertion {written[index].id} kept beside {old_id}: {e}")
+        try:
+            out.restated = await self._db(self.store.add_restatements, session.id, restated)
+        except BrainCueError as e:  # what was stored stays; only the links are missing
+            out.notes.append(f"could not record {_plural(len(restated), 'statement')} as said "
+                             f"again here: {e}")
 
     async def _unasked(
         self, people: list[tuple[NewAssertion, int]], space_id: int | None, out: Remembered
@@ -489,28 +496,41 @@ class Rememberer:
         session: Session,
         out: Remembered,
         steps: Steps,
-    ) -> tuple[list[tuple[NewAssertion, int]], list[tuple[int, int]]]:
-        """Which new assertions to insert, and (index among them, old id) supersede links;
-        each statement checked is a step."""
+    ) -> tuple[list[tuple[NewAssertion, int]], list[tuple[int, int]], list[NewRestatement]]:
+        """Which new assertions to insert, (index among them, old id) supersede links, and the
+        stored assertions this session said again (duplicates); each statement checked is a
+        step."""
         if not facts:
-            return [], []
+            return [], [], []
         steps(0, len(facts))
         space_id = session.space_id
         scope = Scope(space_id=space_id, person_memory=False)
         current = await self._db(self.store.current_assertions, scope)
-        stored_text = {normalise(a.text) for a in current if a.space_id == space_id}
+        stored_text: dict[str, int] = {}  # the same sentence stored in this Space: the oldest
+        for a in reversed(current):
+            if a.space_id == space_id:
+                stored_text.setdefault(normalise(a.text), a.id)
         embedder = self.store.embedder
         vectors = (None if embedder is None
                    else await embedder.embed([assertion_body(new) for new, _ in facts]))
         nearest = 1.0 - self._settings().reconcile_distance
         accepted: list[int] = []  # indexes into facts, in order
         replaces: dict[int, int] = {}  # index into facts -> the stored id it supersedes
+        restated: dict[int, NewRestatement] = {}  # by stored id: the first time it was said
         failed = 0
+
+        def said_again(stored_id: int, new: NewAssertion) -> None:
+            out.duplicates += 1
+            restated.setdefault(stored_id, NewRestatement(
+                assertion_id=stored_id, anchor_chunk_id=new.anchor_chunk_id,
+                occurred_at=new.occurred_at))
+
         for i, (new, _) in enumerate(facts):
             if i:
                 steps(i, len(facts))  # the statements before this one are settled
-            if normalise(new.text) in stored_text:
-                out.duplicates += 1
+            same = stored_text.get(normalise(new.text))
+            if same is not None:
+                said_again(same, new)
                 continue
             similar: list[Existing] = []
             if vectors is not None:
@@ -541,7 +561,10 @@ class Rememberer:
             plan = plan_from_ruling(ruling, similar)
             if plan.action == "skip":
                 log.info("duplicate of assertion %s: %r", plan.target, new.text)
-                out.duplicates += 1
+                if plan.target is not None and plan.target > 0:
+                    said_again(plan.target, new)
+                else:  # an earlier statement of this same keep: said once here
+                    out.duplicates += 1
                 continue
             accepted.append(i)
             if plan.action == "supersede" and plan.target is not None:
@@ -558,7 +581,8 @@ class Rememberer:
                              "stored as separate")
         position = {index: n for n, index in enumerate(accepted)}
         return ([facts[i] for i in accepted],
-                [(position[i], old) for i, old in replaces.items()])
+                [(position[i], old) for i, old in replaces.items()],
+                list(restated.values()))
 
 
 def _log_unexpected(error: Exception) -> None:

@@ -154,6 +154,26 @@ class Assertion(msgspec.Struct, frozen=True):
         return self.invalidated_at is None
 
 
+class NewRestatement(msgspec.Struct, frozen=True, kw_only=True):
+    """A session said again what ``assertion_id`` says: where (``anchor_chunk_id``), when."""
+
+    assertion_id: int
+    anchor_chunk_id: int | None = None
+    occurred_at: float | None = None  # None: now
+
+
+class Restatement(msgspec.Struct, frozen=True):
+    """An assertion said again in a later session of its Space (a duplicate not stored twice)."""
+
+    id: int
+    assertion_id: int
+    session_id: int
+    session_title: str
+    anchor_chunk_id: int | None  # may name a chunk deleted since (provenance is kept)
+    occurred_at: float  # when it was said again
+    recorded_at: float
+
+
 class Hit(msgspec.Struct, frozen=True):
     """One row found by a search leg.
 
@@ -175,3 +195,4 @@ class Deleted(msgspec.Struct):
     documents: int = 0
     assertions: int = 0
     vectors: int = 0
+    restatements: int = 0

@@ -10,6 +10,12 @@ assertion provenance (``session_id``, ``anchor_chunk_id``) and embedding owners 
 columns, not foreign keys: deletions cascade explicitly in :mod:`daemon.store.store`. Where a
 foreign key does exist it has no ON DELETE action, so forgetting a step fails loudly.
 
+Restatements: when reconciliation finds that a kept session said again what an assertion of the
+same Space already says (a duplicate), ``restatements`` links that assertion to the session (and
+the chunk where it was said, and when), once per pair. A restatement lives and dies with both:
+its ``assertion_id`` and ``session_id`` are foreign keys (deleted explicitly, like the rest), its
+``anchor_chunk_id`` is provenance like an assertion's.
+
 Full-text search: ``chunks_fts`` is an external-content FTS5 table over ``chunks`` (a transcript's
 words are already stored twice, in turns and chunks; a third copy would only cost disk), and
 ``assertions_fts`` holds its own header/body text. The store keeps both in step inside the same
@@ -172,10 +178,28 @@ def m005_search_indexes(conn: apsw.Connection) -> None:
     )
 
 
+def m006_restatements(conn: apsw.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE restatements (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            assertion_id INTEGER NOT NULL REFERENCES assertions (id),
+            session_id INTEGER NOT NULL REFERENCES sessions (id),
+            anchor_chunk_id INTEGER,
+            occurred_at REAL NOT NULL,
+            recorded_at REAL NOT NULL,
+            UNIQUE (assertion_id, session_id)
+        );
+        CREATE INDEX restatements_session ON restatements (session_id);
+        """
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_spaces_sessions_turns,
     m002_documents_chunks,
     m003_assertions,
     m004_embeddings,
     m005_search_indexes,
+    m006_restatements,
 )

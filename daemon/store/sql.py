@@ -10,7 +10,7 @@ from typing import Any
 import apsw
 
 from daemon.errors import NotFound
-from daemon.store.records import Assertion, Chunk, Session, Space, Turn
+from daemon.store.records import Assertion, Chunk, Restatement, Session, Space, Turn
 
 SPACE_COLUMNS = "id, name, activity, memory_enabled, created_at"
 
@@ -30,6 +30,11 @@ ASSERTION_COLUMNS = (
     "a.id, a.kind, a.text, a.chosen, a.alternatives, a.reasoning, a.owner, a.due,"
     " a.about_person, a.review_status, a.space_id, a.source, a.anchor_chunk_id, a.session_id,"
     " a.occurred_at, a.recorded_at, a.invalidated_at, a.superseded_by, a.expires_at"
+)
+
+RESTATEMENT_COLUMNS = (
+    "r.id, r.assertion_id, r.session_id, s.title, r.anchor_chunk_id, r.occurred_at,"
+    " r.recorded_at"
 )
 
 
@@ -123,3 +128,7 @@ def assertion_from(r: Any) -> Assertion:
         superseded_by=r[17],
         expires_at=r[18],
     )
+
+
+def restatement_from(r: Any) -> Restatement:
+    return Restatement(*r)

@@ -51,8 +51,10 @@ from daemon.store.records import (
     Document,
     Hit,
     NewAssertion,
+    NewRestatement,
     NewTurn,
     OwnerKind,
+    Restatement,
     ReviewStatus,
     Session,
     SessionStatus,
@@ -371,7 +373,7 @@ class Store:
     def file_session(self, session_id: int, space_id: int | None) -> Session:
         """File a session into a Space (None: out of every Space). Its chunks and the
         assertions it produced move with it; reviewed memories about the person keep the
-        scope the user gave them."""
+        scope the user gave them. Restatements that would now link two Spaces are dropped."""
 
         def txn(conn: apsw.Connection, _: writes.IndexChanges) -> None:
             sql.require(conn, "sessions", session_id, "session")
@@ -385,6 +387,7 @@ class Store:
                 "UPDATE assertions SET space_id = ? WHERE session_id = ? AND about_person = 0",
                 (space_id, session_id),
             )
+            writes.drop_restatements_across_spaces(conn, session_id)
 
         self._write(txn)
         return self.get_session(session_id)
@@ -468,12 +471,14 @@ class Store:
                 documents=sql.count_rows(conn, "documents"),
                 assertions=sql.count_rows(conn, "assertions"),
                 vectors=sql.count_rows(conn, "embeddings"),
+                restatements=sql.count_rows(conn, "restatements"),
             )
             for kind, key in sql.rows(conn, "SELECT owner_kind, id FROM embeddings"):
                 changes.removed[kind].append(key)
             conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")
             conn.execute("DELETE FROM assertions_fts")
-            for table in ("embeddings", "assertions", "chunks", "turns", "sessions"):
+            tables = ("restatements", "embeddings", "assertions", "chunks", "turns", "sessions")
+            for table in tables:
                 conn.execute(f"DELETE FROM {table}")
             conn.execute("DELETE FROM documents")
             conn.execute("DELETE FROM spaces")
@@ -882,6 +887,36 @@ class Store:
             return deleted
 
         return self._write(txn)
+
+    def add_restatements(self, session_id: int, items: Sequence[NewRestatement]) -> int:
+        """Record that session ``session_id`` said again what existing assertions say (a
+        duplicate found when it was kept); returns how many links are new. Each (assertion,
+        session) pair is recorded once; nothing links an assertion to its own session, to a
+        session of another Space, or to a memory about the person; an assertion deleted
+        meanwhile is skipped. The rows go when either the session or the assertion is
+        deleted."""
+        if not items:
+            return 0
+        now = self._clock()
+        return self._write(
+            lambda conn, _: writes.insert_restatements(conn, session_id, items, now)
+        )
+
+    def restatements(self, assertion_ids: Sequence[int]) -> list[Restatement]:
+        """Where these assertions were said again, earliest first (only sessions still in the
+        assertion's Space)."""
+        rows = self.db.read(
+            lambda conn: sql.rows(
+                conn,
+                f"SELECT {sql.RESTATEMENT_COLUMNS} FROM restatements r"
+                " JOIN sessions s ON s.id = r.session_id"
+                " JOIN assertions a ON a.id = r.assertion_id"
+                " WHERE r.assertion_id IN (SELECT value FROM json_each(?))"
+                " AND s.space_id = a.space_id ORDER BY r.occurred_at, r.id",
+                (sql.json_ids(assertion_ids),),
+            )
+        )
+        return [sql.restatement_from(r) for r in rows]
 
     def get_assertions(self, ids: Sequence[int]) -> list[Assertion]:
         """Assertions by id, in the order asked; ids that no longer exist are left out."""

@@ -25,6 +25,7 @@ from daemon.store.records import (
     ChunkKind,
     Deleted,
     NewAssertion,
+    NewRestatement,
     NewTurn,
     OwnerKind,
     Turn,
@@ -323,6 +324,48 @@ def reindex_assertion(conn: apsw.Connection, assertion_id: int) -> None:
     )
 
 
+def insert_restatements(
+    conn: apsw.Connection, session_id: int, items: Sequence[NewRestatement], now: float
+) -> int:
+    """Record that ``session_id`` said again what each item's assertion says; returns how many
+    rows are new. A pair already recorded stays as it was (keeping a session twice adds
+    nothing). Only where the session's Space is the assertion's: a restatement never links
+    across Spaces, and an assertion deleted meanwhile is skipped."""
+    space_id = sql.require(conn, "sessions", session_id, "session", "space_id")
+    if space_id is None:
+        return 0
+    added = 0
+    for item in items:
+        conn.execute(
+            "INSERT OR IGNORE INTO restatements (assertion_id, session_id, anchor_chunk_id,"
+            " occurred_at, recorded_at) SELECT a.id, ?, ?, ?, ? FROM assertions a"
+            " WHERE a.id = ? AND a.space_id = ? AND a.about_person = 0"
+            " AND a.session_id IS NOT ?",
+            (
+                session_id,
+                item.anchor_chunk_id,
+                now if item.occurred_at is None else item.occurred_at,
+                now,
+                item.assertion_id,
+                space_id,
+                session_id,
+            ),
+        )
+        added += conn.changes()
+    return added
+
+
+def drop_restatements_across_spaces(conn: apsw.Connection, session_id: int) -> None:
+    """After ``session_id`` moved to another Space: forget the restatements that now link an
+    assertion of one Space to a session of another (by it, or of what it produced)."""
+    conn.execute(
+        "DELETE FROM restatements WHERE id IN (SELECT r.id FROM restatements r"
+        " JOIN assertions a ON a.id = r.assertion_id JOIN sessions s ON s.id = r.session_id"
+        " WHERE (r.session_id = :s OR a.session_id = :s) AND a.space_id IS NOT s.space_id)",
+        {"s": session_id},
+    )
+
+
 def drop_vectors(
     conn: apsw.Connection, changes: IndexChanges, kind: OwnerKind, owner_ids: Sequence[int]
 ) -> int:
@@ -408,6 +451,11 @@ def delete_assertions(
             else:
                 conn.execute("UPDATE assertions SET superseded_by = NULL WHERE id = ?", (survivor,))
     listed = sql.json_ids(doomed)
+    conn.execute(
+        "DELETE FROM restatements WHERE assertion_id IN (SELECT value FROM json_each(?))",
+        (listed,),
+    )
+    deleted.restatements += conn.changes()
     deleted.vectors += drop_vectors(conn, changes, "assertion", list(doomed))
     fts_erase(
         conn,
@@ -423,6 +471,8 @@ def delete_session(
     conn: apsw.Connection, changes: IndexChanges, session_id: int, deleted: Deleted
 ) -> None:
     sql.require(conn, "sessions", session_id, "session")
+    conn.execute("DELETE FROM restatements WHERE session_id = ?", (session_id,))
+    deleted.restatements += conn.changes()
     chunk_ids = sql.column(conn, "SELECT id FROM chunks WHERE session_id = ?", (session_id,))
     assertion_ids = sql.column(
         conn,
