@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import aclosing
@@ -303,6 +306,27 @@ async def test_llama_generator_keeps_a_recently_used_model(tmp_path: Path) -> No
         generator._llm = FakeLlama()
         assert not await generator.unload_if_idle() and generator.loaded
         generator.close()
+
+
+def _openmp_spin_count(env: dict[str, str]) -> str:
+    """The spin count llama.cpp's OpenMP runtime settles on when daemon.llm is imported first."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import daemon.llm, llama_cpp"],
+        env={**env, "OMP_DISPLAY_ENV": "VERBOSE"}, capture_output=True, text=True, check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    for line in done.stderr.splitlines():
+        name, _, value = line.partition("=")
+        if name.strip() == "GOMP_SPINCOUNT":
+            return value.strip().strip("'")
+    raise AssertionError(f"libgomp printed no GOMP_SPINCOUNT: {done.stderr[-500:]}")
+
+
+def test_llama_threads_sleep_instead_of_spinning_unless_the_user_says_otherwise() -> None:
+    # spinning OpenMP threads made generation 30x slower on 2 busy cores
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
+    assert _openmp_spin_count(env) == "0"
+    assert _openmp_spin_count({**env, "OMP_WAIT_POLICY": "active"}) != "0"
 
 
 def test_engines_report_a_missing_model_file(tmp_path: Path) -> None:
