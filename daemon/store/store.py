@@ -1339,14 +1339,8 @@ class Store:
         ]
         if not todo:
             return 0
-        try:
-            vectors = self.embedder.embed_sync([text for _, text in todo])
-        except Exception as e:
-            if not swallow:
-                raise
-            log.warning(
-                "could not embed %d chunks (kept without vectors for now): %s", len(todo), e
-            )
+        vectors = self._embed_texts([text for _, text in todo], "chunks", swallow=swallow)
+        if vectors is None:
             return 0
 
         def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
@@ -1360,6 +1354,20 @@ class Store:
             return written
 
         return self._write(txn)
+
+    def _embed_texts(self, texts: Sequence[str], what: str, *, swallow: bool) -> Vectors | None:
+        """The texts' vectors; with ``swallow``, None (and a log line) when embedding fails, so
+        what was stored stays stored and is embedded by a later pass."""
+        assert self.embedder is not None
+        try:
+            vectors: Vectors = self.embedder.embed_sync(texts)
+        except Exception as e:
+            if not swallow:
+                raise
+            log.warning("could not embed %d %s (kept without vectors for now): %s",
+                        len(texts), what, e)
+            return None
+        return vectors
 
     def _embed_turns(self, turn_ids: Sequence[int], *, swallow: bool) -> int:
         """Embed the turns among ``turn_ids`` that have no vector from the current model, each
@@ -1395,14 +1403,8 @@ class Store:
         ]
         if not todo:
             return 0
-        try:
-            vectors = self.embedder.embed_sync([text for _, text in todo])
-        except Exception as e:
-            if not swallow:
-                raise
-            log.warning(
-                "could not embed %d turns (kept without vectors for now): %s", len(todo), e
-            )
+        vectors = self._embed_texts([text for _, text in todo], "turns", swallow=swallow)
+        if vectors is None:
             return 0
 
         def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
