@@ -748,7 +748,9 @@ async def test_no_language_model_keeps_the_session_and_says_so(world: World) -> 
     assert world.store.get_session(session_id).status == "kept"
 
 
-async def test_a_long_transcript_is_summarised_in_pieces(world: World) -> None:
+def long_session(world: World) -> int:
+    """A 120-turn meeting in Space Atlas, too long for one model call at a 2,048-token
+    context, whose extraction finds one fact."""
     world.settings = Settings(memory_enabled=True, reconcile_distance=0.5, llm_context=2048)
     turns = [("them" if i % 2 else "me", f"Point {i}: the Atlas rollout step {i} needs a "
               "review of the staging checklist and the budget owner signs it off.")
@@ -757,7 +759,11 @@ async def test_a_long_transcript_is_summarised_in_pieces(world: World) -> None:
         "kind": "fact", "text": "Atlas rollout needs the staging checklist reviewed.",
         "evidence": "Atlas rollout step needs a review of the staging checklist",
     }]
-    session_id = world.session(turns, space_id=world.space("Atlas"))
+    return world.session(turns, space_id=world.space("Atlas"))
+
+
+async def test_a_long_transcript_is_summarised_in_pieces(world: World) -> None:
+    session_id = long_session(world)
     outcome = await world.keep(session_id)
     archive_calls = [c for c in world.generator.calls if '"key_quotes"' in c[-1].content]
     assert len(archive_calls) > 1

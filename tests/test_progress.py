@@ -17,9 +17,8 @@ import trio
 from click.testing import Result
 from storekit import T0, Clock
 from test_cli_memory import braincue, recorded, running_daemon
-from test_persistence_e2e import Script, World
+from test_persistence_e2e import Script, World, long_session
 
-from daemon.config import Settings
 from daemon.ipc import protocol
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
@@ -93,15 +92,7 @@ def test_stage_progress_round_trips_on_the_progress_topic_of_its_request() -> No
 async def test_each_model_call_of_a_keep_is_a_step_of_its_stage(tmp_path: Path) -> None:
     world = World(tmp_path / "profile", Clock(T0))
     try:
-        world.settings = Settings(memory_enabled=True, reconcile_distance=0.5, llm_context=2048)
-        turns = [("them" if i % 2 else "me", f"Point {i}: the Atlas rollout step {i} needs a "
-                  "review of the staging checklist and the budget owner signs it off.")
-                 for i in range(120)]
-        world.script.assertions = [{
-            "kind": "fact", "text": "Atlas rollout needs the staging checklist reviewed.",
-            "evidence": "Atlas rollout step needs a review of the staging checklist",
-        }]
-        session_id = world.session(turns, space_id=world.space("Atlas"))
+        session_id = long_session(world)
         found: list[Step] = []
         outcome = await world.rememberer.remember(
             session_id, "keep", progress=lambda stage, done, total: found.append(
