@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 import msgspec
 
-from clients.cli.progress import request_watching
+from clients.cli.progress import IMPORT_TIMEOUT_S, request_watching
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     ACTIVITIES,
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from clients.shell import Context
 
 STOP_TIMEOUT_S = 120.0  # a stop first waits for transcription to catch up
-IMPORT_TIMEOUT_S = 6 * 3600.0
 DATE_FORMATS = ["%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S"]
 
 

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 R = TypeVar("R", bound=Reply)
 
 POLL_S = 0.2  # how often the event loop looks whether the reply came
+# An import transcribes or embeds a whole file: the largest the protocol carries takes hours on
+# a small CPU. Its progress shows it is alive; Ctrl+C stops waiting.
+IMPORT_TIMEOUT_S = 6 * 3600.0
 
 # stage -> (what the bar says, what one step is)
 STAGES = {

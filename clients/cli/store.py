@@ -22,7 +22,7 @@ from clients.cli.output import (
     read_for_daemon,
     table,
 )
-from clients.cli.progress import request_with_progress
+from clients.cli.progress import IMPORT_TIMEOUT_S, request_with_progress
 from daemon.errors import InvalidInput
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
@@ -47,9 +47,6 @@ if TYPE_CHECKING:
     from clients.shell import Context
 
 STORE_TIMEOUT_S = 900.0  # removing a large Space or document deletes many rows and vectors
-# Importing embeds every turn or passage: the largest transcript the protocol carries takes
-# hours on a small CPU. Its progress bar shows it is alive; Ctrl+C stops waiting.
-IMPORT_TIMEOUT_S = 6 * 3600.0
 
 space_option = click.option("--space", "space", metavar="NAME", default=None,
                             help="The Space (see `braincue spaces list`).")
