@@ -392,6 +392,8 @@ def samples(session_id: int) -> list[Request[Any]]:
         p.Ask(question="When do we ship Atlas?"), p.AskCancel(request_id="no-such-ask"),
         p.ListAssertions(kinds=["decision"]),
         p.Search(query="when do we ship Atlas", explain=True),
+        p.VoicesList(), p.VoiceName(voice="Them 9", name="Sarah"),
+        p.VoiceMerge(keep="98", other="99"), p.VoiceForget(voice="99"),
         p.RemoveSpace(name="Work"),
     ]
 

@@ -85,9 +85,9 @@ def partial_starts(n_samples: int, rate: float = 1.3, min_coverage: float = 0.75
     return starts
 
 
-# torch's gate order is i, f, g, o: g goes through tanh, the others through a sigmoid
-_GATE_SCALE = np.array([0.5] * 512 + [1.0] * 256 + [0.5] * 256, np.float32)
-_SIGMOID_GATES = np.r_[0:512, 768:1024]
+# torch's gate order is i, f, g, o; rows are reordered to i, f, o, g so that the three
+# sigmoid gates are one contiguous block
+_GATE_ORDER = np.r_[0:512, 768:1024, 512:768]
 
 
 @dataclass(frozen=True)
@@ -109,9 +109,10 @@ class VoiceEncoder:
                 raise ModelError(f"the voice model lacks {name} {shape}", fix=_FIX)
         self._layers = [
             _Layer(
-                np.ascontiguousarray(weights[f"lstm.weight_ih_l{i}"].T, dtype=np.float32),
-                np.ascontiguousarray(weights[f"lstm.weight_hh_l{i}"].T, dtype=np.float32),
-                (weights[f"lstm.bias_ih_l{i}"] + weights[f"lstm.bias_hh_l{i}"]).astype(np.float32),
+                np.ascontiguousarray(weights[f"lstm.weight_ih_l{i}"][_GATE_ORDER].T, np.float32),
+                np.ascontiguousarray(weights[f"lstm.weight_hh_l{i}"][_GATE_ORDER].T, np.float32),
+                (weights[f"lstm.bias_ih_l{i}"] + weights[f"lstm.bias_hh_l{i}"])[_GATE_ORDER]
+                .astype(np.float32),
             )
             for i in range(3)
         ]
@@ -145,17 +146,18 @@ class VoiceEncoder:
             c = np.zeros((batch, EMBEDDING_SIZE), np.float32)
             gates_buf = np.empty((batch, 4 * EMBEDDING_SIZE), np.float32)
             for t in range(steps):
-                # one tanh for all four gates: sigmoid(x) = (1 + tanh(x / 2)) / 2
-                gates = np.add(projected[:, t], h @ layer.w_hh_t, out=gates_buf)
-                np.multiply(gates, _GATE_SCALE, out=gates)
-                np.tanh(gates, out=gates)
-                sig = gates[:, _SIGMOID_GATES]
+                gates = np.matmul(h, layer.w_hh_t, out=gates_buf)
+                gates += projected[:, t]
+                # sigmoid(x) = (1 + tanh(x / 2)) / 2, in place on the i, f, o block
+                sig = gates[:, :768]
+                sig *= 0.5
+                np.tanh(sig, out=sig)
                 sig += 1.0
                 sig *= 0.5
-                i, f, o = sig[:, :256], sig[:, 256:512], sig[:, 512:]
-                c *= f
-                c += i * gates[:, 512:768]
-                h = o * np.tanh(c)
+                g = np.tanh(gates[:, 768:], out=gates[:, 768:])
+                c *= sig[:, 256:512]
+                c += sig[:, :256] * g
+                h = sig[:, 512:768] * np.tanh(c)
                 if outputs is not None:
                     outputs[:, t] = h
             if outputs is not None:
