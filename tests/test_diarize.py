@@ -3,6 +3,8 @@ order of first speech, one speaker as an honest answer, named voices recognised.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from daemon.asr.engine import Segment
@@ -50,7 +52,7 @@ def test_windows_cover_the_utterance_and_a_short_one_is_one_window() -> None:
     assert window_starts(RATE, 0.4) == [0]
     starts = window_starts(10 * RATE, 0.4)
     assert starts[0] == 0 and starts[-1] == 10 * RATE // HOP - PARTIAL_FRAMES
-    assert all(b - a <= 40 for a, b in zip(starts, starts[1:], strict=False))
+    assert all(b - a <= 40 for a, b in itertools.pairwise(starts))
 
 
 def test_a_change_of_voice_inside_one_utterance_splits_it() -> None:
