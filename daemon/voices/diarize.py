@@ -34,10 +34,11 @@ class WindowEmbedder(Protocol):
 
 @dataclass(frozen=True)
 class DiarizeConfig:
+    # tuned on the AMI excerpts (bench.diarize; README "Speakers")
     hop_s: float = 0.4  # a window every this often
-    change_below: float = 0.75  # neighbouring pieces whose voices are less alike are apart
-    min_piece_s: float = 1.2  # shorter pieces join their more alike neighbour
-    same_voice: float = 0.78  # a piece at least this alike to a session voice is that voice
+    change_below: float = 0.70  # neighbouring pieces whose voices are less alike are apart
+    min_piece_s: float = 0.8  # shorter pieces join their more alike neighbour
+    same_voice: float = 0.80  # a piece at least this alike to a session voice is that voice
     named_voice: float = 0.80  # a session voice at least this alike to a named one is named
 
 
