@@ -67,7 +67,7 @@ from daemon.sessions import (
     gist,
     start_message,
 )
-from daemon.store.records import NewTurn, Session, Space
+from daemon.store.records import NewTurn, Session, Space, Turn
 from daemon.store.store import Store
 from daemon.voices.service import Said as VoiceSaid
 from daemon.voices.service import Voices
@@ -94,6 +94,11 @@ class Said:
     text: str
     audio: np.ndarray | None = field(default=None, repr=False, compare=False)
     segments: Sequence[Segment] = field(default=(), repr=False, compare=False)
+
+
+def speakers_of(turns: Sequence[Turn]) -> list[str]:
+    """Who spoke, in order of first speech."""
+    return list(dict.fromkeys(t.speaker for t in turns))
 
 
 def text_of(segments: Sequence[Segment]) -> str:
@@ -350,8 +355,10 @@ class Live:
         if self.voices is None or said.source != "loopback" or said.audio is None:
             return None
         try:
-            return await trio.to_thread.run_sync(
-                self.voices.label, session_id, said.audio, said.segments)
+            voices, audio = self.voices, said.audio
+            parts: list[VoiceSaid] | None = await self._call(
+                lambda: voices.label(session_id, audio, said.segments))
+            return parts
         except Exception:  # the turn is kept as "them" rather than lost
             log.exception("telling the voices of a %.1f s utterance apart failed",
                           said.end - said.start)
@@ -481,6 +488,7 @@ class Live:
             duration_s=ended_at - session.started_at,
             gist=gist([t.text for t in turns]),
             space=None if space is None else space.name,
+            speakers=speakers_of(turns),
         )
         self._publish(prompt)
         log.info("session %d ended after %.0f s, %d turns", session.id, prompt.duration_s,
@@ -625,8 +633,9 @@ class Live:
         publish(ImportProgress(request_id=request.id, done_s=duration, total_s=duration,
                                turns=turns))
         space_name = None if space is None else space.name
+        speakers = speakers_of(await self._db(lambda: self.store.turns(session.id)))
         publish(SessionEnded(session_id=session.id, duration_s=duration, gist=gist(texts),
-                             space=space_name))
+                             space=space_name, speakers=speakers))
         summary = capture_summary(space_name, space is None or space.memory_enabled)
         return ImportAudioReply(
             session_id=session.id,

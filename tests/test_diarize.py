@@ -28,6 +28,9 @@ VOICEPRINTS = {name: v / np.linalg.norm(v) for name, v in
 class ToneEncoder:
     """Embeds a window as the voiceprint of its loudest tone, mixed in proportion."""
 
+    def __init__(self, tones: dict[str, float] = TONES) -> None:
+        self.tones = tones
+
     def embed_windows(self, audio: np.ndarray, starts: list[int]) -> np.ndarray:
         out = []
         for start in starts:
@@ -36,7 +39,7 @@ class ToneEncoder:
             spectrum = np.abs(np.fft.rfft(window))
             freqs = np.fft.rfftfreq(len(window), 1 / RATE)
             mix = sum(spectrum[np.argmin(np.abs(freqs - f))] * VOICEPRINTS[n]
-                      for n, f in TONES.items())
+                      for n, f in zip(VOICEPRINTS, self.tones.values(), strict=False))
             out.append(mix / np.linalg.norm(mix))
         return np.asarray(out, np.float32)
 

@@ -835,6 +835,7 @@ class SessionEnded(Event):
     duration_s: float
     gist: str  # one line
     space: str | None = None
+    speakers: list[str] = []  # who spoke, in order of first speech ("me", "Them 1", names)
 
 
 class AnswerToken(Event):
