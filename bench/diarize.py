@@ -81,19 +81,38 @@ class Result:
     seconds: float  # embedding and labelling time
 
 
+def speech_spans(turns: Sequence[Turn], gap_s: float = 0.3) -> list[tuple[float, float]]:
+    """The reference's speech as utterances: its turns merged where less than ``gap_s`` apart
+    (speech detection taken from the reference, to measure the voices alone)."""
+    spans: list[list[float]] = []
+    for start, end, _ in sorted(turns):
+        if spans and start <= spans[-1][1] + gap_s:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    return [(s, e) for s, e in spans]
+
+
 def diarize(
-    encoder: VoiceEncoder, path: Path, config: DiarizeConfig, named: Sequence[NamedVoice] = ()
+    encoder: VoiceEncoder,
+    path: Path,
+    config: DiarizeConfig,
+    named: Sequence[NamedVoice] = (),
+    speech: Sequence[tuple[float, float]] | None = None,
 ) -> Result:
+    """Label ``path`` as one session: utterances from the daemon's VAD, or ``speech``."""
     audio = load_audio_channels(path).mean(axis=0).astype(np.float32)
-    utterances = segment_tracks([("them", audio)])
+    utterances = (
+        [(u.start, u.audio) for _, u in segment_tracks([("them", audio)])]
+        if speech is None
+        else [(s, audio[int(s * SAMPLE_RATE) : int(e * SAMPLE_RATE)]) for s, e in speech]
+    )
     voices = SessionVoices(config, named)
     hypothesis: list[Turn] = []
     began = time.perf_counter()
-    for _, utterance in utterances:
-        for piece in voices.label_utterance(encoder, utterance.audio):
-            hypothesis.append(
-                (utterance.start + piece.start, utterance.start + piece.end, piece.label)
-            )
+    for start, samples in utterances:
+        for piece in voices.label_utterance(encoder, samples):
+            hypothesis.append((start + piece.start, start + piece.end, piece.label))
     seconds = time.perf_counter() - began
     return Result(path.stem, len(audio) / SAMPLE_RATE, hypothesis, voices, seconds)
 
@@ -117,6 +136,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--min-piece", type=float, default=defaults.min_piece_s)
     parser.add_argument("--same", type=float, default=defaults.same_voice)
     parser.add_argument("--named", type=float, default=defaults.named_voice)
+    parser.add_argument("--speech", choices=("vad", "reference"), default="vad",
+                        help="utterances from the daemon's VAD (what an import does), or the "
+                             "reference's speech (the voices alone)")
     args = parser.parse_args(argv)
     try:
         from pyannote.metrics.diarization import DiarizationErrorRate
@@ -136,10 +158,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     metric = DiarizationErrorRate(collar=2 * COLLAR_EACH_SIDE_S, skip_overlap=False)
     results: dict[str, Result] = {}
     right = 0
-    print(f"config: {config}")
+    print(f"config: {config}, utterances from {args.speech}")
     print(f"{'file':6} {'DER':>6} {'miss':>6} {'FA':>6} {'conf':>6} {'spk':>4} {'ref':>4}")
     for name in sorted(reference):
-        result = diarize(encoder, args.data / f"{name}.wav", config)
+        speech = None if args.speech == "vad" else speech_spans(reference[name])
+        result = diarize(encoder, args.data / f"{name}.wav", config, speech=speech)
         results[name] = result
         ref, hyp = _annotation(reference[name]), _annotation(result.hypothesis)
         parts = metric(ref, hyp, detailed=True)
@@ -164,7 +187,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             for i, v in enumerate(a.voices.voices)
             if v.label in mapping
         ]
-        b = diarize(encoder, args.data / f"{second}.wav", config, named)
+        speech = None if args.speech == "vad" else speech_spans(reference[second])
+        b = diarize(encoder, args.data / f"{second}.wav", config, named, speech)
         shared = sorted({t[2] for t in reference[first]} & {t[2] for t in reference[second]})
         hits = [s for s in shared if recognised(reference[second], b.hypothesis, s)]
         named_shared = [s for s in shared if s in {n.name for n in named}]

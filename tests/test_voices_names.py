@@ -127,3 +127,12 @@ async def test_a_named_voice_shows_everywhere_and_forget_leaves_no_trace(world: 
     assert not world.store.fts_chunks(NAME, Scope(space_id=atlas))
     assert voices.label(later, speech(("bob", 3.0)), [Segment(0.0, 3.0, "x")]) is not None
     assert [v.name for v in voices.heard() if v.name] == []
+
+
+async def test_the_voices_of_a_discarded_session_leave_memory(world: World) -> None:
+    settings = Settings()
+    voices = Voices(world.store, lambda: settings, Path("/nonexistent"), encoder=ToneEncoder())
+    session_id = diarised_session(world, voices, world.space("Atlas"))
+    assert {h.session_id for h in voices.heard()} == {session_id}
+    world.store.delete_session(session_id)
+    assert voices.heard() == []

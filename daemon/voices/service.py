@@ -140,6 +140,10 @@ class Voices:
     def session(self, session_id: int) -> SessionVoices:
         with self._lock:
             found = self._sessions.get(session_id)
+        if found is None:
+            self._prune()
+        with self._lock:
+            found = self._sessions.get(session_id)
             if found is None:
                 found = SessionVoices(self.config, self._named_voices())
                 self._sessions[session_id] = found
@@ -157,12 +161,22 @@ class Voices:
             pieces = voices.label_utterance(encoder, audio)
         return split_by_voice(pieces, segments)
 
-    def forget_session(self, session_id: int) -> None:
-        """Drop a session's voices from memory (the session was deleted)."""
+    def _prune(self) -> None:
+        """Drop from memory the voices of sessions that were deleted (discarded)."""
         with self._lock:
-            self._sessions.pop(session_id, None)
+            ids = list(self._sessions)
+        gone = []
+        for sid in ids:
+            try:
+                self.store.get_session(sid)
+            except NotFound:
+                gone.append(sid)
+        with self._lock:
+            for sid in gone:
+                self._sessions.pop(sid, None)
 
     def heard(self) -> list[HeardVoice]:
+        self._prune()
         with self._lock:
             return [
                 HeardVoice(sid, v.session_label, None if v.named is None else v.named.name,
@@ -181,6 +195,7 @@ class Voices:
                 voices.use_named(named)
 
     def _find_heard(self, label: str, session_id: int | None) -> tuple[int, SessionVoice]:
+        self._prune()
         with self._lock:
             ids = [session_id] if session_id is not None else sorted(self._sessions, reverse=True)
             for sid in ids:
