@@ -219,7 +219,10 @@ async def serve(
         with profile_lock(config.paths) as files:
             try:
                 embedder = await trio.to_thread.run_sync(daemon.engines.open_embedder)
-                daemon._store = await trio.to_thread.run_sync(Store.open, config.paths, embedder)
+                daemon._store = await trio.to_thread.run_sync(partial(
+                    Store.open, config.paths, embedder,
+                    encrypt=config.settings.encrypt_database,
+                    backups_kept=config.settings.backups_kept))
                 async with trio.open_nursery() as nursery:
                     daemon._nursery = nursery
                     for part in PARTS:
