@@ -43,7 +43,18 @@ def cli(ctx: click.Context, profile: str) -> None:
 
 
 def _register() -> None:
-    from clients.cli import ask, audio, desktop, live, memory, models, search, status, store
+    from clients.cli import (
+        ask,
+        audio,
+        desktop,
+        live,
+        memory,
+        models,
+        search,
+        security,
+        status,
+        store,
+    )
 
     cli.add_command(models.models)
     for command in desktop.COMMANDS:
@@ -60,6 +71,8 @@ def _register() -> None:
     for command in search.COMMANDS:
         cli.add_command(command)
     for command in ask.COMMANDS:
+        cli.add_command(command)
+    for command in security.COMMANDS:
         cli.add_command(command)
 
 

@@ -47,6 +47,7 @@ from daemon.config import Config, Paths, Settings
 from daemon.engines import Engines, unload_idle_engines
 from daemon.errors import BrainCueError, user_error
 from daemon.ipc import ask as ask_requests
+from daemon.ipc import atrest
 from daemon.ipc import memory as memory_requests
 from daemon.ipc import search as search_requests
 from daemon.ipc import store as store_requests
@@ -202,6 +203,7 @@ PARTS: tuple[Part, ...] = (
     live_capture,
     memory_requests.register,  # keep/discard/later, history, memory review
     ask_requests.register,  # ask (streamed, cancellable), current assertions
+    atrest.register,  # scheduled backups, retention, forget
 )
 
 

@@ -386,6 +386,7 @@ def samples(session_id: int) -> list[Request[Any]]:
         p.Start(title="chat"), p.Stop(), p.Pause(paused=True), p.Pause(paused=False),
         p.ImportAudio(path="/nonexistent/call.wav"),
         p.Remember(session_id=session_id, answer="later"), p.History(assertion_id=99),
+        p.Forget(before=0.0),
         p.MemoryList(), p.MemoryApprove(memory_id=99), p.MemoryReject(memory_id=99),
         p.MemoryArchive(memory_id=99), p.MemoryEdit(memory_id=99, text="x"),
         p.MemoryScope(memory_id=99, profile=True), p.MemoryExpire(memory_id=99, expires_at=None),

@@ -616,6 +616,21 @@ class Remember(Request[RememberReply]):
     no_space: bool = False
 
 
+class ForgetReply(Reply):
+    """What ``Forget`` deleted: the sessions, and their rows by kind."""
+
+    session_ids: list[int]
+    deleted: dict[str, int] = {}
+
+
+class Forget(Request[ForgetReply]):
+    """Delete every session (not live) that started before ``before`` (unix time), in one
+    Space or all, cascading like a discard; memories the user reviewed stay."""
+
+    before: float
+    space: str | None = None
+
+
 class History(Request[HistoryReply]):
     """The supersede chain an assertion belongs to."""
 

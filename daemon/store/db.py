@@ -19,6 +19,7 @@ a database that records a migration this code does not know was written by a new
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -75,7 +76,7 @@ def connect(path: Path | str, key: DatabaseKey | None, *,
             apply_key(conn, key)
         _apply_bestpractice(conn)
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-        conn.execute("SELECT count(*) FROM sqlite_master").get  # the first read checks the key
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()  # checks the key
     except apsw.Error as e:
         conn.close()
         raise unreadable(path, key, e) from e
@@ -84,10 +85,8 @@ def connect(path: Path | str, key: DatabaseKey | None, *,
 
 def create_private(path: Path) -> None:
     """Create ``path`` empty with mode 0600 unless it exists."""
-    try:
+    with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except FileExistsError:
-        pass
 
 
 def apply_key(conn: apsw.Connection, key: DatabaseKey, pragma: str = "hexkey") -> None:

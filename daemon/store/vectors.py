@@ -193,7 +193,9 @@ class VectorIndex:
                 if self._sealer is None:
                     self._index.save(str(tmp))
                 else:
-                    self._write_sealed(tmp, bytes(self._index.save()))
+                    serialised = self._index.save()
+                    assert serialised is not None  # no path: the index as bytes
+                    self._write_sealed(tmp, bytes(serialised))
                 keys = np.asarray(self._index.keys)
                 self._unsaved = 0
             os.chmod(tmp, 0o600)
