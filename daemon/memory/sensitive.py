@@ -15,6 +15,7 @@ Detectors, each precise by construction rather than by a guess:
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -247,7 +248,7 @@ def _patterns(secret: Secret) -> list[re.Pattern[str]]:
         return []
     wanted = ["".join(parts)]
     if len(parts) >= 3:  # a paraphrase may keep only some of its words
-        wanted += [a + b for a, b in zip(parts, parts[1:], strict=False)
+        wanted += [a + b for a, b in itertools.pairwise(parts)
                    if min(len(a), len(b)) >= 3]
     # one part alone when it cannot be an ordinary word: random-looking, or long with digits
     wanted += [p for p in parts if (len(p) >= 6 and _looks_random(p))
