@@ -275,7 +275,7 @@ async def test_the_gate_follows_a_secret_the_model_paraphrased(world: World) -> 
     texts = [a.text for a in world.store.list_assertions(session_id=session_id)]
     assert "The staging user is deploy" in texts, outcome.notes  # a side field redacted, kept
     assert not any("Vendor will use" in t for t in texts)
-    assert outcome.redactions >= 4
+    assert outcome.redactions >= 3, outcome
 
 
 # -- keep: when nothing is kept --------------------------------------------------------------

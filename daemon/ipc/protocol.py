@@ -258,6 +258,8 @@ class TurnInfo(msgspec.Struct, frozen=True, kw_only=True):
     end: float
     text: str
     ref: str | None = None  # an external id given at import
+    # the text as search, ask and MCP hand it out, when a secret said in it is masked there
+    masked: str | None = None
 
 
 class DocumentInfo(msgspec.Struct, frozen=True, kw_only=True):

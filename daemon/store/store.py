@@ -37,6 +37,7 @@ import msgspec
 import numpy as np
 
 from daemon.errors import InvalidInput, NotFound
+from daemon.memory.sensitive import mask_lines
 from daemon.store import backup, chunking, documents, fts, sql, turnviews, writes
 from daemon.store.db import CorruptDatabase, Database, encryption_available
 from daemon.store.documents import DocumentText
@@ -524,7 +525,8 @@ class Store:
         return [sql.turn_from(r) for r in rows]
 
     def turns_of_chunk(self, chunk_id: int) -> list[Turn]:
-        """The turns a transcript chunk covers (empty for archives and documents)."""
+        """The turns a transcript chunk covers (empty for archives and documents), as
+        retrieval hands them out: a secret said in them masked, like the chunk's body."""
         rows = self.db.read(
             lambda conn: sql.rows(
                 conn,
@@ -535,7 +537,10 @@ class Store:
                 {"c": chunk_id},
             )
         )
-        return [sql.turn_from(r) for r in rows]
+        turns = [sql.turn_from(r) for r in rows]
+        masked = mask_lines([t.text for t in turns])
+        return [t if t.text == text else msgspec.structs.replace(t, text=text)
+                for t, text in zip(turns, masked, strict=True)]
 
     def chunks(
         self,
