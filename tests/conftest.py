@@ -42,6 +42,10 @@ def braincue_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
     # daemons started by tests do not listen to the machine's audio unless a test says so
     monkeypatch.setenv("BRAINCUE_CAPTURE", "off")
+    # never the machine's key store: a test that wants one uses tests/keystore.py
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    monkeypatch.delenv("BRAINCUE_KEY", raising=False)
+    monkeypatch.delenv("BRAINCUE_NEW_KEY", raising=False)
     return home
 
 

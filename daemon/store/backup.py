@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 BACKUP_DIR = "backups"
 KEEP = 7
 PAGES_PER_STEP = 1024  # 4 MiB a step with the default page size
-_NAME = re.compile(r"^braincue-(\d{8}-\d{6})(?:-([a-z0-9-]+))?\.db$")
+_NAME = re.compile(r"^braincue-(\d{8}-\d{6})(?:-([a-z-]+?))?(?:-\d+)?\.db$")
 Steps = Callable[[int, int], None]  # (pages copied, pages in all)
 
 
@@ -63,8 +63,11 @@ def list_backups(data_dir: Path) -> list[Backup]:
         if m is None:
             continue  # a .partial (a backup that did not finish) or something else
         created = dt.datetime.strptime(m.group(1), "%Y%m%d-%H%M%S").timestamp()
-        found.append(Backup(path.stem, path, created, m.group(2) or "", path.stat().st_size))
-    return sorted(found, key=lambda b: (b.created_at, b.name))
+        st = path.stat()
+        found.append((st.st_mtime_ns, Backup(path.stem, path, created, m.group(2) or "",
+                                             st.st_size)))
+    # the name says the second; two backups in one second are told apart by their writes
+    return [b for _, b in sorted(found, key=lambda f: (f[1].created_at, f[0]))]
 
 
 def latest_backup(data_dir: Path) -> Backup | None:

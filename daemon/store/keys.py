@@ -175,7 +175,7 @@ def key_for(paths: Paths, db_path: Path, *, encrypt: bool) -> DatabaseKey | None
     key = store.find()
     if key is None:
         raise StoreError(
-            f"the database {db_path} is encrypted and no key for it was found "
+            f"the database {db_path} is encrypted (or damaged) and no key for it was found "
             f"(looked in {store.describe()})",
             fix=f"set {KEY_ENV} to its passphrase or put its key back; "
                 "`braincue backup list` shows the backups",

@@ -59,7 +59,7 @@ def row_counts(conn: apsw.Connection) -> dict[str, int]:
     """Rows per table (FTS shadow tables included): what a migration must keep."""
     tables = [name for (name,) in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'"
-        " ORDER BY name")]
+        " AND name NOT LIKE 'sqlite_%' ORDER BY name")]  # sqlite_stat*: the planner's notes
     return {t: conn.execute(f'SELECT count(*) FROM "{t}"').get for t in tables}
 
 
