@@ -358,6 +358,37 @@ def test_backups_rotate_and_come_before_a_migration(tmp_path: Path,
         conn.close()
 
 
+def test_recover_keeps_what_is_still_readable(home: Path) -> None:
+    paths = Paths.resolve("default")
+    paths.ensure()
+    key = KeyStore(paths).create()
+    store = Store(paths.data_dir, key=key)
+    for n in range(30):
+        recorded_session(store, [f"session {n} " + "words " * 300] * 3, title=f"call {n}")
+    store.close()
+    db = paths.data_dir / DB_FILE
+    with db.open("r+b") as f:  # one page in the middle of the turns
+        f.seek(db.stat().st_size // 2 // 4096 * 4096)
+        f.write(os.urandom(4096))
+    damaged = sha(db)
+    result = CliRunner().invoke(cli, ["backup", "recover"])
+    assert result.exit_code == 0, result.output
+    assert "recovered" in result.output
+    aside = [p for p in paths.data_dir.iterdir()
+             if ".damaged-" in p.name and not p.name.endswith(("-wal", "-shm"))]
+    assert [sha(p) for p in aside] == [damaged]
+    again = Store.open(paths)
+    try:
+        counts = again.counts()
+        assert 0 < counts["turns"] <= 90 and counts["sessions"] == 30
+        conn = connect(db, key, flags=apsw.SQLITE_OPEN_READONLY)
+        assert conn.execute("PRAGMA quick_check").get == "ok"
+        conn.close()
+        assert again.fts_chunks("words", Scope(space_id=None))
+    finally:
+        again.close()
+
+
 def test_a_backup_failing_its_check_is_refused_on_restore(tmp_path: Path) -> None:
     store = Store(tmp_path)
     recorded_session(store, ["hello " * 2000])

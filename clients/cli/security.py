@@ -23,6 +23,7 @@ from daemon.ipc.runtime import profile_lock
 from daemon.store import backup as backups
 from daemon.store import security as sec
 from daemon.store.keys import KeyStore, file_state, key_for
+from daemon.store.schema import MIGRATIONS
 from daemon.store.store import DB_FILE
 
 if TYPE_CHECKING:
@@ -151,6 +152,25 @@ def forget(context: Context, before: str, space: str | None, yes: bool) -> None:
         click.echo(f"no session{where} started before {before}")
         return
     click.echo(deleted(plural(len(reply.session_ids), 'session'), reply.deleted))
+
+
+@backup_group.command("recover")
+@click.pass_obj
+def backup_recover(context: Context) -> None:
+    """Keep what is still readable of a damaged database: copy it into a new one that takes
+    its place (the damaged file is kept aside). Stop the daemon first."""
+    paths = context.config.paths
+    db = paths.data_dir / DB_FILE
+    with profile_lock(paths):
+        key = KeyStore(paths).find() if file_state(db) == "encrypted" else None
+        done = backups.recover(db, key, MIGRATIONS)
+        for index_file in (*paths.data_dir.glob("vectors-*.usearch"),
+                           *paths.data_dir.glob("vectors-*.json")):
+            index_file.unlink()
+    kept = ", ".join(f"{plural(n, 'row')} of {t}" for t, n in done.rows.items() if n)
+    click.echo(f"recovered {kept or 'nothing'}; the damaged file is at {done.aside}")
+    for name, parts in done.unreadable.items():
+        click.echo(f"note: {name}: {plural(parts, 'unreadable part')} skipped", err=True)
 
 
 COMMANDS = (security, backup_group, forget)

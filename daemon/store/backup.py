@@ -7,6 +7,9 @@ to ``NAME.db``: a crash or a SIGKILL midway leaves a ``.partial`` that is never 
 removed by the next backup, and never touches the earlier backups. The newest ``keep``
 backups stay; older ones are deleted once a new one is complete.
 
+Recovering copies what can still be read of a damaged database, table by table and row by
+row, into a new one of the same schema and key, which takes its place.
+
 Restoring puts the current database (with its WAL) aside as ``braincue.db.replaced-<time>``,
 never deletes it, then copies the backup in its place. A damaged database is set aside the same
 way (``braincue.db.damaged-<time>``) by the command that restores.
@@ -20,14 +23,14 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
 
 from daemon.errors import NotFound, StoreError
-from daemon.store.db import connect
+from daemon.store.db import connect, migrate
 from daemon.store.keys import DatabaseKey
 
 log = logging.getLogger(__name__)
@@ -189,7 +192,81 @@ def restore_advice(data_dir: Path) -> str:
     """What to do about a damaged database: the latest backup and the command."""
     latest = latest_backup(data_dir)
     if latest is None:
-        return f"there is no backup in {backup_dir(data_dir)} to restore"
+        return (f"there is no backup in {backup_dir(data_dir)}: `braincue backup recover` keeps "
+                "what is still readable (the damaged file is kept aside)")
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(latest.created_at))
-    return (f"`braincue backup restore` puts back the latest backup, {latest.name} ({when}); "
-            "the damaged file is kept aside")
+    return (f"`braincue backup restore` puts back the latest backup, {latest.name} ({when}), "
+            "or `braincue backup recover` keeps what is still readable; either way the damaged "
+            "file is kept aside")
+
+
+@dataclass(frozen=True)
+class Recovered:
+    aside: Path  # the damaged file, kept
+    rows: dict[str, int]  # rows copied, by table
+    unreadable: dict[str, int]  # stretches of rows that could not be read, by table
+
+
+MAX_SKIPS = 64  # unreadable stretches tried past, per table, before giving up on it
+
+
+def _copy_rows(src: apsw.Connection, out: apsw.Connection, table: str) -> tuple[int, int]:
+    """Copy what can be read of ``table`` by rowid, stepping past unreadable stretches."""
+    have = {r[1] for r in src.execute(f'PRAGMA table_info("{table}")')}
+    columns = [r[1] for r in out.execute(f'PRAGMA table_info("{table}")') if r[1] in have]
+    names = ", ".join(f'"{c}"' for c in columns)
+    insert = (f'INSERT OR IGNORE INTO "{table}" (rowid, {names}) '
+              f"VALUES (?{', ?' * len(columns)})")
+    copied = skips = 0
+    last = -(2**63)
+    jump = 1
+    while skips <= MAX_SKIPS:
+        try:
+            for row in src.execute(f'SELECT rowid, {names} FROM "{table}" WHERE rowid > ? '
+                                   "ORDER BY rowid", (last,)):
+                out.execute(insert, row)
+                last = row[0]
+                copied += 1
+                jump = 1
+            break
+        except apsw.Error:
+            skips += 1
+            last = max(last, 0) + jump
+            jump *= 2
+    return copied, skips
+
+
+def recover(db_path: Path, key: DatabaseKey | None,
+            migrations: Sequence[Callable[[apsw.Connection], None]]) -> Recovered:
+    """Copy what is still readable of a damaged database into a new one (same schema, same
+    key) and put it in place; the damaged file is set aside. The daemon must be stopped."""
+    target = db_path.with_name(f"{db_path.name}.recovering")
+    target.unlink(missing_ok=True)
+    src = connect(db_path, key, flags=apsw.SQLITE_OPEN_READONLY)
+    rows: dict[str, int] = {}
+    unreadable: dict[str, int] = {}
+    try:
+        out = connect(target, key)
+        try:
+            migrate(out, migrations)
+            out.pragma("foreign_keys", False)  # rows arrive table by table
+            tables = [n for (n,) in out.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
+                "'sqlite_%' AND name NOT LIKE '%_fts%' AND name <> 'migrations' "
+                "AND sql NOT LIKE 'CREATE VIRTUAL%'")]
+            with out:
+                for table in [*tables, "assertions_fts"]:
+                    rows[table], skips = _copy_rows(src, out, table)
+                    if skips:
+                        unreadable[table] = skips
+                out.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")
+            out.pragma("journal_mode", "delete")
+        finally:
+            out.close()
+    finally:
+        src.close()
+    aside = set_aside(db_path, "damaged")
+    os.replace(target, db_path)
+    assert aside is not None
+    log.info("recovered %s into a new database (the damaged one is %s)", db_path, aside)
+    return Recovered(aside, rows, unreadable)
