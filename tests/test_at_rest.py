@@ -11,20 +11,25 @@ import stat
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import apsw
 import msgspec
 import pytest
+import trio
+import trio.testing
 from click.testing import CliRunner
 from storekit import T0, Clock, CountingEmbedder, recorded_session
 
 from clients.shell import cli
-from daemon.config import Paths, make_private
+from daemon.config import Paths, Settings, make_private
 from daemon.errors import StoreError
+from daemon.ipc import atrest
+from daemon.ipc.atrest import FIRST_BACKUP_AFTER_S
 from daemon.ipc.client import Client
-from daemon.ipc.protocol import Forget, ImportTranscript, ListSessions
+from daemon.ipc.protocol import Forget, ImportTranscript, ListSessions, LiveStatus
 from daemon.ipc.testing import DaemonProcess, daemon_env, short_home, start_daemon
 from daemon.memory.retention import DAY_S, expire_undecided, forget_before
 from daemon.store import backup
@@ -140,8 +145,12 @@ def test_the_database_and_indexes_hold_no_plaintext_and_reopen_with_the_stored_k
         home: Path) -> None:
     env = with_keystore(home)
     daemon = start_daemon(home, env=env)
+    data_dir = Paths.resolve("default").data_dir
     try:
         import_one()
+        running = {f.name: f.read_bytes() for f in data_dir.iterdir() if f.is_file()}
+        assert "braincue.db-wal" in running  # the write-ahead log is encrypted too
+        assert not [name for name, data in running.items() if b"quokka" in data]
     finally:
         assert daemon.stop(signal.SIGTERM) == 0, daemon.log()
     paths = Paths.resolve("default")
@@ -417,6 +426,7 @@ def _world(tmp_path: Path) -> tuple[Store, dict[str, int]]:
         "new ended work": recorded_session(store, ["the ibis review is tomorrow"],
                                            space_id=work, started_at=T0 - 1 * day),
     }
+    store.put_archive(ids["old kept work"], "Topic: the walrus contract\nSummary: signed.")
     store.update_session(ids["old kept work"], status="kept")
     store.update_session(ids["old later work"], status="later")
     chunk = store.chunks(session_id=ids["old kept work"])[0]
@@ -440,9 +450,11 @@ def test_forget_before_removes_exactly_the_sessions_it_names(tmp_path: Path) -> 
         assert sorted(forgotten.session_ids) == sorted([ids["old kept work"],
                                                         ids["old later work"]])
         assert forgotten.deleted.sessions == 2 and forgotten.deleted.assertions == 2
+        assert store.archive(ids["old kept work"]) == []
         after = store.counts()
         assert after["sessions"] == before["sessions"] - 2
         assert after["turns"] == before["turns"] - 2
+        assert after["chunks"] == before["chunks"] - 3  # two transcripts and the archive
         assert after["assertions"] == before["assertions"] - 2
         assert after["vectors"] < before["vectors"]
         in_work = Scope(space_id=work, person_memory=True)
@@ -488,3 +500,47 @@ def test_forget_over_the_daemon_and_the_cli(home: Path) -> None:
         assert reply.session_ids == [] and first > 0
     finally:
         assert daemon.stop(signal.SIGTERM) == 0
+
+
+# -- the schedule ------------------------------------------------------------------------------
+
+
+class FakeDaemon:
+    """What the backup schedule reads of a daemon."""
+
+    def __init__(self, store: Store, live_session: int | None) -> None:
+        self.store = store
+        self.settings = Settings()
+        self.started_at = time.time() - 2 * FIRST_BACKUP_AFTER_S
+        self._live = live_session
+
+    def live_status(self) -> LiveStatus:
+        return LiveStatus(sources={}, utterances_queued=0, asr_lag_s=0.0, dropped_blocks=0,
+                          session_id=self._live)
+
+    async def db(self, fn: Callable[[], object]) -> object:
+        return await trio.to_thread.run_sync(fn)
+
+
+@pytest.mark.parametrize("live", [None, 7])
+async def test_scheduled_backups_run_when_idle_and_due(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock, live: int | None) -> None:
+    store = Store(tmp_path)
+    try:
+        recorded_session(store, ["hello"])
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(atrest._scheduled_backups, FakeDaemon(store, live))
+            await trio.sleep(atrest.BACKUP_CHECK_S * 5)  # five checks: one backup is due
+            nursery.cancel_scope.cancel()
+        made = backup.list_backups(tmp_path)
+        assert [b.reason for b in made] == ([] if live else ["scheduled"])
+    finally:
+        store.close()
+
+
+def test_a_backup_is_due_once_a_day_by_default() -> None:
+    day = Settings().backup_interval_hours * 3600
+    assert day == 86400 and Settings().backups_kept == 7 and Settings().retention_days == 0
+    assert not atrest.backup_due(T0, T0 + day - 1, 24)
+    assert atrest.backup_due(T0, T0 + day, 24)
+    assert not atrest.backup_due(T0, T0 + 10 * day, 0)  # 0: never
