@@ -239,6 +239,30 @@ def test_security_encrypt_keeps_every_row(home: Path) -> None:
     assert "sealed" in status.output and "NOT" not in status.output
 
 
+def test_security_rekey_moves_the_database_and_its_backups_to_a_new_key(home: Path) -> None:
+    paths = Paths.resolve("default")
+    paths.ensure()
+    store = Store.open(paths, CountingEmbedder())
+    recorded_session(store, [PHRASE])
+    store.make_backup()
+    store.close()
+    old = KeyStore(paths).find()
+    assert old is not None
+    result = CliRunner().invoke(cli, ["security", "rekey"])
+    assert result.exit_code == 0, result.output
+    new = KeyStore(paths).find()
+    assert new is not None and new.hex != old.hex
+    with pytest.raises(StoreError, match="does not open with the key"):
+        connect(paths.data_dir / DB_FILE, old)
+    for b in backup.list_backups(paths.data_dir):
+        connect(b.path, new, flags=apsw.SQLITE_OPEN_READONLY).close()
+    again = Store.open(paths, CountingEmbedder())
+    try:
+        assert again.counts()["turns"] == 1 and again.vector_count("turn") == 1
+    finally:
+        again.close()
+
+
 # -- backups -----------------------------------------------------------------------------------
 
 
