@@ -25,6 +25,7 @@ from daemon.store import security as sec
 from daemon.store.keys import KeyStore, file_state, key_for
 from daemon.store.schema import MIGRATIONS
 from daemon.store.store import DB_FILE
+from daemon.store.vectors import remove_index_files
 
 if TYPE_CHECKING:
     from clients.shell import Context
@@ -115,9 +116,7 @@ def backup_restore(context: Context, name: str | None) -> None:
         chosen = backups.find_backup(paths.data_dir, name)
         key = KeyStore(paths).find() if file_state(chosen.path) == "encrypted" else None
         aside = backups.restore_backup(paths.data_dir / DB_FILE, chosen, key)
-        for index_file in (*paths.data_dir.glob("vectors-*.usearch"),
-                           *paths.data_dir.glob("vectors-*.json")):
-            index_file.unlink()  # rebuilt from the restored database at the next start
+        remove_index_files(paths.data_dir)  # rebuilt from the restored database
     click.echo(f"restored {chosen.name}" + (f"; the previous database is at {aside}"
                                             if aside else ""))
 
@@ -164,9 +163,7 @@ def backup_recover(context: Context) -> None:
     with profile_lock(paths):
         key = KeyStore(paths).find() if file_state(db) == "encrypted" else None
         done = backups.recover(db, key, MIGRATIONS)
-        for index_file in (*paths.data_dir.glob("vectors-*.usearch"),
-                           *paths.data_dir.glob("vectors-*.json")):
-            index_file.unlink()
+        remove_index_files(paths.data_dir)
     kept = ", ".join(f"{plural(n, 'row')} of {t}" for t, n in done.rows.items() if n)
     click.echo(f"recovered {kept or 'nothing'}; the damaged file is at {done.aside}")
     for name, parts in done.unreadable.items():

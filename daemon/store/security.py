@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import apsw
+import msgspec
 
 from daemon.errors import InvalidInput, StoreError
 from daemon.store import backup
 from daemon.store.db import apply_key, connect, encryption_available
 from daemon.store.keys import DatabaseKey, FileState, KeyStore, _keyring, file_state
+from daemon.store.vectors import IndexMeta, remove_index_files
 
 if TYPE_CHECKING:
     from daemon.config import Paths
@@ -81,8 +83,11 @@ def status(paths: Paths) -> SecurityStatus:
     backend = _keyring()
     sealed: dict[str, bool] = {}
     for meta in sorted(paths.data_dir.glob("vectors-*.json")):
-        text = meta.read_text(errors="replace")
-        sealed[meta.with_suffix(".usearch").name] = '"encrypted":true' in text
+        try:
+            sealed[meta.with_suffix(".usearch").name] = msgspec.json.decode(
+                meta.read_bytes(), type=IndexMeta).encrypted
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            continue  # unreadable: rebuilt at the next start
     backups = backup.list_backups(paths.data_dir)
     return SecurityStatus(
         database=db, state=state, key_where=None if found is None else found.where,
@@ -130,9 +135,7 @@ def _move_to_key(paths: Paths, old: DatabaseKey | None, new: DatabaseKey,
         except StoreError as e:  # a backup under yet another key: say so, keep it
             log.warning("backup %s not moved to the new key: %s", b.name, e)
     _rekey_file(copy.path, old, new)  # the copy, too, is now under the new key
-    for index_file in (*paths.data_dir.glob("vectors-*.usearch"),
-                       *paths.data_dir.glob("vectors-*.json")):
-        index_file.unlink()  # rebuilt and sealed at the next start
+    remove_index_files(paths.data_dir)  # rebuilt and sealed at the next start
     return Migrated(db, kept.where, after, moved + 1)
 
 

@@ -361,6 +361,13 @@ def _add_blobs(index: Index, keys: list[int], blobs: list[bytes], dims: int) -> 
         index.add(np.asarray(keys, dtype=np.uint64), normalise(matrix))
 
 
+def remove_index_files(data_dir: Path) -> None:
+    """Delete the index files of a profile (after its database was replaced or re-keyed):
+    they are rebuilt from the database at the next open."""
+    for path in (*data_dir.glob("vectors-*.usearch"), *data_dir.glob("vectors-*.json")):
+        path.unlink(missing_ok=True)
+
+
 def _index_key(database_key: bytes) -> bytes:
     """The index files' key: derived from the database key, never equal to it."""
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
