@@ -32,7 +32,7 @@ from daemon.ipc.client import Client
 from daemon.ipc.protocol import Forget, ImportTranscript, ListSessions, LiveStatus
 from daemon.ipc.testing import DaemonProcess, daemon_env, short_home, start_daemon
 from daemon.memory.retention import DAY_S, expire_undecided, forget_before
-from daemon.store import backup
+from daemon.store import backup, security
 from daemon.store.db import connect
 from daemon.store.keys import KeyStore, file_state
 from daemon.store.records import NewAssertion
@@ -263,6 +263,21 @@ def test_security_rekey_moves_the_database_and_its_backups_to_a_new_key(home: Pa
         again.close()
 
 
+def test_a_rekey_interrupted_after_the_file_moved_loses_nothing(home: Path) -> None:
+    paths = Paths.resolve("default")
+    paths.ensure()
+    Store.open(paths).close()
+    keys = KeyStore(paths)
+    old, new = keys.find(), keys.next_key()
+    assert old is not None
+    keys.stage(new)
+    security._rekey_file(paths.data_dir / DB_FILE, old, new)  # then the power went out
+    store = Store.open(paths)
+    store.close()
+    found = keys.find()
+    assert found is not None and found.hex == new.hex and keys.staged() is None
+
+
 # -- backups -----------------------------------------------------------------------------------
 
 
@@ -314,7 +329,7 @@ def test_a_damaged_database_names_the_restore_and_restore_brings_the_backup_back
 KILLED_MID_BACKUP = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from daemon.store import backup
+    from daemon.store import backup, security
     from daemon.store.db import connect
 
     data_dir = Path(sys.argv[1])

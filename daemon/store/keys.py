@@ -134,6 +134,24 @@ class KeyStore:
             return DatabaseKey(stretch(passphrase, self.profile), NEW_KEY_ENV)
         return DatabaseKey(secrets.token_hex(32), "new")
 
+    @property
+    def staged_file(self) -> Path:
+        return self.key_file.with_name(f"{self.profile}.next.key")
+
+    def stage(self, key: DatabaseKey) -> None:
+        """Write the key a re-encryption is moving to before it starts (0600): a crash before
+        :meth:`keep` then loses nothing — :meth:`staged` has it."""
+        _write_private(self.staged_file, key.hex)
+
+    def staged(self) -> DatabaseKey | None:
+        try:
+            return DatabaseKey(self.staged_file.read_text().strip(), str(self.staged_file))
+        except FileNotFoundError:
+            return None
+
+    def unstage(self) -> None:
+        self.staged_file.unlink(missing_ok=True)
+
     def keep(self, key_hex: str) -> DatabaseKey:
         """Store ``key_hex`` as this profile's key (replacing the one there)."""
         if os.environ.get(KEY_ENV):  # the user keeps it; nothing to store
@@ -146,15 +164,20 @@ class KeyStore:
                 return DatabaseKey(key_hex, "the OS key store")
             except Exception as e:
                 log.warning("could not write to the OS key store (%s): using a key file", e)
-        self.key_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = self.key_file.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(key_hex + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.key_file)
+        _write_private(self.key_file, key_hex)
         return DatabaseKey(key_hex, str(self.key_file))
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, readable by the user alone."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def key_for(paths: Paths, db_path: Path, *, encrypt: bool) -> DatabaseKey | None:

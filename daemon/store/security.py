@@ -7,7 +7,9 @@ file (in rollback-journal mode: its rekey does not work on a WAL database), then
 opened again with the new key and its counts compared once more. The backups follow the new
 key; the vector index files, sealed with a key derived from the database key, are removed and
 rebuilt (sealed) at the next start. On a failure the verified copy stays and the error says
-where it is.
+where it is. The new key is written aside (``keys/<profile>.next.key``) before the file is
+touched, so a crash midway leaves a database that one of the two keys opens
+(:meth:`daemon.store.store.Store.open` tries the staged one and finishes the move).
 """
 
 from __future__ import annotations
@@ -114,6 +116,8 @@ def _move_to_key(paths: Paths, old: DatabaseKey | None, new: DatabaseKey,
     copy = backup.backup_file(db, old, reason=reason, keep=0)
     if _counts(copy.path, old) != before:
         raise StoreError(f"the copy {copy.path} does not hold every row; nothing was changed")
+    store = KeyStore(paths)
+    store.stage(new)
     try:
         _rekey_file(db, old, new)
         after = _counts(db, new)
@@ -124,7 +128,7 @@ def _move_to_key(paths: Paths, old: DatabaseKey | None, new: DatabaseKey,
     if after != before:
         raise StoreError(f"{db} lost rows while re-encrypting ({before} -> {after})",
                          fix=f"`braincue backup restore {copy.name}` puts the copy back")
-    kept = KeyStore(paths).keep(new.hex)
+    kept = store.keep(new.hex)
     moved = 0
     for b in backup.list_backups(paths.data_dir):
         if b.path == copy.path:
@@ -136,6 +140,7 @@ def _move_to_key(paths: Paths, old: DatabaseKey | None, new: DatabaseKey,
             log.warning("backup %s not moved to the new key: %s", b.name, e)
     _rekey_file(copy.path, old, new)  # the copy, too, is now under the new key
     remove_index_files(paths.data_dir)  # rebuilt and sealed at the next start
+    store.unstage()
     return Migrated(db, kept.where, after, moved + 1)
 
 

@@ -41,7 +41,7 @@ from daemon.memory.sensitive import mask_lines
 from daemon.store import backup, chunking, documents, fts, sql, turnviews, writes
 from daemon.store.db import CorruptDatabase, Database, encryption_available
 from daemon.store.documents import DocumentText
-from daemon.store.keys import DatabaseKey, key_for
+from daemon.store.keys import DatabaseKey, KeyStore, key_for
 from daemon.store.records import (
     ACTIVITIES,
     REVIEW_STATUSES,
@@ -144,7 +144,19 @@ class Store:
         paths.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         key = key_for(paths, paths.data_dir / DB_FILE,
                       encrypt=encrypt and encryption_available())
-        return cls(paths.data_dir, embedder, key=key, backups_kept=backups_kept)
+        try:
+            return cls(paths.data_dir, embedder, key=key, backups_kept=backups_kept)
+        except CorruptDatabase:
+            keys = KeyStore(paths)
+            staged = keys.staged()
+            if key is None or staged is None:
+                raise
+            # a re-encryption stopped after the file had moved to its new key: finish it
+            store = cls(paths.data_dir, embedder, key=staged, backups_kept=backups_kept)
+            keys.keep(staged.hex)
+            keys.unstage()
+            log.warning("finished an interrupted re-encryption: the new key is now kept")
+            return store
 
     def make_backup(self, *, reason: str = "manual", keep: int = backup.KEEP) -> backup.Backup:
         """An online backup of the database (see :mod:`daemon.store.backup`)."""
