@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -47,6 +47,15 @@ def braincue_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("BRAINCUE_KEY", raising=False)
     monkeypatch.delenv("BRAINCUE_NEW_KEY", raising=False)
     return home
+
+
+@pytest.fixture(autouse=True)
+def restore_umask() -> Iterator[None]:
+    """`braincue` commands run in-process set umask 077 (as they should): not for later tests."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    yield
+    os.umask(umask)
 
 
 @pytest.fixture(scope="session")
