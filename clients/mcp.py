@@ -101,7 +101,8 @@ class Tools:
         """One session's details and its transcript, turn by turn (speaker, seconds from the
         start, text)."""
         reply = self._request(ShowSession(session_id=session_id))
-        turns = [{"speaker": t.speaker, "start": round(t.start, 1), "text": t.text}
+        # another program gets the turns with any secret said in them masked
+        turns = [{"speaker": t.speaker, "start": round(t.start, 1), "text": t.masked or t.text}
                  for t in reply.turns]
         return _json({"session": reply.session, "turns": turns})
 

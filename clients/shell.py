@@ -5,11 +5,12 @@ Every command documents itself: `braincue --help`, `braincue COMMAND --help`.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
-from daemon.config import DEFAULT_PROFILE, Config
+from daemon.config import DEFAULT_PROFILE, PRIVATE_UMASK, Config
 from daemon.errors import BrainCueError
 
 
@@ -37,11 +38,23 @@ pass_ctx = click.make_pass_decorator(Context)
 @click.pass_context
 def cli(ctx: click.Context, profile: str) -> None:
     """BrainCue: a private, always-on memory of your conversations."""
+    os.umask(PRIVATE_UMASK)  # exports, downloads, keys: the user's alone
     ctx.obj = Context(profile)
 
 
 def _register() -> None:
-    from clients.cli import ask, audio, desktop, live, memory, models, search, status, store
+    from clients.cli import (
+        ask,
+        audio,
+        desktop,
+        live,
+        memory,
+        models,
+        search,
+        security,
+        status,
+        store,
+    )
 
     cli.add_command(models.models)
     for command in desktop.COMMANDS:
@@ -58,6 +71,8 @@ def _register() -> None:
     for command in search.COMMANDS:
         cli.add_command(command)
     for command in ask.COMMANDS:
+        cli.add_command(command)
+    for command in security.COMMANDS:
         cli.add_command(command)
 
 

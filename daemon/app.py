@@ -47,6 +47,7 @@ from daemon.config import Config, Paths, Settings
 from daemon.engines import Engines, unload_idle_engines
 from daemon.errors import BrainCueError, user_error
 from daemon.ipc import ask as ask_requests
+from daemon.ipc import atrest
 from daemon.ipc import memory as memory_requests
 from daemon.ipc import search as search_requests
 from daemon.ipc import store as store_requests
@@ -202,6 +203,7 @@ PARTS: tuple[Part, ...] = (
     live_capture,
     memory_requests.register,  # keep/discard/later, history, memory review
     ask_requests.register,  # ask (streamed, cancellable), current assertions
+    atrest.register,  # scheduled backups, retention, forget
 )
 
 
@@ -219,7 +221,10 @@ async def serve(
         with profile_lock(config.paths) as files:
             try:
                 embedder = await trio.to_thread.run_sync(daemon.engines.open_embedder)
-                daemon._store = await trio.to_thread.run_sync(Store.open, config.paths, embedder)
+                daemon._store = await trio.to_thread.run_sync(partial(
+                    Store.open, config.paths, embedder,
+                    encrypt=config.settings.encrypt_database,
+                    backups_kept=config.settings.backups_kept))
                 async with trio.open_nursery() as nursery:
                     daemon._nursery = nursery
                     for part in PARTS:

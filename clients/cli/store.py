@@ -130,6 +130,8 @@ def show(context: Context, session_id: int, as_json: bool) -> None:
     click.echo()
     for turn in reply.turns:
         click.echo(f"[{offset(turn.start)}] {turn.speaker}: {turn.text}")
+        if turn.masked:  # the words as said above; what search, ask and MCP show instead
+            click.echo(f"    (a secret here is masked in search and ask: {turn.masked})")
 
 
 def session_summary(session: SessionInfo) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+import msgspec
 import trio
 
 from daemon.config import Settings
@@ -34,6 +35,7 @@ from daemon.ipc.protocol import (
 from daemon.ipc.server import Handlers, Publish
 from daemon.memory.ask import Answer, Asker
 from daemon.memory.grounding import Cited
+from daemon.memory.sensitive import Gate
 from daemon.store.fusion import ItemKey
 from daemon.store.scope import Scope
 from daemon.store.search import SearchOptions, search
@@ -77,6 +79,17 @@ def citation(cited: Cited) -> Citation:
                     document_id=source.document_id)
 
 
+def gate_answer(store: Store, answer: Answer) -> Answer:
+    """The answer with every secret said in its sources' sessions redacted, however the model
+    phrased it (the one call on the answer side of the sensitive-data gate; a blocking read).
+    The sources themselves are masked already (chunk bodies, ``Store.turns_of_chunk``), so the
+    streamed tokens carry a secret only if the model was handed one some other way."""
+    sessions = {s.session_id for s in answer.sources if s.session_id is not None}
+    said = [t.text for session_id in sorted(sessions) for t in store.turns(session_id)]
+    gated = Gate.of([*said, answer.question]).redact(answer.text)
+    return answer if not gated.count else msgspec.structs.replace(answer, text=gated.text)
+
+
 def ask_reply(answer: Answer) -> AskReply:
     return AskReply(answer=answer.text, sources=[citation(c) for c in answer.citations],
                     question=answer.question, nothing_found=answer.nothing_found,
@@ -116,7 +129,7 @@ def register_ask(
         finally:
             del streaming[request.id]
         publish(AnswerDone(request_id=request.id, cancelled=answer.cancelled))
-        return ask_reply(answer)
+        return ask_reply(await trio.to_thread.run_sync(gate_answer, store, answer))
 
     async def cancel(request: AskCancel) -> Ok:
         stop = streaming.get(request.request_id)

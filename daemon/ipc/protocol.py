@@ -258,6 +258,8 @@ class TurnInfo(msgspec.Struct, frozen=True, kw_only=True):
     end: float
     text: str
     ref: str | None = None  # an external id given at import
+    # the text as search, ask and MCP hand it out, when a secret said in it is masked there
+    masked: str | None = None
 
 
 class DocumentInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -614,6 +616,21 @@ class Remember(Request[RememberReply]):
     answer: Literal["keep", "discard", "later"]
     space: str | None = None
     no_space: bool = False
+
+
+class ForgetReply(Reply):
+    """What ``Forget`` deleted: the sessions, and their rows by kind."""
+
+    session_ids: list[int]
+    deleted: dict[str, int] = {}
+
+
+class Forget(Request[ForgetReply]):
+    """Delete every session (not live) that started before ``before`` (unix time), in one
+    Space or all, cascading like a discard; memories the user reviewed stay."""
+
+    before: float
+    space: str | None = None
 
 
 class History(Request[HistoryReply]):

@@ -10,7 +10,7 @@ replies.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,7 +47,9 @@ from daemon.ipc.protocol import (
 )
 from daemon.ipc.server import Publish
 from daemon.llm.embed import EmbedProgress
+from daemon.memory.sensitive import mask_lines
 from daemon.sessions import gist
+from daemon.store.chunking import format_offset
 from daemon.store.documents import extract_text
 from daemon.store.export import render
 from daemon.store.records import Deleted, Document, NewTurn, Session, Space, Turn
@@ -93,7 +95,14 @@ def session_info(session: Session, space_names: Mapping[int, str]) -> SessionInf
     )
 
 
-def turn_info(turn: Turn) -> TurnInfo:
+def turn_infos(turns: Sequence[Turn]) -> list[TurnInfo]:
+    """A session's turns as said, each with its masked form where a secret is masked."""
+    masked = mask_lines([t.text for t in turns])
+    return [turn_info(t, None if text == t.text else text)
+            for t, text in zip(turns, masked, strict=True)]
+
+
+def turn_info(turn: Turn, masked: str | None = None) -> TurnInfo:
     return TurnInfo(
         id=turn.id,
         seq=turn.seq,
@@ -103,6 +112,7 @@ def turn_info(turn: Turn) -> TurnInfo:
         end=turn.end,
         text=turn.text,
         ref=turn.ref,
+        masked=masked,
     )
 
 
@@ -203,14 +213,19 @@ async def register(daemon: Daemon) -> None:
             session = store.get_session(request.session_id)
             turns = store.turns(session.id)
             return SessionReply(session=session_info(session, space_names(store)),
-                                turns=[turn_info(t) for t in turns])
+                                turns=turn_infos(turns))
 
         return await db(work)
 
     async def export_session(request: ExportSession) -> ExportReply:
         def work() -> ExportReply:
             session = store.get_session(request.session_id)
-            text = render(request.format, session, store.turns(session.id))
+            turns = store.turns(session.id)
+            text = render(request.format, session, turns)
+            masked = [format_offset(t.start) for t in turn_infos(turns) if t.masked]
+            if masked and request.format == "md":  # the words as said; where search masks
+                text += (f"\n\n_A secret said at {', '.join(masked)} is kept here as said and "
+                         "masked in search, ask and MCP._\n")
             return ExportReply(text=text, format=request.format)
 
         return await db(work)

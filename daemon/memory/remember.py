@@ -75,7 +75,7 @@ from daemon.memory.pieces import (
     transcript_budget,
     transcript_lines,
 )
-from daemon.memory.sensitive import redact
+from daemon.memory.sensitive import Gate
 from daemon.store.records import Chunk, NewAssertion, NewRestatement, Session, Space, Turn
 from daemon.store.scope import Scope
 from daemon.store.store import Store
@@ -142,13 +142,16 @@ def standing_claim(item: ExtractedAssertion) -> ExtractedAssertion:
     return item
 
 
-def redact_extracted(item: ExtractedAssertion) -> tuple[ExtractedAssertion, int]:
-    """``item`` with every secret in its text fields replaced by a marker, and how many."""
+def redact_extracted(item: ExtractedAssertion,
+                     gate: Gate | None = None) -> tuple[ExtractedAssertion, int]:
+    """``item`` with every secret in its text fields replaced by a marker, and how many
+    (``gate``: the session's, which follows the secrets said in it)."""
     found = 0
+    gate = gate or Gate()
 
     def clean(text: str) -> str:
         nonlocal found
-        result = redact(text)
+        result = gate.redact(text)
         found += result.count
         return result.text
 
@@ -392,15 +395,18 @@ class Rememberer:
             out.notes.append(f"nothing was summarised or extracted: {e}")
             return
         context = settings.llm_context
+        # what the model writes is checked for the secrets said in the session, however it
+        # phrases them (seed 000 §4.1): one gate for the archive, assertions and candidates
+        gate = Gate.of(t.text for t in turns)
         if archive_on:
             try:
                 await self._archive(generator, context, session, turns, out,
-                                    stage_steps(progress, "archive"))
+                                    stage_steps(progress, "archive"), gate)
             except Exception as e:  # a failure to summarise never breaks the keep
                 _log_unexpected(e)
                 out.notes.append(f"the archive failed: {_why(e)}")
         try:
-            await self._extract(generator, context, session, turns, out, progress,
+            await self._extract(generator, context, session, turns, out, progress, gate,
                                 assertions=archive_on, memories=memory_on)
         except Exception as e:
             _log_unexpected(e)
@@ -409,13 +415,14 @@ class Rememberer:
     # -- archive -------------------------------------------------------------------------------
 
     async def _archive(self, generator: Generator, context: int, session: Session,
-                       turns: Sequence[Turn], out: Remembered, steps: Steps) -> None:
+                       turns: Sequence[Turn], out: Remembered, steps: Steps,
+                       gate: Gate) -> None:
         fmt = archive.format_for(session.activity)
         built = await summarise(generator, context, session, turns, steps=steps)
         if not (built.topic or built.summary or any(built.sections.values()) or built.quotes):
             out.notes.append("the archive came back empty: nothing was archived")
             return
-        gated = redact(archive.render(built, fmt))
+        gated = gate.redact(archive.render(built, fmt))
         await self._db(self.store.put_archive, session.id, gated.text)
         out.archived = True
         out.redactions += gated.count
@@ -423,8 +430,8 @@ class Rememberer:
     # -- assertions and memory candidates --------------------------------------------------------
 
     async def _extract(self, generator: Generator, context: int, session: Session,
-                       turns: Sequence[Turn], out: Remembered, progress: Progress | None, *,
-                       assertions: bool, memories: bool) -> None:
+                       turns: Sequence[Turn], out: Remembered, progress: Progress | None,
+                       gate: Gate, *, assertions: bool, memories: bool) -> None:
         items = await extract(generator, context, session, turns, memories=memories,
                               steps=stage_steps(progress, "extraction"))
 
@@ -434,6 +441,7 @@ class Rememberer:
         facts: list[tuple[NewAssertion, int]] = []
         people: list[tuple[NewAssertion, int]] = []
         unanchored = 0
+        credentials = 0
         for item in items:
             # without consent no claim about the person is stored, not even as a plain fact
             if (item.about_person and not memories) or (not item.about_person and not assertions):
@@ -442,12 +450,20 @@ class Rememberer:
             if anchor is None:
                 unanchored += 1
                 continue
-            cleaned, found = redact_extracted(item)
+            if gate.holds_secret(item.text):  # its point was the secret: "[redacted]" says nothing
+                credentials += 1
+                continue
+            cleaned, found = redact_extracted(item, gate)
             new = to_new_assertion(cleaned, by_id[anchor], session)
             (people if new.about_person else facts).append((new, found))
         if unanchored:
             out.notes.append(f"{_plural(unanchored, 'extracted statement')} dropped: nothing "
                              "in the transcript supports them")
+        if credentials:
+            out.redactions += credentials
+            out.notes.append(f"{_plural(credentials, 'extracted statement')} dropped: "
+                             f"{'it' if credentials == 1 else 'they'} held a credential said "
+                             "in the session")
 
         candidates = await self._unasked(people, session.space_id, out)
         inserts, links, restated = await self._reconcile(

@@ -37,9 +37,11 @@ import msgspec
 import numpy as np
 
 from daemon.errors import InvalidInput, NotFound
-from daemon.store import chunking, documents, fts, sql, turnviews, writes
-from daemon.store.db import Database
+from daemon.memory.sensitive import mask_lines
+from daemon.store import backup, chunking, documents, fts, sql, turnviews, writes
+from daemon.store.db import CorruptDatabase, Database, encryption_available
 from daemon.store.documents import DocumentText
+from daemon.store.keys import DatabaseKey, KeyStore, key_for
 from daemon.store.records import (
     ACTIVITIES,
     REVIEW_STATUSES,
@@ -96,13 +98,26 @@ class Store:
         live_reembed_chars: int = LIVE_REEMBED_CHARS,
         chunk_limit: int = chunking.DEFAULT_LIMIT,
         clock: Callable[[], float] = time.time,
+        key: DatabaseKey | None = None,
+        backups_kept: int = backup.KEEP,
     ) -> None:
         self.data_dir = data_dir
         self.embedder = embedder
         self.live_reembed_chars = live_reembed_chars
         self.chunk_limit = chunk_limit
+        self.key = key
         self._clock = clock
-        self.db = Database(data_dir / DB_FILE, MIGRATIONS)
+
+        def before_migrating(conn: apsw.Connection, pending: list[str]) -> None:
+            log.info("backing up the database before migrations %s", ", ".join(pending))
+            backup.make_backup(conn, data_dir, key, reason="before-migration",
+                               keep=backups_kept)
+
+        try:
+            self.db = Database(data_dir / DB_FILE, MIGRATIONS, key=key,
+                               before_migrating=before_migrating)
+        except CorruptDatabase as e:  # never written to: say what restores it
+            raise CorruptDatabase(str(e), fix=backup.restore_advice(data_dir)) from e
         self._indexes: dict[str, VectorIndex] = {}
         try:
             if embedder is not None:
@@ -112,6 +127,7 @@ class Store:
                         owner_kind=kind,
                         model_id=embedder.model_id,
                         dims=embedder.dimensions,
+                        key=None if key is None else key.raw,
                     )
                     self.db.read(index.open)
                     self._indexes[kind] = index
@@ -120,10 +136,31 @@ class Store:
             raise
 
     @classmethod
-    def open(cls, paths: Paths, embedder: Embedder | None = None) -> Store:
-        """The store of the profile ``paths`` names (its data directory is created if needed)."""
-        paths.data_dir.mkdir(parents=True, exist_ok=True)
-        return cls(paths.data_dir, embedder)
+    def open(cls, paths: Paths, embedder: Embedder | None = None, *, encrypt: bool = True,
+             backups_kept: int = backup.KEEP) -> Store:
+        """The store of the profile ``paths`` names (its data directory is created if needed),
+        with its key from the key store (:mod:`daemon.store.keys`); a new database is
+        encrypted when ``encrypt``."""
+        paths.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        key = key_for(paths, paths.data_dir / DB_FILE,
+                      encrypt=encrypt and encryption_available())
+        try:
+            return cls(paths.data_dir, embedder, key=key, backups_kept=backups_kept)
+        except CorruptDatabase:
+            keys = KeyStore(paths)
+            staged = keys.staged()
+            if key is None or staged is None:
+                raise
+            # a re-encryption stopped after the file had moved to its new key: finish it
+            store = cls(paths.data_dir, embedder, key=staged, backups_kept=backups_kept)
+            keys.keep(staged.hex)
+            keys.unstage()
+            log.warning("finished an interrupted re-encryption: the new key is now kept")
+            return store
+
+    def make_backup(self, *, reason: str = "manual", keep: int = backup.KEEP) -> backup.Backup:
+        """An online backup of the database (see :mod:`daemon.store.backup`)."""
+        return backup.backup_file(self.db.path, self.key, reason=reason, keep=keep)
 
     @property
     def model_id(self) -> str | None:
@@ -500,7 +537,8 @@ class Store:
         return [sql.turn_from(r) for r in rows]
 
     def turns_of_chunk(self, chunk_id: int) -> list[Turn]:
-        """The turns a transcript chunk covers (empty for archives and documents)."""
+        """The turns a transcript chunk covers (empty for archives and documents), as
+        retrieval hands them out: a secret said in them masked, like the chunk's body."""
         rows = self.db.read(
             lambda conn: sql.rows(
                 conn,
@@ -511,7 +549,10 @@ class Store:
                 {"c": chunk_id},
             )
         )
-        return [sql.turn_from(r) for r in rows]
+        turns = [sql.turn_from(r) for r in rows]
+        masked = mask_lines([t.text for t in turns])
+        return [t if t.text == text else msgspec.structs.replace(t, text=text)
+                for t, text in zip(turns, masked, strict=True)]
 
     def chunks(
         self,
