@@ -54,6 +54,9 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     session_archive_enabled: bool = True
     memory_enabled: bool = False
     reconcile_distance: float = 0.25
+    # a keep waits between its model calls while a session is live (off: it runs beside the
+    # call, at the lowest CPU priority either way)
+    keep_pauses_while_live: bool = True
     # search
     search_k: int = 5
     per_session_cap: int = 2
