@@ -208,3 +208,20 @@ def test_a_background_worker_and_the_threads_it_starts_run_at_a_lower_priority()
     finally:
         worker.close()
     assert priority() == base  # the caller's own priority is untouched
+
+
+async def test_a_keep_interrupted_again_and_again_is_given_up(world: World) -> None:
+    """A keep that brings the daemon down each time must not do so at every start forever."""
+    session_id = world.session(space_id=world.space("Atlas"))
+    world.store.set_keep_state(session_id, "pending")
+    for _ in range(3):  # three starts, each interrupted while running
+        world.store.set_keep_state(session_id, "running")
+    await world.rememberer.finish_interrupted()
+    given_up = state(world, session_id)
+    assert given_up is not None and given_up.status == "failed"
+    assert given_up.reason == "interrupted 3 times (the daemon stopped or crashed each time)"
+    assert world.generator.calls == []
+    # asked again, it runs again, from a count of one
+    await world.keep(session_id)
+    done = state(world, session_id)
+    assert done is not None and (done.status, done.attempts) == ("done", 0)

@@ -115,6 +115,7 @@ RULING_TOKENS = 48
 RECONCILE_CANDIDATES = 5  # nearest current assertions shown to the model
 MAX_EXTRACTED = 48  # per session, after merging the pieces
 PERSON_KINDS = ("fact", "preference")
+MAX_KEEP_ATTEMPTS = 3  # a keep interrupted this often (it may crash the daemon) is given up
 MAX_TEXT_CHARS = 600  # an assertion is one sentence; a small model sometimes runs on
 
 NO_SPACE = ("no Space: nothing was summarised or remembered — pick a Space for that "
@@ -363,6 +364,13 @@ class Rememberer:
         written when it stopped is only marked done."""
         unfinished = await self._db(self.store.keep_states, statuses=("pending", "running"))
         for state in unfinished:
+            if state.attempts >= MAX_KEEP_ATTEMPTS:
+                log.warning("the keep of session %d was interrupted %d times: given up",
+                            state.session_id, state.attempts)
+                await self._db(self.store.set_keep_state, state.session_id, "failed",
+                               f"interrupted {state.attempts} times (the daemon stopped or "
+                               "crashed each time)")
+                continue
             if await self._db(self._wrote_assertions_since, state):
                 log.info("the keep of session %d had written everything before it stopped",
                          state.session_id)

@@ -199,13 +199,16 @@ def m007_keep_state(conn: apsw.Connection) -> None:
     """Where the keep of a session stands (see :class:`daemon.store.records.KeepState`): a
     keep interrupted by a stop or a crash is found ``pending``/``running`` at the next start
     and finished then; ``failed`` keeps the reason shown by ``sessions`` and ``show``. NULL: no
-    keep ran (or needed) a model. Columns of ``sessions``, so they go with it when deleted."""
+    keep ran (or needed) a model. ``keep_attempts``: how many times it started running since it
+    was asked for (a keep that crashes the daemon each time is given up). Columns of
+    ``sessions``, so they go with it when deleted."""
     conn.execute(
         """
         ALTER TABLE sessions ADD COLUMN keep_status TEXT
             CHECK (keep_status IN ('pending', 'running', 'done', 'failed'));
         ALTER TABLE sessions ADD COLUMN keep_reason TEXT;
         ALTER TABLE sessions ADD COLUMN keep_since REAL;
+        ALTER TABLE sessions ADD COLUMN keep_attempts INTEGER NOT NULL DEFAULT 0;
         CREATE INDEX sessions_keep_status ON sessions (keep_status)
             WHERE keep_status IN ('pending', 'running');
         """

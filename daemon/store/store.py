@@ -468,16 +468,19 @@ class Store:
         self, session_id: int, status: KeepStatus | None, reason: str | None = None
     ) -> KeepState | None:
         """Record where the keep of ``session_id`` stands, since now (None: no keep needs the
-        model, e.g. a session in no Space)."""
+        model, e.g. a session in no Space). Running counts an attempt; pending keeps the count;
+        done, failed and None start it again."""
         if status is not None:
             _check_choice("keep status", status, KEEP_STATUSES)
         since = None if status is None else self._clock()
+        attempts = {"running": "keep_attempts + 1", "pending": "keep_attempts"}.get(
+            status or "", "0")
 
         def txn(conn: apsw.Connection, _: writes.IndexChanges) -> None:
             sql.require(conn, "sessions", session_id, "session")
             conn.execute(
-                "UPDATE sessions SET keep_status = ?, keep_reason = ?, keep_since = ?"
-                " WHERE id = ?",
+                "UPDATE sessions SET keep_status = ?, keep_reason = ?, keep_since = ?,"
+                f" keep_attempts = {attempts} WHERE id = ?",
                 (status, reason, since, session_id),
             )
 
@@ -509,11 +512,12 @@ class Store:
             params.append(json.dumps(wanted))
         rows = self.db.read(lambda conn: sql.rows(
             conn,
-            "SELECT id, keep_status, keep_reason, keep_since FROM sessions"
+            "SELECT id, keep_status, keep_reason, keep_since, keep_attempts FROM sessions"
             f" WHERE {' AND '.join(where)} ORDER BY keep_since, id",
             params,
         ))
-        return [KeepState(session_id=r[0], status=r[1], reason=r[2], since=r[3]) for r in rows]
+        return [KeepState(session_id=r[0], status=r[1], reason=r[2], since=r[3], attempts=r[4])
+                for r in rows]
 
     def delete_all(self) -> Deleted:
         """Empty the profile: every Space, session, document, assertion and vector."""
