@@ -169,11 +169,13 @@ async def test_a_keep_waits_between_model_calls_while_a_session_is_live(world: W
             assert world.generator.calls == []  # paused before its first model call
             paused = state(world, session_id)
             assert paused is not None and paused.status == "running"
+            assert paused.reason == "paused while a session is live; it goes on when the " \
+                "session ends"
             live = False
             call_ended.set()
     assert world.generator.calls != []
     done = state(world, session_id)
-    assert done is not None and done.status == "done"
+    assert done is not None and done.status == "done" and done.reason is None
 
 
 async def test_with_pausing_off_a_keep_runs_beside_a_live_session(world: World) -> None:

@@ -139,7 +139,9 @@ def keep_text(session: SessionInfo) -> str:
         return ("archive pending: the keep waits for its turn and is finished when the daemon "
                 "runs, without asking again")
     if session.keep_status == "running":
-        return "archive being written now (`braincue show` once it is done)"
+        return ("archive being written now"
+                + (f" ({session.keep_reason})" if session.keep_reason else "")
+                + " (`braincue show` once it is done)")
     if session.keep_status == "failed":
         return (f"archive failed: {session.keep_reason or 'no reason given'} "
                 f"(`braincue keep {session.id}` tries again)")

@@ -22,15 +22,18 @@ Quiet = Callable[[], Awaitable[None]]
 
 
 class BehindLive:
-    """``generator``, each call waiting for ``quiet()`` first while ``pausing()`` holds."""
+    """``generator``, each call waiting for ``quiet()`` first while ``pausing()`` holds;
+    ``paused(True)`` is awaited when a wait starts, ``paused(False)`` when it ends."""
 
     def __init__(self, generator: Generator, quiet: Quiet, pausing: Callable[[], bool],
-                 *, is_live: Callable[[], bool]) -> None:
+                 *, is_live: Callable[[], bool],
+                 paused: Callable[[bool], Awaitable[None]] | None = None) -> None:
         self.inner = generator
         self.model_id = generator.model_id
         self._quiet = quiet
         self._pausing = pausing
         self._is_live = is_live
+        self._paused = paused
         self.pauses = 0
 
     @property
@@ -45,8 +48,12 @@ class BehindLive:
         if self._pausing() and self._is_live():
             self.pauses += 1
             log.info("keep paused: a session is live (it goes on when the session ends)")
+            if self._paused is not None:
+                await self._paused(True)
             await self._quiet()
             log.info("keep goes on: no session is live")
+            if self._paused is not None:
+                await self._paused(False)
 
     async def generate(self, messages: Sequence[ChatMessage], output_type: type[T], *,
                        max_tokens: int = 1024, temperature: float = 0.2) -> T:

@@ -118,6 +118,7 @@ PERSON_KINDS = ("fact", "preference")
 MAX_KEEP_ATTEMPTS = 3  # a keep interrupted this often (it may crash the daemon) is given up
 MAX_TEXT_CHARS = 600  # an assertion is one sentence; a small model sometimes runs on
 
+PAUSED_WHILE_LIVE = "paused while a session is live; it goes on when the session ends"
 NO_SPACE = ("no Space: nothing was summarised or remembered — pick a Space for that "
             "(`braincue keep ID --space NAME`)")
 
@@ -471,11 +472,12 @@ class Rememberer:
             out.notes.append("nothing was said: there is nothing to summarise")
             return None, None
         try:
-            generator = self._behind_live(self._generator())
+            model = self._generator()
         except BrainCueError as e:
             out.notes.append(f"nothing was summarised or extracted: {e}")
             return "failed", f"no language model: {e}"
         await self._db(self.store.set_keep_state, session.id, "running")
+        generator = self._behind_live(model, session.id)
         failed = []
         context = settings.llm_context
         if archive_on:
@@ -495,11 +497,17 @@ class Rememberer:
             out.notes.append(failed[-1])
         return ("failed", "; ".join(failed)) if failed else ("done", None)
 
-    def _behind_live(self, generator: Generator) -> Generator:
+    def _behind_live(self, generator: Generator, session_id: int) -> Generator:
         if self._quiet is None:
             return generator
+
+        async def paused(waiting: bool) -> None:
+            await self._db(self.store.note_keep, session_id,
+                           PAUSED_WHILE_LIVE if waiting else None)
+
         return BehindLive(generator, self._quiet,
-                          lambda: self._settings().keep_pauses_while_live, is_live=self._is_live)
+                          lambda: self._settings().keep_pauses_while_live, is_live=self._is_live,
+                          paused=paused)
 
     # -- archive -------------------------------------------------------------------------------
 

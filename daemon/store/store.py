@@ -487,6 +487,15 @@ class Store:
         self._write(txn)
         return self.keep_state(session_id)
 
+    def note_keep(self, session_id: int, reason: str | None) -> None:
+        """Say why the keep of ``session_id`` stands where it does (e.g. a running keep that
+        waits for a call to end), its status and time unchanged."""
+
+        def txn(conn: apsw.Connection, _: writes.IndexChanges) -> None:
+            conn.execute("UPDATE sessions SET keep_reason = ? WHERE id = ?", (reason, session_id))
+
+        self._write(txn)
+
     def keep_state(self, session_id: int) -> KeepState | None:
         found = self.keep_states([session_id])
         return found[0] if found else None
