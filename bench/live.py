@@ -19,9 +19,9 @@ transcript FILE (e.g. ../shared/bench/qmsum-dev/ES2006/ES2006a.json) running in 
 daemon — imported into a Space, kept, and the call started once the keep's model is working —
 and prints both latencies, the keep's state at the end of the call and the daemon's threads by
 CPU priority (the keep's llama.cpp threads run at nice 19). By default a keep waits between its
-model calls while a session is live; ``--keep-beside`` turns that off
-(``keep_pauses_while_live = false``), so the keep's model runs through the whole call and only
-its priority keeps it out of the way.
+model calls while a session is live; ``--keep-beside`` adds a run with that turned off
+(``keep_pauses_while_live = false``): the keep's model runs through the whole call and only its
+priority keeps it out of the way.
 """
 
 from __future__ import annotations
@@ -275,7 +275,7 @@ def run(model: str, voices: list[Path], minutes: float, threads: int | None,
 def side_by_side(model: str, alone: list[float], with_keep: list[float]) -> None:
     if not (alone and with_keep):
         return
-    print(f"\n{model}: end of utterance -> turn stored, without and with a keep")
+    print(f"\n{model}: end of utterance -> turn stored, without and with the keep")
     for name, q in (("p50", 0.5), ("p95", 0.95)):
         a, b = percentile(alone, q), percentile(with_keep, q)
         print(f"  {name}  {a:5.2f} s  {b:5.2f} s  ({100 * (b - a) / a:+.0f}%)")
@@ -292,7 +292,8 @@ def main() -> None:
     parser.add_argument("--with-keep", type=Path, default=None, metavar="TRANSCRIPT",
                         help="also run with a keep of this transcript in the background")
     parser.add_argument("--keep-beside", action="store_true",
-                        help="with --with-keep: the keep does not pause during the call")
+                        help="with --with-keep: one more run, the keep not pausing during "
+                             "the call (only its priority keeps it out of the way)")
     args = parser.parse_args()
     print(f"BrainCue live capture ({machine()})")
     with tempfile.TemporaryDirectory() as folder:
@@ -300,10 +301,15 @@ def main() -> None:
                   for n, (who, text) in enumerate(SCRIPT)]
         for model in args.models.split(","):
             alone = run(model.strip(), voices, args.minutes, args.threads)
-            if args.with_keep is not None:
-                beside = run(model.strip(), voices, args.minutes, args.threads,
-                             args.with_keep, args.keep_beside)
-                side_by_side(model.strip(), alone, beside)
+            if args.with_keep is None:
+                continue
+            runs = {"pausing during the call": False}
+            if args.keep_beside:
+                runs["running beside the call"] = True
+            figures = {how: run(model.strip(), voices, args.minutes, args.threads,
+                                args.with_keep, beside) for how, beside in runs.items()}
+            for how, with_keep in figures.items():
+                side_by_side(f"{model.strip()}, a keep {how}", alone, with_keep)
     print(f"\n{machine()}")
 
 
