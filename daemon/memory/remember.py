@@ -297,7 +297,9 @@ class Rememberer:
 
     ``generator()`` returns the language model, raising a BrainCueError (e.g.
     ModelNotInstalled) when there is none; it is called only when a model is needed.
-    ``settings()`` is read on every answer, so changed switches apply at once.
+    ``settings()`` is read on every answer, so changed switches apply at once. ``quiet()``
+    returns once no session is live and ``is_live()`` says whether one is: a keep waits on it
+    between its model calls (None: a rememberer without live capture never waits).
     """
 
     def __init__(
@@ -312,7 +314,7 @@ class Rememberer:
         self.store = store
         self._generator = generator
         self._settings = settings
-        self._quiet = quiet  # waits until no session is live; None: no live capture here
+        self._quiet = quiet
         self._is_live = is_live
         self._lock = trio.Lock()
 
