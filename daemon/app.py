@@ -261,8 +261,9 @@ def capture_enabled() -> bool:
     return os.environ.get("BRAINCUE_CAPTURE", "on").strip().lower() not in {"0", "off", "false"}
 
 
-async def run_until_signalled(config: Config) -> None:
-    """Run ``serve`` until SIGTERM or SIGINT, then shut down cleanly.
+async def run_until_signalled(config: Config, engines: Engines | None = None) -> None:
+    """Run ``serve`` until SIGTERM or SIGINT, then shut down cleanly (``engines``: see
+    :func:`serve`).
 
     A BrainCueError that stops the daemon (e.g. another daemon holds the profile) is raised
     bare, not inside the nurseries' exception groups, so that it is reported in one line.
@@ -270,7 +271,7 @@ async def run_until_signalled(config: Config) -> None:
     try:
         async with trio.open_nursery() as nursery:
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                daemon: Daemon = await nursery.start(serve, config)
+                daemon: Daemon = await nursery.start(partial(serve, config, engines=engines))
                 async for signum in signals:
                     log.info("braincued: %s received, shutting down",
                              signal.Signals(signum).name)

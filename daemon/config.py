@@ -63,6 +63,9 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # sessions never answered or answered "later" are deleted like a discard after this many
     # days (0: never); approved memories stay
     retention_days: int = 0
+    # a keep waits between its model calls while a session is live (off: it runs beside the
+    # call, at the lowest CPU priority either way)
+    keep_pauses_while_live: bool = True
     # search
     search_k: int = 5
     per_session_cap: int = 2

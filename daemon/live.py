@@ -483,6 +483,15 @@ class Live:
 
     # -- status --------------------------------------------------------------------------------
 
+    def is_live(self) -> bool:
+        return self.session is not None
+
+    async def wait_until_no_session(self) -> None:
+        """Return once no session is live (at once when none is): background work such as a
+        keep waits here so as not to slow a call down."""
+        while self.session is not None:
+            await self._session_changed.park()
+
     def status(self) -> LiveStatus:
         if self.paused:
             sources: dict[str, SourceStatus] = {s: SourceStatus(state="paused") for s in SOURCES}

@@ -72,11 +72,41 @@ def remember_lines(reply: RememberReply) -> list[str]:
             if reply.restated:
                 new += f" ({reply.restated} noted as said again here)"
         lines.append(f"  assertions: {new}")
+        lines += stored_lines(reply)
         review = " (`braincue memory list --status pending`)" if reply.candidates else ""
         lines.append(f"  memories to review: {reply.candidates}{review}")
         if reply.redactions:
             lines.append(f"  redacted: {plural(reply.redactions, 'secret')}")
     lines += [f"note: {note}" for note in reply.notes]
+    return lines
+
+
+def stored_lines(reply: RememberReply) -> list[str]:
+    """What a keep stored, by kind, and each new decision in one line."""
+    if not reply.stored:
+        return []
+    kinds = sorted(reply.stored.items(), key=lambda item: (-item[1], item[0]))
+    lines = ["  stored: " + ", ".join(plural(n, kind) for kind, n in kinds)]
+    lines += [f"  decided: {one_line(text)}" for text in reply.decisions]
+    return lines
+
+
+def one_line(text: str, width: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+def assertion_details(a: AssertionInfo) -> list[str]:
+    """The fields of an assertion beyond its text, one line each (none when it has none)."""
+    lines = []
+    if a.chosen:
+        lines.append(f"chosen: {a.chosen}")
+    if a.alternatives:
+        lines.append(f"over: {'; '.join(a.alternatives)}")
+    if a.reasoning:
+        lines.append(f"because: {a.reasoning}")
+    if a.owner or a.due:
+        lines.append(f"owner: {a.owner or '-'}; due: {a.due or '-'}")
     return lines
 
 
@@ -146,14 +176,7 @@ def history_lines(chain: Sequence[AssertionInfo],
         where = a.space or "profile-wide"
         lines.append(f"{a.id}  {local_time(a.occurred_at)}  {a.kind}  [{where}; {state}]")
         lines.append(f"    {a.text}")
-        if a.chosen:
-            lines.append(f"    chosen: {a.chosen}")
-        if a.alternatives:
-            lines.append(f"    over: {'; '.join(a.alternatives)}")
-        if a.reasoning:
-            lines.append(f"    because: {a.reasoning}")
-        if a.owner or a.due:
-            lines.append(f"    owner: {a.owner or '-'}; due: {a.due or '-'}")
+        lines += [f"    {line}" for line in assertion_details(a)]
         source = a.source + (f", session {a.session_id}" if a.session_id else "")
         lines.append(f"    source: {source}")
         for r in restatements:

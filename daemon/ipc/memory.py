@@ -42,10 +42,17 @@ T = TypeVar("T")
 
 
 async def register(daemon: Daemon) -> None:
-    """The daemon part: remembering runs on the daemon's store and language model."""
-    rememberer = Rememberer(daemon.store, generator=daemon.engines.generator,
-                            settings=lambda: daemon.settings)
+    """The daemon part: remembering runs on the daemon's store and its background language
+    model, behind live capture; the keeps a stop or a crash interrupted are finished now."""
+    live = daemon.live
+    rememberer = Rememberer(
+        daemon.store, generator=daemon.engines.background_generator,
+        settings=lambda: daemon.settings,
+        quiet=None if live is None else live.wait_until_no_session,
+        is_live=(lambda: False) if live is None else live.is_live,
+    )
     register_memory(daemon.handlers, daemon.store, rememberer, lambda: daemon.settings)
+    daemon.nursery.start_soon(rememberer.finish_interrupted)
 
 
 def assertion_infos(store: Store, assertions: Sequence[Assertion]) -> list[AssertionInfo]:

@@ -247,6 +247,10 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     participants: list[str]
     turns: int
     practice: bool = False
+    # a kept session: where the model's work stands (pending | running | done | failed) and,
+    # when it failed, why; None: no keep needed the model
+    keep_status: str | None = None
+    keep_reason: str | None = None
 
 
 class TurnInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -280,6 +284,8 @@ class SessionsReply(Reply):
 class SessionReply(Reply):
     session: SessionInfo
     turns: list[TurnInfo]  # in order
+    archive: str | None = None  # the rendered archive of a kept session
+    assertions: list[AssertionInfo] = []  # what its keep extracted, in the order said
 
 
 class ExportReply(Reply):
@@ -553,6 +559,9 @@ class RememberReply(Reply):
     redactions: int = 0  # secrets replaced by a marker before anything was stored
     deleted: dict[str, int] = {}  # discard: what was deleted, by kind
     notes: list[str] = []
+    keep_status: str | None = None  # a keep: done | failed (None: no model was needed)
+    stored: dict[str, int] = {}  # a keep: the new assertions by kind
+    decisions: list[str] = []  # a keep: the text of each new decision
 
 
 class AssertionInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from daemon.errors import InvalidInput
+from daemon.ipc.memory import assertion_infos
 from daemon.ipc.progress import embedding_progress
 from daemon.ipc.protocol import (
     AddDocument,
@@ -52,7 +53,7 @@ from daemon.sessions import gist
 from daemon.store.chunking import format_offset
 from daemon.store.documents import extract_text
 from daemon.store.export import render
-from daemon.store.records import Deleted, Document, NewTurn, Session, Space, Turn
+from daemon.store.records import Deleted, Document, KeepState, NewTurn, Session, Space, Turn
 from daemon.store.store import Store
 from daemon.store.transcript import TranscriptIn, parse_transcript
 
@@ -80,7 +81,8 @@ def space_info(space: Space, *, sessions: int = 0, documents: int = 0) -> SpaceI
     )
 
 
-def session_info(session: Session, space_names: Mapping[int, str]) -> SessionInfo:
+def session_info(session: Session, space_names: Mapping[int, str],
+                 keep: KeepState | None = None) -> SessionInfo:
     return SessionInfo(
         id=session.id,
         title=session.title,
@@ -92,6 +94,8 @@ def session_info(session: Session, space_names: Mapping[int, str]) -> SessionInf
         participants=list(session.participants),
         turns=session.turn_count,
         practice=session.practice,
+        keep_status=None if keep is None else keep.status,
+        keep_reason=None if keep is None else keep.reason,
     )
 
 
@@ -204,7 +208,9 @@ async def register(daemon: Daemon) -> None:
             found = store.list_sessions(space_id=space_id(store, request.space),
                                         limit=request.limit)
             names = space_names(store)
-            return SessionsReply(sessions=[session_info(s, names) for s in found])
+            keeps = {k.session_id: k for k in store.keep_states([s.id for s in found])}
+            return SessionsReply(sessions=[session_info(s, names, keeps.get(s.id))
+                                           for s in found])
 
         return await db(work)
 
@@ -212,8 +218,15 @@ async def register(daemon: Daemon) -> None:
         def work() -> SessionReply:
             session = store.get_session(request.session_id)
             turns = store.turns(session.id)
-            return SessionReply(session=session_info(session, space_names(store)),
-                                turns=turn_infos(turns))
+            archive = "\n".join(c.body for c in store.archive(session.id))
+            said = store.list_assertions(session_id=session.id, include_invalidated=True)
+            return SessionReply(
+                session=session_info(session, space_names(store), store.keep_state(session.id)),
+                turns=turn_infos(turns),
+                archive=archive or None,
+                assertions=assertion_infos(store, sorted(said, key=lambda a: (a.occurred_at,
+                                                                               a.id))),
+            )
 
         return await db(work)
 

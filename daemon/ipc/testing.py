@@ -58,14 +58,15 @@ def daemon_env(home: Path, **extra: str) -> dict[str, str]:
 
 def start_daemon(home: Path, *, profile: str = "default", timeout: float = 60.0,
                  args: Sequence[str] = (), env: Mapping[str, str] | None = None,
-                 ) -> DaemonProcess:
-    """Run ``python -m daemon`` and return once it sent READY=1 to its NOTIFY_SOCKET."""
+                 command: Sequence[str] | None = None) -> DaemonProcess:
+    """Run ``python -m daemon`` (or ``command``, a daemon with scripted models say) and return
+    once it sent READY=1 to its NOTIFY_SOCKET."""
     notify_path = home / f"notify-{uuid.uuid4().hex[:8]}.sock"
     log_path = home / f"daemon-{uuid.uuid4().hex[:8]}.log"
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as notify, open(log_path, "wb") as log:
         notify.bind(str(notify_path))
         process = subprocess.Popen(
-            daemon_command(profile, *args),
+            list(command) if command is not None else daemon_command(profile, *args),
             env=daemon_env(home, NOTIFY_SOCKET=str(notify_path), **(env or {})),
             cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
         )

@@ -131,6 +131,7 @@ class LlamaGenerator:
         threads: int,
         n_ctx: int,
         idle_unload_s: float | None = None,
+        nice: int = 0,
     ) -> None:
         if not model_path.is_file():
             raise ModelNotInstalled(
@@ -144,7 +145,8 @@ class LlamaGenerator:
         self.idle_unload_s = idle_unload_s
         self._llm: Any = None
         self._last_used = time.monotonic()
-        self._worker = WorkerThread(f"llm-{self.model_id}")
+        # nice > 0: a background engine, its thread and llama.cpp's at a lower CPU priority
+        self._worker = WorkerThread(f"llm-{self.model_id}", nice=nice)
         # an engine replaced while someone still used it is never closed: its thread ends
         # when it is collected
         weakref.finalize(self, self._worker.close)

@@ -35,6 +35,14 @@ pressing *Keep* twice must see the first keep's memories. A keep of a long meeti
 model takes minutes, so it reports each stage's steps to a :data:`Progress` callback: the
 pieces summarised (``archive``), the pieces extracted (``extraction``) and the extracted
 statements reconciled (``reconciliation``).
+
+A keep is recorded before it runs and cannot be lost: the session's keep state
+(:class:`~daemon.store.records.KeepState`) is ``pending`` from the answer on, ``running``
+while the model works, then ``done`` or ``failed`` with the reason. A stop or a crash leaves
+it pending or running, and :meth:`Rememberer.finish_interrupted` (run when the daemon starts)
+finishes it without the user asking again. A keep runs behind live capture: on the background
+engine (lowest CPU priority) and, while a session is live, waiting between its model calls
+(:mod:`daemon.memory.behind_live`).
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from daemon.config import Settings
 from daemon.errors import BrainCueError, InvalidInput
 from daemon.llm.generate import ChatMessage, Generator, output_schema, with_schema_instruction
 from daemon.memory import archive
+from daemon.memory.behind_live import BehindLive, Quiet
 from daemon.memory.extract import (
     AnchorCandidate,
     Existing,
@@ -76,7 +85,16 @@ from daemon.memory.pieces import (
     transcript_lines,
 )
 from daemon.memory.sensitive import Gate
-from daemon.store.records import Chunk, NewAssertion, NewRestatement, Session, Space, Turn
+from daemon.store.records import (
+    Chunk,
+    KeepState,
+    KeepStatus,
+    NewAssertion,
+    NewRestatement,
+    Session,
+    Space,
+    Turn,
+)
 from daemon.store.scope import Scope
 from daemon.store.store import Store
 from daemon.store.writes import assertion_body
@@ -97,8 +115,10 @@ RULING_TOKENS = 48
 RECONCILE_CANDIDATES = 5  # nearest current assertions shown to the model
 MAX_EXTRACTED = 48  # per session, after merging the pieces
 PERSON_KINDS = ("fact", "preference")
+MAX_KEEP_ATTEMPTS = 3  # a keep interrupted this often (it may crash the daemon) is given up
 MAX_TEXT_CHARS = 600  # an assertion is one sentence; a small model sometimes runs on
 
+PAUSED_WHILE_LIVE = "paused while a session is live; it goes on when the session ends"
 NO_SPACE = ("no Space: nothing was summarised or remembered — pick a Space for that "
             "(`braincue keep ID --space NAME`)")
 
@@ -119,6 +139,9 @@ class Remembered(msgspec.Struct, kw_only=True):
     redactions: int = 0
     deleted: dict[str, int] = {}
     notes: list[str] = []
+    keep_status: KeepStatus | None = None  # a keep: done or failed (None: no model was needed)
+    stored: dict[str, int] = {}  # a keep: the new assertions by kind
+    decisions: list[str] = []  # a keep: the text of each new decision
 
 
 # -- pure helpers --------------------------------------------------------------------------------
@@ -277,7 +300,9 @@ class Rememberer:
 
     ``generator()`` returns the language model, raising a BrainCueError (e.g.
     ModelNotInstalled) when there is none; it is called only when a model is needed.
-    ``settings()`` is read on every answer, so changed switches apply at once.
+    ``settings()`` is read on every answer, so changed switches apply at once. ``quiet()``
+    returns once no session is live and ``is_live()`` says whether one is: a keep waits on it
+    between its model calls (None: a rememberer without live capture never waits).
     """
 
     def __init__(
@@ -286,10 +311,14 @@ class Rememberer:
         *,
         generator: Callable[[], Generator],
         settings: Callable[[], Settings],
+        quiet: Quiet | None = None,
+        is_live: Callable[[], bool] = lambda: False,
     ) -> None:
         self.store = store
         self._generator = generator
         self._settings = settings
+        self._quiet = quiet
+        self._is_live = is_live
         self._lock = trio.Lock()
 
     async def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -322,6 +351,8 @@ class Rememberer:
             space = (None if session.space_id is None
                      else await self._db(self.store.get_space, session.space_id))
             status: Literal["kept", "later"] = "later" if answer == "later" else "kept"
+            if answer == "keep":  # first: a crash after the status is written still finishes it
+                await self._db(self.store.set_keep_state, session_id, "pending")
             # the answer is recorded before any model runs: a failure below never undoes it
             session = await self._db(self.store.update_session, session_id, status=status)
             outcome = Remembered(session_id=session_id, answer=answer, status=status,
@@ -330,8 +361,62 @@ class Rememberer:
                 outcome.notes.append("nothing was remembered: the session stays undecided "
                                      "(keep or discard it later)")
             else:
-                await self._keep(session, space, outcome, progress)
+                await self._tracked_keep(session, space, outcome, progress)
             return outcome
+
+    async def finish_interrupted(self) -> None:
+        """Finish the keeps that a stop or a crash interrupted (pending or running when the
+        daemon starts), one at a time, the oldest first. A keep whose assertions were already
+        written when it stopped is only marked done."""
+        unfinished = await self._db(self.store.keep_states, statuses=("pending", "running"))
+        for state in unfinished:
+            if state.attempts >= MAX_KEEP_ATTEMPTS:
+                log.warning("the keep of session %d was interrupted %d times: given up",
+                            state.session_id, state.attempts)
+                await self._db(self.store.set_keep_state, state.session_id, "failed",
+                               f"interrupted {state.attempts} times (the daemon stopped or "
+                               "crashed each time)")
+                continue
+            if await self._db(self._wrote_assertions_since, state):
+                log.info("the keep of session %d had written everything before it stopped",
+                         state.session_id)
+                await self._db(self.store.set_keep_state, state.session_id, "done")
+                continue
+            log.info("finishing the keep of session %d, interrupted when %s", state.session_id,
+                     state.status)
+            try:
+                outcome = await self.remember(state.session_id, "keep")
+            except BrainCueError as e:  # e.g. the session is gone
+                log.warning("could not finish the keep of session %d: %s", state.session_id, e)
+                continue
+            log.info("keep of session %d finished: %s", state.session_id,
+                     outcome.keep_status or "nothing to do")
+
+    def _wrote_assertions_since(self, state: KeepState) -> bool:
+        return state.status == "running" and any(
+            a.source == "extracted" and a.recorded_at >= state.since
+            for a in self.store.list_assertions(session_id=state.session_id,
+                                                include_invalidated=True))
+
+    async def _tracked_keep(self, session: Session, space: Space | None, out: Remembered,
+                            progress: Progress | None) -> None:
+        """:meth:`_keep`, its state recorded (a cancelled keep stays pending or running, to be
+        finished at the next start) and what it stored summed up in ``out``."""
+        before = {a.id for a in await self._db(self.store.list_assertions,
+                                               session_id=session.id, include_invalidated=True)}
+        try:
+            status, reason = await self._keep(session, space, out, progress)
+        except Exception as e:
+            await self._db(self.store.set_keep_state, session.id, "failed", _why(e))
+            raise
+        await self._db(self.store.set_keep_state, session.id, status, reason)
+        out.keep_status = status
+        stored = await self._db(self.store.list_assertions, session_id=session.id,
+                                about_person=False)
+        new = sorted((a for a in stored if a.id not in before), key=lambda a: a.id)
+        for a in new:
+            out.stored[a.kind] = out.stored.get(a.kind, 0) + 1
+        out.decisions = [a.text for a in new if a.kind == "decision"]
 
     async def _refuse_unfiling_what_is_remembered(self, session: Session) -> None:
         """Out of every Space, an archive and assertions would be recalled everywhere — the
@@ -362,19 +447,21 @@ class Rememberer:
         return outcome
 
     async def _keep(self, session: Session, space: Space | None, out: Remembered,
-                    progress: Progress | None) -> None:
+                    progress: Progress | None) -> tuple[KeepStatus | None, str | None]:
+        """Run the passes the switches ask for; where the keep ends up and why it failed (no
+        status: nothing needed the model)."""
         settings = self._settings()
         if space is None:
             out.notes.append(NO_SPACE)
-            return
+            return None, None
         if not space.memory_enabled:
             out.notes.append(f"the Space {space.name} is set to be forgotten: nothing was "
                              "summarised or extracted")
-            return
+            return None, None
         if session.practice:
             out.notes.append("a practice session is never archived: nothing was summarised or "
                              "extracted")
-            return
+            return None, None
         archive_on = settings.session_archive_enabled
         memory_on = settings.memory_enabled
         if not archive_on:
@@ -384,16 +471,19 @@ class Rememberer:
             out.notes.append("memory is off (memory_enabled): no memories about you were "
                              "proposed")
         if not (archive_on or memory_on):
-            return
+            return None, None
         turns = await self._db(self.store.turns, session.id)
         if not turns:
             out.notes.append("nothing was said: there is nothing to summarise")
-            return
+            return None, None
         try:
-            generator = self._generator()
+            model = self._generator()
         except BrainCueError as e:
             out.notes.append(f"nothing was summarised or extracted: {e}")
-            return
+            return "failed", f"no language model: {e}"
+        await self._db(self.store.set_keep_state, session.id, "running")
+        generator = self._behind_live(model, session.id)
+        failed = []
         context = settings.llm_context
         # what the model writes is checked for the secrets said in the session, however it
         # phrases them (seed 000 §4.1): one gate for the archive, assertions and candidates
@@ -404,13 +494,28 @@ class Rememberer:
                                     stage_steps(progress, "archive"), gate)
             except Exception as e:  # a failure to summarise never breaks the keep
                 _log_unexpected(e)
-                out.notes.append(f"the archive failed: {_why(e)}")
+                failed.append(f"the archive failed: {_why(e)}")
+                out.notes.append(failed[-1])
         try:
             await self._extract(generator, context, session, turns, out, progress, gate,
                                 assertions=archive_on, memories=memory_on)
         except Exception as e:
             _log_unexpected(e)
-            out.notes.append(f"extraction failed: {_why(e)}")
+            failed.append(f"extraction failed: {_why(e)}")
+            out.notes.append(failed[-1])
+        return ("failed", "; ".join(failed)) if failed else ("done", None)
+
+    def _behind_live(self, generator: Generator, session_id: int) -> Generator:
+        if self._quiet is None:
+            return generator
+
+        async def paused(waiting: bool) -> None:
+            await self._db(self.store.note_keep, session_id,
+                           PAUSED_WHILE_LIVE if waiting else None)
+
+        return BehindLive(generator, self._quiet,
+                          lambda: self._settings().keep_pauses_while_live, is_live=self._is_live,
+                          paused=paused)
 
     # -- archive -------------------------------------------------------------------------------
 

@@ -47,6 +47,23 @@ class Session(msgspec.Struct, frozen=True):
     turn_count: int = 0
 
 
+KEEP_STATUSES = ("pending", "running", "done", "failed")
+KeepStatus = Literal["pending", "running", "done", "failed"]
+
+
+class KeepState(msgspec.Struct, frozen=True):
+    """Where the model's work for a kept session stands: ``pending`` (asked for, waiting for
+    its turn), ``running``, ``done`` or ``failed`` (``reason`` says what failed). ``since``:
+    when it entered that status (a running keep: when it started); ``attempts``: how many times
+    it started running since it was last done or failed."""
+
+    session_id: int
+    status: KeepStatus
+    reason: str | None
+    since: float
+    attempts: int = 0
+
+
 class NewTurn(msgspec.Struct, frozen=True, kw_only=True):
     """A turn to append: ``start``/``end`` in seconds from the session start."""
 

@@ -195,6 +195,26 @@ def m006_restatements(conn: apsw.Connection) -> None:
     )
 
 
+def m007_keep_state(conn: apsw.Connection) -> None:
+    """Where the keep of a session stands (see :class:`daemon.store.records.KeepState`): a
+    keep interrupted by a stop or a crash is found ``pending``/``running`` at the next start
+    and finished then; ``failed`` keeps the reason shown by ``sessions`` and ``show``. NULL: no
+    keep ran (or needed) a model. ``keep_attempts``: how many times it started running since it
+    was asked for (a keep that crashes the daemon each time is given up). Columns of
+    ``sessions``, so they go with it when deleted."""
+    conn.execute(
+        """
+        ALTER TABLE sessions ADD COLUMN keep_status TEXT
+            CHECK (keep_status IN ('pending', 'running', 'done', 'failed'));
+        ALTER TABLE sessions ADD COLUMN keep_reason TEXT;
+        ALTER TABLE sessions ADD COLUMN keep_since REAL;
+        ALTER TABLE sessions ADD COLUMN keep_attempts INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX sessions_keep_status ON sessions (keep_status)
+            WHERE keep_status IN ('pending', 'running');
+        """
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_spaces_sessions_turns,
     m002_documents_chunks,
@@ -202,4 +222,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     m004_embeddings,
     m005_search_indexes,
     m006_restatements,
+    m007_keep_state,
 )

@@ -44,6 +44,7 @@ from daemon.store.documents import DocumentText
 from daemon.store.keys import DatabaseKey, KeyStore, key_for
 from daemon.store.records import (
     ACTIVITIES,
+    KEEP_STATUSES,
     REVIEW_STATUSES,
     SESSION_STATUSES,
     Assertion,
@@ -52,6 +53,8 @@ from daemon.store.records import (
     Deleted,
     Document,
     Hit,
+    KeepState,
+    KeepStatus,
     NewAssertion,
     NewRestatement,
     NewTurn,
@@ -495,6 +498,72 @@ class Store:
             return deleted
 
         return self._write(txn)
+
+    # -- where a keep stands ---------------------------------------------------------------------
+
+    def set_keep_state(
+        self, session_id: int, status: KeepStatus | None, reason: str | None = None
+    ) -> KeepState | None:
+        """Record where the keep of ``session_id`` stands, since now (None: no keep needs the
+        model, e.g. a session in no Space). Running counts an attempt; pending keeps the count;
+        done, failed and None start it again."""
+        if status is not None:
+            _check_choice("keep status", status, KEEP_STATUSES)
+        since = None if status is None else self._clock()
+        attempts = {"running": "keep_attempts + 1", "pending": "keep_attempts"}.get(
+            status or "", "0")
+
+        def txn(conn: apsw.Connection, _: writes.IndexChanges) -> None:
+            sql.require(conn, "sessions", session_id, "session")
+            conn.execute(
+                "UPDATE sessions SET keep_status = ?, keep_reason = ?, keep_since = ?,"
+                f" keep_attempts = {attempts} WHERE id = ?",
+                (status, reason, since, session_id),
+            )
+
+        self._write(txn)
+        return self.keep_state(session_id)
+
+    def note_keep(self, session_id: int, reason: str | None) -> None:
+        """Say why the keep of ``session_id`` stands where it does (e.g. a running keep that
+        waits for a call to end), its status and time unchanged."""
+
+        def txn(conn: apsw.Connection, _: writes.IndexChanges) -> None:
+            conn.execute("UPDATE sessions SET keep_reason = ? WHERE id = ?", (reason, session_id))
+
+        self._write(txn)
+
+    def keep_state(self, session_id: int) -> KeepState | None:
+        found = self.keep_states([session_id])
+        return found[0] if found else None
+
+    def keep_states(
+        self,
+        session_ids: Sequence[int] | None = None,
+        *,
+        statuses: Iterable[KeepStatus] | None = None,
+    ) -> list[KeepState]:
+        """The keep states of ``session_ids`` (of every session when None) that have one,
+        optionally only some statuses; the oldest first."""
+        where = ["keep_status IS NOT NULL"]
+        params: list[Any] = []
+        if session_ids is not None:
+            where.append("id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(list(session_ids)))
+        if statuses is not None:
+            wanted = list(statuses)
+            for status in wanted:
+                _check_choice("keep status", status, KEEP_STATUSES)
+            where.append("keep_status IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(wanted))
+        rows = self.db.read(lambda conn: sql.rows(
+            conn,
+            "SELECT id, keep_status, keep_reason, keep_since, keep_attempts FROM sessions"
+            f" WHERE {' AND '.join(where)} ORDER BY keep_since, id",
+            params,
+        ))
+        return [KeepState(session_id=r[0], status=r[1], reason=r[2], since=r[3], attempts=r[4])
+                for r in rows]
 
     def delete_all(self) -> Deleted:
         """Empty the profile: every Space, session, document, assertion and vector."""
