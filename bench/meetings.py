@@ -27,6 +27,7 @@ only when the earlier meetings are named too.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import statistics
@@ -72,7 +73,7 @@ def rouge(prediction: str, reference: str) -> dict[str, dict[str, float]]:
     """ROUGE-1/2/Lsum precision, recall and F1 (percent), rouge-score with the Porter stemmer."""
     global _SCORER
     if _SCORER is None:
-        from rouge_score import rouge_scorer
+        from rouge_score import rouge_scorer  # type: ignore[import-untyped]
 
         _SCORER = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeLsum"], use_stemmer=True)
     scores = _SCORER.score(sentence_lines(reference), sentence_lines(prediction))
@@ -291,10 +292,8 @@ def load(data: Path, only: Sequence[str] = ()) -> list[Meeting]:
 
 
 def _reset_peak_rss() -> None:
-    try:
+    with contextlib.suppress(OSError):  # Linux: resets VmHWM, the peak RSS
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
 
 
 def _peak_rss_mib() -> float:
