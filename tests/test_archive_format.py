@@ -60,7 +60,7 @@ def test_take_sections_keeps_only_the_format_keys_in_order_and_capped() -> None:
         "action_items": ["should not survive in an interview"],
         "next_steps": ["A second round is planned for next week."],
         "they_asked": [f"How would you scale service {name} to more users?"
-                       for name in "alpha beta gamma delta epsilon zeta eta theta iota".split()],
+                       for name in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta")],
         "you_said": "a single string becomes a list",
         "they_emphasised": [1, None, "  testing   under load  matters most "],
     }
