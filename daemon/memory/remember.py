@@ -242,6 +242,13 @@ def spoken(turns: Sequence[Turn]) -> list[Turn]:
     return [t for t in turns if not all(w in FILLER for w in words(t.text))]
 
 
+def _has_items(value: Any) -> bool:
+    """Whether a salvaged answer holds an item of some list (a bare topic is not worth it)."""
+    if isinstance(value, dict):
+        return any(_has_items(v) for v in value.values())
+    return isinstance(value, list) and bool(value)
+
+
 async def answer_pieces(generator: Generator, pieces: Sequence[Sequence[str]],
                         ask: Callable[[Sequence[str]], list[dict[str, str]]],
                         output_type: type[Any], salvage_type: type[T], max_tokens: int,
@@ -262,12 +269,15 @@ async def answer_pieces(generator: Generator, pieces: Sequence[Sequence[str]],
         except AnswerCutOff as e:
             for candidate in salvage_json(e.partial):
                 try:
-                    answers.append(msgspec.json.decode(candidate, type=salvage_type))
-                    log.info("kept the complete items of an answer cut off at %s tokens",
-                             max_tokens)
-                    return
+                    salvaged = msgspec.json.decode(candidate, type=salvage_type)
                 except (msgspec.DecodeError, msgspec.ValidationError):
                     continue
+                if _has_items(msgspec.to_builtins(salvaged)):
+                    log.info("kept the complete items of an answer cut off at %s tokens",
+                             max_tokens)
+                    answers.append(salvaged)
+                    return
+                break  # shorter candidates hold even less
             error: BrainCueError = e
         except EngineError as e:
             error = e
