@@ -199,6 +199,7 @@ class MeetingResult:
     turns: int
     chars: int
     keep_s: float
+    cpu_s: float  # this process's CPU time during the keep: what a busy machine cannot change
     tokens: int
     peak_rss_mib: float
     archive_ok: bool
@@ -225,6 +226,7 @@ def overall(results: Sequence[MeetingResult]) -> dict[str, Any]:
     return {
         "meetings": len(results),
         "keep_s": sum(r.keep_s for r in results),
+        "cpu_s": sum(r.cpu_s for r in results),
         "tokens": sum(r.tokens for r in results),
         "peak_rss_mib": max((r.peak_rss_mib for r in results), default=0.0),
         "failed_passes": sum((not r.archive_ok) + (not r.extraction_ok) for r in results),
@@ -241,29 +243,30 @@ HYGIENE_SHORT = {"repeated_items": "rep", "label_items": "lbl", "foreign_partici
                  "verbatim_copies": "copy", "scaffolding": "scaf"}
 
 
-def row(name: str, keep_s: float, tokens: int, rss: float, passes: str, r1: float, r2: float,
-        rl: float, coverage: float | None, hyg: Mapping[str, int]) -> str:
+def row(name: str, keep_s: float, cpu_s: float, tokens: int, rss: float, passes: str,
+        r1: float, r2: float, rl: float, coverage: float | None, hyg: Mapping[str, int]) -> str:
     cov = "-" if coverage is None else f"{coverage:.1f}"
     counts = " ".join(f"{hyg.get(k, 0):>{len(v)}}" for k, v in HYGIENE_SHORT.items())
-    return (f"{name:<18} {keep_s:>7.1f} {tokens:>6} {rss:>6.0f} {passes:>5} {r1:>5.1f} "
-            f"{r2:>5.1f} {rl:>5.1f} {cov:>5} {counts}")
+    return (f"{name:<18} {keep_s:>7.1f} {cpu_s:>7.1f} {tokens:>6} {rss:>6.0f} {passes:>5} "
+            f"{r1:>5.1f} {r2:>5.1f} {rl:>5.1f} {cov:>5} {counts}")
 
 
 def header() -> str:
     counts = " ".join(HYGIENE_SHORT.values())
-    return (f"{'meeting':<18} {'keep s':>7} {'tokens':>6} {'RSS MB':>6} {'pass':>5} {'R-1':>5} "
-            f"{'R-2':>5} {'R-Ls':>5} {'dcov':>5} {counts}")
+    return (f"{'meeting':<18} {'keep s':>7} {'CPU s':>7} {'tokens':>6} {'RSS MB':>6} "
+            f"{'pass':>5} {'R-1':>5} {'R-2':>5} {'R-Ls':>5} {'dcov':>5} {counts}")
 
 
 def result_row(r: MeetingResult) -> str:
     passes = ("A" if r.archive_ok else "-") + ("E" if r.extraction_ok else "-")
-    return row(r.meeting, r.keep_s, r.tokens, r.peak_rss_mib, passes, r.rouge1, r.rouge2,
-               r.rougeLsum, r.coverage, r.hygiene)
+    return row(r.meeting, r.keep_s, r.cpu_s, r.tokens, r.peak_rss_mib, passes, r.rouge1,
+               r.rouge2, r.rougeLsum, r.coverage, r.hygiene)
 
 
 def overall_row(name: str, o: Mapping[str, Any]) -> str:
-    return row(name, o["keep_s"], o["tokens"], o["peak_rss_mib"], f"{o['failed_passes']}x",
-               o["rouge1"], o["rouge2"], o["rougeLsum"], o["coverage"], o["hygiene"])
+    return row(name, o["keep_s"], o.get("cpu_s", 0.0), o["tokens"], o["peak_rss_mib"],
+               f"{o['failed_passes']}x", o["rouge1"], o["rouge2"], o["rougeLsum"],
+               o["coverage"], o["hygiene"])
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -340,9 +343,10 @@ def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
                     session, turns, _ = import_transcript(store, transcript, m.series)
                     generator.usage.clear()
                     _reset_peak_rss()
-                    started = time.perf_counter()
+                    started, cpu = time.perf_counter(), time.process_time()
                     outcome = trio.run(rememberer.remember, session.id, "keep")
                     elapsed = time.perf_counter() - started
+                    cpu = time.process_time() - cpu
                     rss = _peak_rss_mib()
                     chunks = store.archive(session.id)
                     text = chunks[0].body if chunks else ""
@@ -352,6 +356,7 @@ def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
                     result = score(model, m, [t.speaker for t in turns],
                                    [t.text for t in turns], text, stored)
                     result.keep_s = elapsed
+                    result.cpu_s = cpu
                     result.tokens = sum(u.completion_tokens for u in generator.usage.values())
                     result.peak_rss_mib = rss
                     result.archive_ok = outcome.archived
@@ -379,7 +384,7 @@ def score(model: str, meeting: Meeting, speakers: Sequence[str], turns: Sequence
         kinds[a.kind] = kinds.get(a.kind, 0) + 1
     return MeetingResult(
         model=model, meeting=meeting.name, turns=len(turns), chars=sum(map(len, turns)),
-        keep_s=0.0, tokens=0, peak_rss_mib=0.0, archive_ok=bool(archive_text),
+        keep_s=0.0, cpu_s=0.0, tokens=0, peak_rss_mib=0.0, archive_ok=bool(archive_text),
         extraction_ok=True, rouge1=scores["rouge1"]["f"], rouge2=scores["rouge2"]["f"],
         rougeLsum=scores["rougeLsum"]["f"],
         coverage=decision_coverage(decided_text(archive_text, stored),

@@ -12,6 +12,7 @@ from bench.meetings import (
     hygiene,
     rouge,
 )
+from daemon.memory.archive import FORMATS
 
 ARCHIVE = """Topic: remote control design
 Summary: The team chose a curved case. Part 1 of 3 of the transcript.
@@ -61,7 +62,8 @@ def test_hygiene_counts_every_rule() -> None:
 
 
 def test_scaffolding_catches_schema_keys_and_hints() -> None:
-    text = "Topic: x\nDecided:\n- action_items are listed\n- decisions that were made, with what was chosen"
+    hint = FORMATS["meeting"].sections[0].hint
+    text = f"Topic: x\nDecided:\n- action_items are listed\n- {hint}"
     assert hygiene(text, [], [], [])["scaffolding"] == 2
 
 
