@@ -48,7 +48,9 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     embed_model: str = ""
     asr_threads: int = msgspec.field(default_factory=_default_asr_threads)
     llm_threads: int = msgspec.field(default_factory=lambda: max(1, os.cpu_count() or 2))
-    llm_context: int = 4096
+    # tokens: a 35-minute meeting (~10k tokens) is archived in one piece, not seven (the Qwen
+    # models take 32k; the cache costs ~12 KB a token on the 0.5B)
+    llm_context: int = 16384
     llm_idle_unload_s: float = 300.0
     embed_batch: int = 32
     # capture

@@ -96,12 +96,27 @@ def output_schema(output_type: type[Any]) -> dict[str, Any]:
 def with_schema_instruction(
     messages: Sequence[ChatMessage], schema: dict[str, Any]
 ) -> list[ChatMessage]:
-    """Tell the model the schema too: the grammar alone makes a small model fill fields blindly."""
+    """Tell the model the schema too: the grammar alone makes a small model fill fields blindly.
+
+    The schema goes at the end of the last message, so that requests about the same text (a
+    transcript first, then what to do with it) share their prompt's beginning, whose evaluated
+    state llama.cpp reuses from one call to the next.
+    """
     instruction = "Reply with JSON only, matching this JSON schema: " + json.dumps(schema)
-    if messages and messages[0].role == "system":
-        first = ChatMessage("system", f"{messages[0].content}\n\n{instruction}")
-        return [first, *messages[1:]]
-    return [ChatMessage("system", instruction), *messages]
+    if not messages:
+        return [ChatMessage("user", instruction)]
+    last = messages[-1]
+    return [*messages[:-1], ChatMessage(last.role, f"{last.content}\n\n{instruction}")]
+
+
+class AnswerCutOff(EngineError):
+    """The model's answer reached ``max_tokens`` before it was complete; ``partial`` is what it
+    wrote (a caller may salvage the complete items in it)."""
+
+    def __init__(self, max_tokens: int, partial: str) -> None:
+        super().__init__(f"the model's answer was cut off after {max_tokens} tokens",
+                         fix="allow more tokens or ask for less")
+        self.partial = partial
 
 
 def decode_output(raw: str | bytes, output_type: type[T]) -> T:
@@ -119,6 +134,79 @@ def split_tokens(text: str) -> list[str]:
 
 
 # -- llama.cpp ---------------------------------------------------------------------------------
+
+REPEAT_PENALTY = 1.1  # over the last 64 tokens: a small model's answer otherwise loops
+GRAMMAR_CANDIDATES = 128  # the likeliest tokens the JSON grammar is checked against
+
+
+def fast_grammar_llama(model_path: str, **kwargs: Any) -> Any:
+    """A ``llama_cpp.Llama`` whose grammar checks only the likeliest tokens.
+
+    llama.cpp checks a grammar against every token of the vocabulary before top-k (152k for
+    Qwen, ~40% of the time of a constrained answer). Here the candidates are first cut to the
+    :data:`GRAMMAR_CANDIDATES` likeliest plus every single-character token and the end tokens,
+    so some candidate is always grammatical (JSON can always go on with one character); top-k
+    after the grammar keeps 40, so the answer is the one the full check would give unless fewer
+    than 40 of the likeliest tokens are grammatical.
+    """
+    import ctypes
+
+    import numpy as np
+    from llama_cpp import Llama
+    from llama_cpp import _internals as internals
+    from llama_cpp import llama_cpp as C
+
+    class FastGrammarLlama(Llama):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kw: Any) -> None:
+            super().__init__(*args, **kw)
+            always = {self.token_eos()}
+            for text, special in ([(chr(c), False) for c in range(32, 127)]
+                                  + [("\n", False), ("\t", False), ("<|im_end|>", True)]):
+                tokens = self.tokenize(text.encode(), add_bos=False, special=special)
+                if len(tokens) == 1:
+                    always.add(tokens[0])
+            self._always = np.array(sorted(t for t in always if t >= 0), dtype=np.intp)
+
+        def _init_sampler(self, **kw: Any) -> Any:  # type: ignore[override]
+            grammar = kw.get("grammar")
+            temp = kw.get("temp", 0.8)
+            if grammar is None or kw.get("logits_processor") or kw.get("mirostat_mode") \
+                    or temp <= 0.0:
+                return super()._init_sampler(**kw)
+            always = self._always
+
+            def prune(cur_p: Any) -> None:
+                array = cur_p.contents
+                n = array.size
+                if n <= GRAMMAR_CANDIDATES + len(always):
+                    return
+                data = np.ctypeslib.as_array(
+                    (C.llama_token_data * n).from_address(ctypes.addressof(array.data.contents)))
+                logits = data["logit"]
+                top = np.argpartition(logits, n - GRAMMAR_CANDIDATES)[n - GRAMMAR_CANDIDATES:]
+                keep = data[np.union1d(top, always[always < n])].copy()
+                data[: len(keep)] = keep
+                array.size = len(keep)
+                array.sorted = False
+
+            sampler = internals.LlamaSampler()  # type: ignore[no-untyped-call]
+            sampler.add_custom(prune)
+            sampler.add_penalties(
+                n_vocab=self._n_vocab, penalty_last_n=self.last_n_tokens_size,
+                penalty_repeat=kw.get("repeat_penalty", 1.0),
+                penalty_freq=kw.get("frequency_penalty", 0.0),
+                penalty_present=kw.get("presence_penalty", 0.0),
+            )
+            sampler.add_grammar(self._model, grammar)
+            sampler.add_top_k(kw.get("top_k", 40))
+            sampler.add_typical(kw.get("typical_p", 1.0), 1)
+            sampler.add_top_p(kw.get("top_p", 0.95), 1)
+            sampler.add_min_p(kw.get("min_p", 0.05), 1)
+            sampler.add_temp(temp)
+            sampler.add_dist(self._seed)
+            return sampler
+
+    return FastGrammarLlama(model_path, **kwargs)
 
 
 class LlamaGenerator:
@@ -171,10 +259,8 @@ class LlamaGenerator:
 
     def _load(self) -> Any:
         if self._llm is None:
-            from llama_cpp import Llama
-
             try:
-                self._llm = Llama(
+                self._llm = fast_grammar_llama(
                     str(self.model_path),
                     n_ctx=self.n_ctx,
                     n_threads=self.threads,
@@ -206,16 +292,14 @@ class LlamaGenerator:
                         response_format={"type": "json_object", "schema": schema},
                         max_tokens=max_tokens,
                         temperature=temperature,
+                        repeat_penalty=REPEAT_PENALTY,
                     )
                 except ValueError as e:  # e.g. the prompt does not fit the context
                     raise EngineError(f"generation failed: {e}") from e
 
         choice = (await self._worker.call(complete))["choices"][0]
         if choice.get("finish_reason") == "length":
-            raise EngineError(
-                f"the model's answer was cut off after {max_tokens} tokens",
-                fix="allow more tokens or ask for less",
-            )
+            raise AnswerCutOff(max_tokens, choice["message"]["content"] or "")
         return decode_output(choice["message"]["content"] or "", output_type)
 
     async def stream(

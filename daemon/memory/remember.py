@@ -57,9 +57,15 @@ import msgspec
 import trio
 
 from daemon.config import Settings
-from daemon.errors import BrainCueError, InvalidInput
-from daemon.llm.generate import ChatMessage, Generator, output_schema, with_schema_instruction
-from daemon.memory import archive
+from daemon.errors import BrainCueError, EngineError, InvalidInput
+from daemon.llm.generate import (
+    AnswerCutOff,
+    ChatMessage,
+    Generator,
+    output_schema,
+    with_schema_instruction,
+)
+from daemon.memory import archive, validate
 from daemon.memory.behind_live import BehindLive, Quiet
 from daemon.memory.extract import (
     AnchorCandidate,
@@ -69,8 +75,11 @@ from daemon.memory.extract import (
     KnownMemory,
     Ruling,
     already_known,
+    check_assertion,
+    excerpt,
     extraction_prompt,
     find_anchor,
+    find_cues,
     normalise,
     plan_from_ruling,
     reconcile_prompt,
@@ -79,12 +88,13 @@ from daemon.memory.pieces import (
     clip_sentences,
     merge_envelopes,
     merge_extractions,
-    part_title,
+    salvage_json,
     split_pieces,
     transcript_budget,
     transcript_lines,
 )
 from daemon.memory.sensitive import Gate
+from daemon.memory.validate import FILLER, words
 from daemon.store.records import (
     Chunk,
     KeepState,
@@ -109,8 +119,14 @@ Stage = Literal["archive", "extraction", "reconciliation"]
 Progress = Callable[[Stage, int, int], None]
 Steps = Callable[[int, int], None]  # (done, total) of one stage
 
-ARCHIVE_TOKENS = 1280  # a full archive (3-4 sections of 8 items, 6 quotes) is ~850 tokens
-EXTRACT_TOKENS = 1536  # eight items of ~125 tokens (a 0.5B model fills every field) and room
+ARCHIVE_TOKENS = 1024  # a full archive is ~500 tokens; a cut-off one keeps its complete items
+EXTRACT_TOKENS = 640  # a call's six items of ~70 tokens, and room
+RETRY_HALVES = 1  # a piece that gives no answer is asked again once, in two halves
+EXCERPTS_PER_CALL = 6
+MINUTES_PER_EXCERPT = 2.5  # a 35-minute meeting: 14 excerpts
+MIN_EXCERPTS = 4
+MAX_EXCERPTS = 18
+WHOLE_TRANSCRIPT_CHARS = 2500  # a transcript this short is one excerpt, cues or not
 RULING_TOKENS = 48
 RECONCILE_CANDIDATES = 5  # nearest current assertions shown to the model
 MAX_EXTRACTED = 48  # per session, after merging the pieces
@@ -246,24 +262,87 @@ def stage_steps(progress: Progress | None, stage: Stage) -> Steps:
 # -- the model calls -----------------------------------------------------------------------------
 
 
+def spoken(turns: Sequence[Turn]) -> list[Turn]:
+    """The turns that say something: "Mm-hmm." and "Okay." carry nothing a model needs, and
+    leaving them out makes a long meeting's prompt a fifth shorter."""
+    return [t for t in turns if not all(w in FILLER for w in words(t.text))]
+
+
+def _has_items(value: Any) -> bool:
+    """Whether a salvaged answer holds an item of some list (a bare topic is not worth it)."""
+    if isinstance(value, dict):
+        return any(_has_items(v) for v in value.values())
+    return isinstance(value, list) and bool(value)
+
+
+async def answer_pieces(generator: Generator, pieces: Sequence[Sequence[str]],
+                        ask: Callable[[Sequence[str]], list[dict[str, str]]],
+                        output_type: type[Any], salvage_type: type[T], max_tokens: int,
+                        steps: Steps = _no_steps) -> tuple[list[T], list[str]]:
+    """The answers about each piece (a piece is a list of lines; ``ask`` makes its prompt), as
+    ``salvage_type``, and why the pieces that gave none failed. A piece whose answer is cut off
+    keeps its complete items (:func:`salvage_json`); one that is cut off with nothing to keep
+    or invalid is asked again in two halves; only what still fails is lost, never the rest."""
+    answers: list[T] = []
+    failures: list[str] = []
+
+    async def answer(lines: Sequence[str], halves: int) -> None:
+        try:
+            value = await generator.generate(chat(ask(lines)), output_type,
+                                             max_tokens=max_tokens)
+            answers.append(msgspec.convert(msgspec.to_builtins(value), salvage_type))
+            return
+        except AnswerCutOff as e:
+            for candidate in salvage_json(e.partial):
+                try:
+                    salvaged = msgspec.json.decode(candidate, type=salvage_type)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue
+                if _has_items(msgspec.to_builtins(salvaged)):
+                    log.info("kept the complete items of an answer cut off at %s tokens",
+                             max_tokens)
+                    answers.append(salvaged)
+                    return
+                break  # shorter candidates hold even less
+            error: BrainCueError = e
+        except EngineError as e:
+            error = e
+        if halves and len(lines) > 1:
+            middle = len(lines) // 2
+            await answer(lines[:middle], halves - 1)
+            await answer(lines[middle:], halves - 1)
+            return
+        log.warning("a piece of %d lines gave no answer: %s", len(lines), error)
+        failures.append(_why(error))
+
+    steps(0, len(pieces))
+    for i, piece in enumerate(pieces):
+        await answer(piece, RETRY_HALVES)
+        steps(i + 1, len(pieces))
+    return answers, failures
+
+
 async def summarise(generator: Generator, context: int, session: Session,
                     turns: Sequence[Turn], *, steps: Steps = _no_steps) -> archive.Archive:
     """The validated archive of a session (in pieces when the transcript does not fit the
-    model's ``context`` tokens, each piece a step); a model failure raises."""
+    model's ``context`` tokens, each piece a step). A piece that fails is left out; only when
+    every piece fails does it raise."""
     fmt = archive.format_for(session.activity)
     answer_type = archive.output_type(fmt)
-    lines = transcript_lines((t.speaker, t.text) for t in turns)
+    people = validate.speakers(t.speaker for t in turns)
+    lines = transcript_lines((t.speaker, t.text) for t in spoken(turns))
     budget = transcript_budget(
-        context, ARCHIVE_TOKENS, frame_chars(archive.prompt(fmt, session.title, ""), answer_type)
-    )
-    pieces = split_pieces(lines, budget)
-    envelopes = []
-    steps(0, len(pieces))
-    for i, piece in enumerate(pieces):
-        messages = archive.prompt(fmt, part_title(session.title, i, len(pieces)), piece)
-        answer = await generator.generate(chat(messages), answer_type, max_tokens=ARCHIVE_TOKENS)
-        envelopes.append(msgspec.convert(msgspec.to_builtins(answer), archive.ArchiveEnvelope))
-        steps(i + 1, len(pieces))
+        context, ARCHIVE_TOKENS,
+        frame_chars(archive.prompt(fmt, session.title, "", people), answer_type))
+    pieces = [piece.split("\n") for piece in split_pieces(lines, budget)]
+
+    def ask(piece: Sequence[str]) -> list[dict[str, str]]:
+        return archive.prompt(fmt, session.title, "\n".join(piece), people)
+
+    envelopes, failures = await answer_pieces(generator, pieces, ask, answer_type,
+                                              archive.ArchiveEnvelope, ARCHIVE_TOKENS, steps)
+    if not envelopes:
+        raise EngineError(failures[0] if failures else "no answer")
     return archive.build_archive(
         fmt, merge_envelopes(envelopes),
         [archive.TranscriptTurn(t.id, t.speaker, t.text) for t in turns],
@@ -272,24 +351,33 @@ async def summarise(generator: Generator, context: int, session: Session,
 
 async def extract(generator: Generator, context: int, session: Session, turns: Sequence[Turn],
                   *, memories: bool, steps: Steps = _no_steps) -> list[ExtractedAssertion]:
-    """What the model extracts from a session (in pieces like :func:`summarise`, each a step),
-    merged, each sentence once; memories about the person only when ``memories``. A failure
-    raises."""
-    lines = transcript_lines((t.speaker, t.text) for t in turns)
-    budget = transcript_budget(
-        context, EXTRACT_TOKENS,
-        frame_chars(extraction_prompt(session.title, "", memory_enabled=memories), Extraction),
-    )
-    pieces = split_pieces(lines, budget)
-    extractions = []
-    steps(0, len(pieces))
-    for i, piece in enumerate(pieces):
-        messages = extraction_prompt(part_title(session.title, i, len(pieces)), piece,
-                                     memory_enabled=memories)
-        extractions.append(await generator.generate(chat(messages), Extraction,
-                                                    max_tokens=EXTRACT_TOKENS))
-        steps(i + 1, len(pieces))
-    return [standing_claim(i) for i in merge_extractions(extractions)[:MAX_EXTRACTED]]
+    """What a session established, extract-then-abstract: the turns whose wording carries a
+    decision, a commitment or a preference are found first (:func:`find_cues`); the model
+    states each from the turns around it, a few excerpts a call (each call a step); the
+    statements are merged, validated (:func:`check_assertion`) and each kept once. Memories
+    about the person only when ``memories``. Raises only when every call failed."""
+    said = spoken(turns)
+    pairs = [(t.speaker, t.text) for t in said]
+    people = validate.speakers(t.speaker for t in turns)
+    minutes = max(1.0, ((said[-1].end or said[-1].start) - said[0].start) / 60) if said else 1.0
+    limit = max(MIN_EXCERPTS, min(MAX_EXCERPTS, round(minutes / MINUTES_PER_EXCERPT)))
+    if sum(len(t) for _, t in pairs) <= WHOLE_TRANSCRIPT_CHARS:  # short: its own context
+        excerpts = ["\n".join(transcript_lines(pairs))] if pairs else []
+    else:
+        excerpts = [excerpt(pairs, i) for i in find_cues([t for _, t in pairs], limit)]
+    batches = [excerpts[i:i + EXCERPTS_PER_CALL]
+               for i in range(0, len(excerpts), EXCERPTS_PER_CALL)]
+
+    def ask(batch: Sequence[str]) -> list[dict[str, str]]:
+        return extraction_prompt(session.title, batch, memory_enabled=memories, speakers=people)
+
+    extractions, failures = await answer_pieces(generator, batches, ask, Extraction,
+                                                Extraction, EXTRACT_TOKENS, steps)
+    if failures and not extractions:
+        raise EngineError(failures[0])
+    texts = [t.text for t in turns]
+    checked = (check_assertion(i, people, texts) for i in merge_extractions(extractions))
+    return [standing_claim(i) for i in checked if i is not None][:MAX_EXTRACTED]
 
 
 # -- the service ---------------------------------------------------------------------------------
