@@ -41,7 +41,18 @@ def cli(ctx: click.Context, profile: str) -> None:
 
 
 def _register() -> None:
-    from clients.cli import ask, audio, desktop, live, memory, models, search, status, store
+    from clients.cli import (
+        ask,
+        audio,
+        desktop,
+        items,
+        live,
+        memory,
+        models,
+        search,
+        status,
+        store,
+    )
 
     cli.add_command(models.models)
     for command in desktop.COMMANDS:
@@ -58,6 +69,8 @@ def _register() -> None:
     for command in search.COMMANDS:
         cli.add_command(command)
     for command in ask.COMMANDS:
+        cli.add_command(command)
+    for command in items.COMMANDS:
         cli.add_command(command)
 
 

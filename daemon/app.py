@@ -48,6 +48,7 @@ from daemon.engines import Engines, unload_idle_engines
 from daemon.errors import BrainCueError, user_error
 from daemon.ipc import ask as ask_requests
 from daemon.ipc import memory as memory_requests
+from daemon.ipc import open_items as open_items_requests
 from daemon.ipc import search as search_requests
 from daemon.ipc import store as store_requests
 from daemon.ipc.builtin import register_builtin
@@ -202,6 +203,7 @@ PARTS: tuple[Part, ...] = (
     live_capture,
     memory_requests.register,  # keep/discard/later, history, memory review
     ask_requests.register,  # ask (streamed, cancellable), current assertions
+    open_items_requests.register,  # open items, selections over a person and period, closing
 )
 
 

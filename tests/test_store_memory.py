@@ -15,7 +15,7 @@ from storekit import T0, Clock, CountingEmbedder, open_store, recorded_session
 
 from daemon.errors import InvalidInput, NotFound, StoreError
 from daemon.store.records import Assertion, NewAssertion, NewRestatement
-from daemon.store.schema import MIGRATIONS
+from daemon.store.schema import MIGRATIONS, m006_restatements
 from daemon.store.scope import Scope
 from daemon.store.store import Store
 
@@ -388,7 +388,7 @@ def test_a_profile_from_before_restatements_gains_them_on_open(
 ) -> None:
     data_dir = tmp_path / "p"
     with monkeypatch.context() as older:
-        older.setattr("daemon.store.store.MIGRATIONS", MIGRATIONS[:-1])
+        older.setattr("daemon.store.store.MIGRATIONS", MIGRATIONS[:MIGRATIONS.index(m006_restatements)])
         with open_store(data_dir) as store:
             space = store.create_space("A")
             first = recorded_session(store, ["we ship on Friday"], space_id=space.id)
