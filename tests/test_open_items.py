@@ -332,7 +332,7 @@ async def test_what_did_name_commit_to_this_month_over_30_kept_sessions(world: W
 
 
 async def test_whats_still_open_is_grounded_on_the_open_items(world: World) -> None:
-    atlas, item = await kept_commitment(world)
+    _, item = await kept_commitment(world)
 
     def recall(question: str, scope: Scope, k: int) -> list[Any]:
         raise AssertionError("a question over items is not searched")
