@@ -388,7 +388,8 @@ def test_a_profile_from_before_restatements_gains_them_on_open(
 ) -> None:
     data_dir = tmp_path / "p"
     with monkeypatch.context() as older:
-        older.setattr("daemon.store.store.MIGRATIONS", MIGRATIONS[:MIGRATIONS.index(m006_restatements)])
+        before = MIGRATIONS[:MIGRATIONS.index(m006_restatements)]
+        older.setattr("daemon.store.store.MIGRATIONS", before)
         with open_store(data_dir) as store:
             space = store.create_space("A")
             first = recorded_session(store, ["we ship on Friday"], space_id=space.id)
