@@ -236,6 +236,9 @@ def test_the_question_says_the_owner_kind_and_period() -> None:
     assert nobody is not None and nobody.owner is None and nobody.start is not None
     assert read_question("Where is the offsite?", NOW, OWNERS) is None
     assert read_question("What did Tom say about the budget?", NOW, OWNERS) is None
+    # a kind alone is the everyday question search answers, with the transcript around it
+    assert read_question("What did we decide about pricing?", NOW, OWNERS) is None
+    assert read_question("What are the action items?", NOW, OWNERS) is None
 
 
 def generated(n_sessions: int = 30) -> list[Assertion]:

@@ -9,7 +9,8 @@ that matches, not from the five passages a search happens to rank first.
 :func:`read_question` reads those filters (the period through :mod:`daemon.store.recency`, the
 owner from the names the store knows, so nothing is guessed from capitals), and
 :func:`select` applies them to the assertions in scope: deterministic, oldest first. A question
-that names neither an item kind nor "open" is not one of these (None): search answers it.
+that names no item kind, or names one but no owner, period or "still open" ("what did we
+decide about pricing?"), is not one of these (None): search answers it, with the transcript.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ class ItemQuestion(msgspec.Struct, frozen=True, kw_only=True):
 
 def read_question(question: str, now: dt.datetime,
                   owners: Sequence[str] = ()) -> ItemQuestion | None:
-    """The filters a question states, or None when it asks for no kind of item.
+    """The filters a question states, or None when it asks for no kind of item, or for one
+    without an owner, a period or "still open".
 
     ``owners``: the owner names in scope; the owner asked about is the most of one of them
     the question names ("Sarah" of "Sarah Chen": a name is read only when someone is called
@@ -84,12 +86,15 @@ def read_question(question: str, now: dt.datetime,
         return None
     start, end = period(question, now)
     owner = _owner(text, owners)
+    after_last = _AFTER_LAST.search(text) is not None
+    if owner is None and start is None and not (open_only or after_last):
+        return None  # "what did we decide about pricing?": search, with the transcript
     words = content_words(question)
     named = content_words(owner or "")
     topic = tuple(sorted(w for w in words if w not in _QUESTION_WORDS and w not in named
                          and not _is_period_word(w)))
     return ItemQuestion(kinds=kinds, owner=owner, open_only=open_only, start=start, end=end,
-                        after_last=_AFTER_LAST.search(text) is not None, topic=topic)
+                        after_last=after_last, topic=topic)
 
 
 def period(text: str, now: dt.datetime) -> tuple[float | None, float | None]:
