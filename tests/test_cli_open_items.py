@@ -12,11 +12,14 @@ from test_cli_memory import braincue, home, ok, recorded, running_daemon  # noqa
 from test_persistence_e2e import COMMITMENT, Script
 
 from clients.cli.items import carried_lines, item_rows
+from clients.cli.memory import history_lines
 from daemon.errors import InvalidInput
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     TOPIC_SESSIONS,
+    AssertionInfo,
     CarriedForward,
+    ClosureInfo,
     History,
     ItemInfo,
     OpenItems,
@@ -96,6 +99,23 @@ async def test_open_done_and_carried_forward_from_the_shell(home: Path) -> None:
         (selected,) = await trio.to_thread.run_sync(select)
         assert (selected.id, selected.status, selected.closed_by is not None) == (
             item["id"], "done", True)
+
+
+def test_history_says_what_closed_an_item_and_the_turn() -> None:
+    def version(id_: int, text: str, **fields: object) -> AssertionInfo:
+        return AssertionInfo(id=id_, kind="commitment", text=text, about_person=False,
+                             review_status="approved", space_id=1, space="Atlas",
+                             occurred_at=0.0, recorded_at=0.0, owner="Priya", **fields)
+
+    chain = [version(2, "Priya will send the budget.", source="extracted", session_id=1,
+                     invalidated_at=3600.0, superseded_by=5),
+             version(5, "Priya sent the budget.", source="extracted", session_id=4)]
+    closure = ClosureInfo(assertion_id=5, status="done", evidence_turn_id=40, speaker="Dana",
+                          text="Priya sent the budget yesterday.")
+    lines = history_lines(chain, (), [closure])
+    assert lines[lines.index("    Priya sent the budget.") + 3] == (
+        "    done: Dana: “Priya sent the budget yesterday.”")
+    assert not any(line.startswith("    done") for line in history_lines(chain))
 
 
 def test_what_the_shell_prints_for_open_items() -> None:
