@@ -76,14 +76,11 @@ def read_question(question: str, now: dt.datetime,
     the question names ("Sarah" of "Sarah Chen": a name is read only when someone is called
     so); "I"/"me" is the user when ``me`` is one of them.
     """
+    kinds = asks_for(question)
+    if not kinds:
+        return None
     text = question.lower()
     open_only = _OPEN.search(text) is not None
-    if _ITEMS.search(text) or open_only:
-        kinds = ITEM_KINDS
-    elif _DECISIONS.search(text):
-        kinds = DECISION_KINDS
-    else:
-        return None
     start, end = period(question, now)
     owner = _owner(text, owners)
     after_last = _AFTER_LAST.search(text) is not None
@@ -95,6 +92,15 @@ def read_question(question: str, now: dt.datetime,
                          and not _is_period_word(w)))
     return ItemQuestion(kinds=kinds, owner=owner, open_only=open_only, start=start, end=end,
                         after_last=after_last, topic=topic)
+
+
+def asks_for(question: str) -> tuple[str, ...]:
+    """The kinds of assertion a question asks about: commitments and tasks (also whatever is
+    "still open"), decisions, or none (a cheap test, before anything is read)."""
+    text = question.lower()
+    if _ITEMS.search(text) or _OPEN.search(text):
+        return ITEM_KINDS
+    return DECISION_KINDS if _DECISIONS.search(text) else ()
 
 
 def period(text: str, now: dt.datetime) -> tuple[float | None, float | None]:

@@ -28,7 +28,13 @@ import msgspec
 from daemon.errors import InvalidInput, NotFound
 from daemon.memory.extract import content_words
 from daemon.memory.grounding import Passage, Source
-from daemon.memory.item_questions import ItemQuestion, owner_matches, read_question, select
+from daemon.memory.item_questions import (
+    ItemQuestion,
+    asks_for,
+    owner_matches,
+    read_question,
+    select,
+)
 from daemon.store.records import ITEM_KINDS, Assertion, ItemClosure, NewAssertion, Session, Turn
 from daemon.store.scope import Scope
 from daemon.store.store import Store
@@ -193,6 +199,8 @@ def question_items(store: Store, question: str, scope: Scope,
     A closed item counts as what was committed when it was committed: it is selected by its
     open version (its owner, when it was said) and shown with its closing. "After the last
     meeting" reads the Space as it stood when its latest ended session ended."""
+    if not asks_for(question):
+        return None
     scope = msgspec.structs.replace(scope, person_memory=False)
     owners = sorted({a.owner for a in store.current_assertions(scope) if a.owner})
     asked = read_question(question, now, owners)
