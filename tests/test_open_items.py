@@ -123,6 +123,29 @@ async def test_a_later_session_that_says_it_is_not_needed_drops_it(world: World)
     assert world.store.open_items(Scope(space_id=atlas)) == []
 
 
+async def test_a_fact_that_supersedes_an_open_item_closes_it_an_update_does_not(
+        world: World) -> None:
+    atlas, item = await kept_commitment(world)
+    moved = {**COMMITMENT, "text": "Priya will send the revised budget by Monday.",
+             "due": "Monday", "evidence": "Priya will send the revised budget"}
+    world.script.assertions = [moved]
+    world.script.rulings = [{"verdict": "supersedes", "existing": 1}]
+    later = [("them", "Priya will send the revised budget by Monday, not Friday.")]
+    outcome = await world.keep(world.session(later, space_id=atlas))
+    assert (outcome.superseded, outcome.closed) == (1, 0)
+    (updated,) = world.store.open_items(Scope(space_id=atlas))
+    assert (updated.due, world.store.chain(item.id)[-1].id) == ("Monday", updated.id)
+
+    world.script.assertions = [SENT_FACT]
+    world.script.rulings = [{"verdict": "supersedes", "existing": 1}]
+    outcome = await world.keep(world.session(SENT, space_id=atlas))
+    assert (outcome.superseded, outcome.closed) == (1, 1)
+    closed = world.store.chain(item.id)[-1]
+    assert (closed.kind, world.store.item_closures([closed.id])[closed.id].status) == (
+        "commitment", "done")
+    assert world.store.open_items(Scope(space_id=atlas)) == []
+
+
 async def test_done_said_of_what_is_not_open_is_stored_as_separate(world: World) -> None:
     atlas = world.space("Atlas")
     world.script.assertions = [DECISION]

@@ -36,7 +36,7 @@ async def test_the_real_model_rules_on_closing_an_open_item(
             messages = reconcile_prompt(text, "fact", existing)
             assert '"done" if it says an open task' in messages[0]["content"]
             ruling = await generator.generate(chat(messages), Ruling, max_tokens=RULING_TOKENS)
-            plan = plan_from_ruling(ruling, existing)
+            plan = plan_from_ruling(ruling, existing, "fact")
             if plan.closes is not None:
                 assert plan.target == 7  # only the open item can be closed
             ruled.append((expected, ruling.verdict, ruling.existing, plan.action, plan.closes))

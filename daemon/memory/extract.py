@@ -197,9 +197,12 @@ class Plan:
     closes: Literal["done", "dropped"] | None = None  # supersede: the open item is closed so
 
 
-def plan_from_ruling(ruling: Ruling, existing: Sequence[Existing]) -> Plan:
+def plan_from_ruling(ruling: Ruling, existing: Sequence[Existing], new_kind: str = "") -> Plan:
     """What to write for a ruling; a ruling naming no valid existing row inserts, and so does
-    one that closes what is not an open item."""
+    one that closes what is not an open item. A statement of ``new_kind`` other than a
+    commitment or task that supersedes an open item closes it as done: what replaces an
+    obligation and is no obligation itself says it is met (an updated commitment stays
+    open)."""
     if ruling.verdict == "separate" or not 1 <= ruling.existing <= len(existing):
         return Plan("insert")
     concerned = existing[ruling.existing - 1]
@@ -210,4 +213,6 @@ def plan_from_ruling(ruling: Ruling, existing: Sequence[Existing]) -> Plan:
                     else "dropped")
     if ruling.verdict == "duplicate":
         return Plan("skip", concerned.id)
+    if concerned.open and new_kind and new_kind not in ("commitment", "task"):
+        return Plan("supersede", concerned.id, closes="done")
     return Plan("supersede", concerned.id)
