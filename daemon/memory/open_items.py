@@ -6,9 +6,10 @@ history and in what ``--as-of`` searches before the closing see):
 
 - by hand, ``braincue done ID`` / ``drop ID`` (source ``user``): :func:`close_by_hand`;
 - by what a later kept session of the same Space says: reconciliation rules the new statement
-  ``done`` or ``dropped`` against the open item, and the statement, with the item's kind, owner
-  and due date (:func:`closing_version`), becomes its closed version, with the turn that said it
-  as evidence (:func:`evidence_turn`).
+  ``done`` or ``dropped`` against the open item (or rules that a statement which is no
+  commitment or task supersedes it: done), and the statement, with the item's kind, owner and
+  due date (:func:`closing_version`), becomes its closed version, with the turn that said it as
+  evidence (:func:`evidence_turn`).
 
 When a session starts in a Space (or is filed into one), what is still open there from earlier
 sessions is carried forward (:func:`carried_forward`): "3 open from last time".
@@ -46,7 +47,8 @@ CARRIED_MAX = 10  # items listed with "N open from last time"; the count is alwa
 
 
 class OpenItem(msgspec.Struct, frozen=True, kw_only=True):
-    """An open commitment or task and where it was said."""
+    """An assertion listed as an item — an open commitment or task, or any assertion a
+    question selects — and the session where it was said."""
 
     assertion: Assertion
     session_title: str = ""  # "" when said in no session (added by hand) or the session is gone
@@ -116,14 +118,15 @@ def list_open(store: Store, *, space_id: int | None = None, all_spaces: bool = F
 
 
 def with_sessions(store: Store, assertions: Sequence[Assertion]) -> list[OpenItem]:
+    """Each assertion with the session it was said in (when that still exists)."""
     sessions = sessions_of(store, assertions)
-    return [
-        OpenItem(assertion=a,
-                 session_title=_title(sessions.get(a.session_id or 0)),
-                 session_started_at=(None if a.session_id not in sessions
-                                     else sessions[a.session_id or 0].started_at))
-        for a in assertions
-    ]
+    items = []
+    for a in assertions:
+        session = sessions.get(a.session_id or 0)
+        items.append(OpenItem(assertion=a, session_title=_title(session),
+                              session_started_at=None if session is None
+                              else session.started_at))
+    return items
 
 
 def sessions_of(store: Store, assertions: Sequence[Assertion]) -> dict[int, Session]:
