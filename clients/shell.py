@@ -47,6 +47,7 @@ def _register() -> None:
         ask,
         audio,
         desktop,
+        items,
         live,
         memory,
         models,
@@ -73,6 +74,8 @@ def _register() -> None:
     for command in ask.COMMANDS:
         cli.add_command(command)
     for command in security.COMMANDS:
+        cli.add_command(command)
+    for command in items.COMMANDS:
         cli.add_command(command)
 
 

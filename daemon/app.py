@@ -49,6 +49,7 @@ from daemon.errors import BrainCueError, user_error
 from daemon.ipc import ask as ask_requests
 from daemon.ipc import atrest
 from daemon.ipc import memory as memory_requests
+from daemon.ipc import open_items as open_items_requests
 from daemon.ipc import search as search_requests
 from daemon.ipc import store as store_requests
 from daemon.ipc.builtin import register_builtin
@@ -204,6 +205,7 @@ PARTS: tuple[Part, ...] = (
     memory_requests.register,  # keep/discard/later, history, memory review
     ask_requests.register,  # ask (streamed, cancellable), current assertions
     atrest.register,  # scheduled backups, retention, forget
+    open_items_requests.register,  # open items, selections over a person and period, closing
 )
 
 

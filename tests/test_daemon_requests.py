@@ -394,6 +394,8 @@ def samples(session_id: int) -> list[Request[Any]]:
         p.MemoryScope(memory_id=99, profile=True), p.MemoryExpire(memory_id=99, expires_at=None),
         p.Ask(question="When do we ship Atlas?"), p.AskCancel(request_id="no-such-ask"),
         p.ListAssertions(kinds=["decision"]),
+        p.OpenItems(), p.SelectItems(owner="Sarah", period="this month"),
+        p.CloseItem(item_id=99, status="done"),
         p.Search(query="when do we ship Atlas", explain=True),
         p.RemoveSpace(name="Work"),
     ]

@@ -22,6 +22,7 @@ from daemon.errors import InvalidInput
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     AssertionInfo,
+    ClosureInfo,
     History,
     MemoryApprove,
     MemoryArchive,
@@ -165,10 +166,12 @@ def memory_line(verb: str, memory: AssertionInfo) -> str:
 
 
 def history_lines(chain: Sequence[AssertionInfo],
-                  restatements: Sequence[RestatementInfo] = ()) -> list[str]:
-    """Every version, oldest first, each with its source and the sessions that said it
-    again."""
+                  restatements: Sequence[RestatementInfo] = (),
+                  closures: Sequence[ClosureInfo] = ()) -> list[str]:
+    """Every version, oldest first, each with its source, the sessions that said it again and,
+    for the version that closed an open item, done or dropped and the turn that said so."""
     lines = []
+    closed = {c.assertion_id: c for c in closures}
     for a in chain:
         state = ("current" if a.invalidated_at is None
                  else f"until {local_time(a.invalidated_at)}"
@@ -179,6 +182,11 @@ def history_lines(chain: Sequence[AssertionInfo],
         lines += [f"    {line}" for line in assertion_details(a)]
         source = a.source + (f", session {a.session_id}" if a.session_id else "")
         lines.append(f"    source: {source}")
+        if a.id in closed:
+            closure = closed[a.id]
+            said = (f": {closure.speaker}: “{closure.text}”" if closure.text
+                    else " by hand" if a.source == "user" else "")
+            lines.append(f"    {closure.status}{said}")
         for r in restatements:
             if r.assertion_id == a.id:
                 title = r.session_title or "untitled session"
@@ -292,7 +300,7 @@ def history(context: Context, assertion_id: int, as_json: bool) -> None:
     if as_json:
         echo_json(reply.chain)
     else:
-        click.echo("\n".join(history_lines(reply.chain, reply.restatements)))
+        click.echo("\n".join(history_lines(reply.chain, reply.restatements, reply.closures)))
 
 
 @click.group()

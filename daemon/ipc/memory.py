@@ -11,6 +11,7 @@ import trio
 
 from daemon.config import Settings
 from daemon.errors import InvalidInput
+from daemon.ipc.items import chain_closures
 from daemon.ipc.protocol import (
     AssertionInfo,
     History,
@@ -82,6 +83,15 @@ def restatement_infos(restatements: Sequence[Restatement]) -> list[RestatementIn
     ]
 
 
+def history_reply(store: Store, chain: Sequence[Assertion]) -> HistoryReply:
+    """An assertion's history as the protocol shows it: its versions, where they were said
+    again, and the versions that closed it as an open item (a blocking read)."""
+    ids = [a.id for a in chain]
+    return HistoryReply(chain=assertion_infos(store, chain),
+                        restatements=restatement_infos(store.restatements(ids)),
+                        closures=chain_closures(store, ids))
+
+
 def register_memory(
     handlers: Handlers,
     store: Store,
@@ -111,13 +121,7 @@ def register_memory(
         return RememberReply(**msgspec.structs.asdict(outcome))
 
     async def history(request: History) -> HistoryReply:
-        def read() -> HistoryReply:
-            chain = store.chain(request.assertion_id)
-            again = store.restatements([a.id for a in chain])
-            return HistoryReply(chain=assertion_infos(store, chain),
-                                restatements=restatement_infos(again))
-
-        return await db(read)
+        return await db(lambda: history_reply(store, store.chain(request.assertion_id)))
 
     async def memory_list(request: MemoryList) -> MemoryListReply:
         if request.space is not None and request.profile_wide:

@@ -191,6 +191,10 @@ class StartReply(Reply):
     space: str | None = None
     activity: str = ""
     title: str = ""
+    # what is still open in the Space from its earlier sessions ("3 open from last time"),
+    # oldest first (as in CarriedForward; the list may be cut, the message counts them all)
+    carried_message: str = ""
+    carried: list[ItemInfo] = []
 
 
 class StopReply(Reply):
@@ -553,6 +557,7 @@ class RememberReply(Reply):
     archived: bool = False
     assertions: int = 0  # new assertions stored
     superseded: int = 0  # of which replace an earlier assertion (kept in its history)
+    closed: int = 0  # of which close an open commitment or task (done, or no longer needed)
     duplicates: int = 0  # statements already stored, linked instead of stored again
     restated: int = 0  # of which newly recorded as said again in this session (see History)
     candidates: int = 0  # memories about you proposed for review
@@ -600,10 +605,22 @@ class RestatementInfo(msgspec.Struct, frozen=True, kw_only=True):
     anchor_chunk_id: int | None = None  # where in that session's transcript
 
 
+class ClosureInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A version that closed an open commitment or task: done, or dropped (no longer needed),
+    and the turn that said so (none when it was closed by hand)."""
+
+    assertion_id: int  # the closed version
+    status: str  # done | dropped
+    evidence_turn_id: int | None = None
+    speaker: str = ""
+    text: str = ""
+
+
 class HistoryReply(Reply):
     chain: list[AssertionInfo]  # oldest first; the last one is the current version
     # where the versions in ``chain`` were said again, earliest first (absent from older daemons)
     restatements: list[RestatementInfo] = []
+    closures: list[ClosureInfo] = []  # the versions in ``chain`` that closed an open item
 
 
 class MemoryListReply(Reply):
@@ -684,6 +701,68 @@ class MemoryScope(Request[MemoryReply]):
 class MemoryExpire(Request[MemoryReply]):
     memory_id: int
     expires_at: float | None  # unix time; None: never
+
+
+# ---------------------------------------------------------------------------------------------
+# Open items: commitments and tasks not yet done or dropped; selections over a person and period
+
+
+class ItemInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A commitment or task (or, in a selection, a decision) as lists show it: who, what, by
+    when, its status, and where it was said."""
+
+    id: int
+    kind: str
+    text: str
+    occurred_at: float  # when it was said (unix time)
+    status: str = ""  # open | done | dropped for a commitment or task; "" for other kinds
+    owner: str | None = None
+    due: str | None = None
+    space: str | None = None  # None: profile-wide
+    session_id: int | None = None
+    session_title: str = ""  # where it was said ("" when added by hand or the session is gone)
+    chosen: str | None = None
+    alternatives: list[str] = []
+    reasoning: str | None = None
+    closed_by: int | None = None  # the version that closed it
+    closed_at: float | None = None
+
+
+class ItemsReply(Reply):
+    items: list[ItemInfo]  # oldest first
+    period_start: float | None = None  # the period read (SelectItems), unix time
+    period_end: float | None = None
+
+
+class OpenItems(Request[ItemsReply]):
+    """What is open, oldest first: in ``space`` (with profile-wide items), or in every Space
+    when none is given; of ``owner`` ("Sarah" is "Sarah Chen"); as it was at ``as_of``."""
+
+    space: str | None = None
+    owner: str = ""
+    as_of: float | None = None  # unix time; with ``space`` only
+
+
+class SelectItems(Request[ItemsReply]):
+    """Every assertion of ``kinds`` (empty: commitments and tasks) in ``space`` (with
+    profile-wide ones; None: profile-wide only) of ``owner``, said within ``period`` (a phrase:
+    "this month", "since March", "last week"; "": any time), oldest first; with ``open_only``
+    the commitments and tasks still open. A closed item is listed as committed, with its
+    status."""
+
+    space: str | None = None
+    kinds: list[Literal["decision", "fact", "commitment", "preference", "task"]] = []
+    owner: str = ""
+    period: str = ""
+    open_only: bool = False
+
+
+class CloseItem(Request[HistoryReply]):
+    """Close an open commitment or task by hand (source ``user``): ``done``, or ``dropped``
+    (no longer needed). The reply is its history, the closed version last."""
+
+    item_id: int
+    status: Literal["done", "dropped"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -798,6 +877,18 @@ class SessionEnded(Event):
     duration_s: float
     gist: str  # one line
     space: str | None = None
+
+
+class CarriedForward(Event):
+    """A session started in a Space (or was filed into one) where earlier sessions left
+    commitments or tasks open: ``message`` ("3 open from last time") and the items, oldest
+    first (the list may be cut; the message counts them all)."""
+
+    topic_prefix = TOPIC_SESSIONS
+    session_id: int
+    space: str
+    message: str
+    items: list[ItemInfo]
 
 
 class AnswerToken(Event):

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
@@ -32,7 +33,7 @@ import trio
 from daemon.config import Settings
 from daemon.errors import InvalidInput, NotFound
 from daemon.llm.generate import ChatMessage, Generator
-from daemon.memory import grounding
+from daemon.memory import grounding, open_items
 from daemon.memory.grounding import Cited, Framing, Passage, Said, Source
 from daemon.memory.person import recall_memories
 from daemon.store.fusion import ItemKey
@@ -152,6 +153,12 @@ class Asker:
         recent: Sequence[Turn],
     ) -> tuple[list[Source], list[int]]:
         """The numbered sources of an answer, and the numbers of the forced ones."""
+        # a question over items ("what did Sarah commit to this month?", "what's still
+        # open?") is answered from every matching assertion, each a forced source
+        selected = open_items.question_sources(self.store, question, scope,
+                                               dt.datetime.now().astimezone())
+        if selected is not None:
+            return selected, [s.n for s in selected]
         k = settings.search_k
         keys = list(self._recall(question, scope, k))
         forced: list[ItemKey] = []

@@ -263,7 +263,8 @@ def already_known(candidate_text: str, session_space_id: int | None,
 
 
 class Ruling(msgspec.Struct, frozen=True):
-    verdict: Literal["duplicate", "supersedes", "separate"]
+    # "done" / "dropped": the new statement closes an open commitment or task (it supersedes it)
+    verdict: Literal["duplicate", "supersedes", "done", "dropped", "separate"]
     existing: int = 0  # which numbered existing assertion it concerns (1-based), 0 if separate
 
 
@@ -273,23 +274,31 @@ class Existing:
     kind: str
     text: str
     occurred_at: str
+    open: bool = False  # an open commitment or task, which the new statement may close
 
 
 def reconcile_prompt(
     new_text: str, new_kind: str, existing: Sequence[Existing]
 ) -> list[dict[str, str]]:
     listed = "\n".join(
-        f"{i}. [{e.kind}, said {e.occurred_at}] {e.text}" for i, e in enumerate(existing, 1)
+        f"{i}. [{'open ' if e.open else ''}{e.kind}, said {e.occurred_at}] {e.text}"
+        for i, e in enumerate(existing, 1)
     )
+    closing = any(e.open for e in existing)
     system = (
         "You keep a memory consistent. Compare a new statement with existing ones and rule: "
         '"duplicate" if an existing one already says the same thing; "supersedes" if the new '
         "one replaces or corrects an existing one (a changed decision, an updated date or "
-        'number); otherwise "separate". Reply with JSON only.'
+        "number); "
+        + ('"done" if it says an open task or commitment has been done; "dropped" if it says '
+           "an open one is no longer needed; " if closing else "")
+        + 'otherwise "separate". Reply with JSON only.'
     )
+    verdicts = ('"duplicate" | "supersedes" | "done" | "dropped" | "separate"' if closing
+                else '"duplicate" | "supersedes" | "separate"')
     user = (
         f"Existing:\n{listed}\n\nNew [{new_kind}]: {new_text}\n\n"
-        'Return {"verdict": "duplicate" | "supersedes" | "separate", "existing": N} where N is '
+        f'Return {{"verdict": {verdicts}, "existing": N}} where N is '
         "the number of the existing statement concerned (0 when separate)."
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -299,11 +308,25 @@ def reconcile_prompt(
 class Plan:
     action: Literal["insert", "skip", "supersede"]
     target: int | None = None  # the existing assertion id linked or superseded
+    closes: Literal["done", "dropped"] | None = None  # supersede: the open item is closed so
 
 
-def plan_from_ruling(ruling: Ruling, existing: Sequence[Existing]) -> Plan:
-    """What to write for a ruling; a ruling naming no valid existing row inserts."""
+def plan_from_ruling(ruling: Ruling, existing: Sequence[Existing], new_kind: str = "") -> Plan:
+    """What to write for a ruling; a ruling naming no valid existing row inserts, and so does
+    one that closes what is not an open item. A statement of ``new_kind`` other than a
+    commitment or task that supersedes an open item closes it as done: what replaces an
+    obligation and is no obligation itself says it is met (an updated commitment stays
+    open)."""
     if ruling.verdict == "separate" or not 1 <= ruling.existing <= len(existing):
         return Plan("insert")
-    target = existing[ruling.existing - 1].id
-    return Plan("skip", target) if ruling.verdict == "duplicate" else Plan("supersede", target)
+    concerned = existing[ruling.existing - 1]
+    if ruling.verdict in ("done", "dropped"):
+        if not concerned.open:
+            return Plan("insert")
+        return Plan("supersede", concerned.id, closes="done" if ruling.verdict == "done"
+                    else "dropped")
+    if ruling.verdict == "duplicate":
+        return Plan("skip", concerned.id)
+    if concerned.open and new_kind and new_kind not in ("commitment", "task"):
+        return Plan("supersede", concerned.id, closes="done")
+    return Plan("supersede", concerned.id)

@@ -65,7 +65,7 @@ from daemon.llm.generate import (
     output_schema,
     with_schema_instruction,
 )
-from daemon.memory import archive, validate
+from daemon.memory import archive, open_items, validate
 from daemon.memory.behind_live import BehindLive, Quiet
 from daemon.memory.extract import (
     AnchorCandidate,
@@ -96,7 +96,9 @@ from daemon.memory.pieces import (
 from daemon.memory.sensitive import Gate
 from daemon.memory.validate import FILLER, words
 from daemon.store.records import (
+    Assertion,
     Chunk,
+    ItemClosure,
     KeepState,
     KeepStatus,
     NewAssertion,
@@ -149,6 +151,7 @@ class Remembered(msgspec.Struct, kw_only=True):
     archived: bool = False
     assertions: int = 0  # new assertions stored (superseding ones included)
     superseded: int = 0
+    closed: int = 0  # of which close an open commitment or task (done, or no longer needed)
     duplicates: int = 0
     restated: int = 0  # duplicates newly recorded as said again in this session
     candidates: int = 0  # memories about the person proposed (pending review)
@@ -659,7 +662,7 @@ class Rememberer:
                              "in the session")
 
         candidates = await self._unasked(people, session.space_id, out)
-        inserts, links, restated = await self._reconcile(
+        inserts, links, restated, closures = await self._reconcile(
             generator, facts, session, out, stage_steps(progress, "reconciliation"))
         written = await self._db(self.store.add_assertions,
                                  [new for new, _ in inserts + candidates])
@@ -667,9 +670,11 @@ class Rememberer:
         out.candidates = len(candidates)
         out.redactions += sum(found for _, found in inserts + candidates)
         for index, old_id in links:
+            closure = closures.get(old_id)
             try:
-                await self._db(self.store.supersede, old_id, written[index].id)
+                await self._db(self.store.supersede, old_id, written[index].id, closure=closure)
                 out.superseded += 1
+                out.closed += closure is not None
             except BrainCueError as e:  # e.g. superseded meanwhile: both stay current
                 out.notes.append(f"assertion {written[index].id} kept beside {old_id}: {e}")
         try:
@@ -705,12 +710,14 @@ class Rememberer:
         session: Session,
         out: Remembered,
         steps: Steps,
-    ) -> tuple[list[tuple[NewAssertion, int]], list[tuple[int, int]], list[NewRestatement]]:
-        """Which new assertions to insert, (index among them, old id) supersede links, and the
-        stored assertions this session said again (duplicates); each statement checked is a
-        step."""
+    ) -> tuple[list[tuple[NewAssertion, int]], list[tuple[int, int]], list[NewRestatement],
+               dict[int, ItemClosure]]:
+        """Which new assertions to insert, (index among them, old id) supersede links, the
+        stored assertions this session said again (duplicates), and the open items the links
+        close (by old id: a statement that closes one is written as its closed version); each
+        statement checked is a step."""
         if not facts:
-            return [], [], []
+            return [], [], [], {}
         steps(0, len(facts))
         space_id = session.space_id
         scope = Scope(space_id=space_id, person_memory=False)
@@ -726,6 +733,8 @@ class Rememberer:
         accepted: list[int] = []  # indexes into facts, in order
         replaces: dict[int, int] = {}  # index into facts -> the stored id it supersedes
         restated: dict[int, NewRestatement] = {}  # by stored id: the first time it was said
+        closures: dict[int, ItemClosure] = {}  # by the open item's id
+        shown: dict[int, Assertion] = {}  # the stored assertions shown to the model, by id
         failed = 0
 
         def said_again(stored_id: int, new: NewAssertion) -> None:
@@ -745,9 +754,14 @@ class Rememberer:
             if vectors is not None:
                 hits = await self._db(self.store.vector_assertions, vectors[i], scope,
                                       RECONCILE_CANDIDATES)
-                close = await self._db(self.store.get_assertions,
-                                       [h.id for h in hits if h.score >= nearest])
-                similar += [Existing(a.id, a.kind, a.text, _day(a.occurred_at))
+                found = await self._db(self.store.get_assertions, [h.id for h in hits])
+                still_open = await self._db(open_items.open_ids, self.store, found)
+                score = {h.id: h.score for h in hits}
+                close = [a for a in found if score[a.id] >= nearest - (
+                    open_items.CLOSING_SLACK if a.id in still_open else 0.0)]
+                shown.update((a.id, a) for a in close)
+                similar += [Existing(a.id, a.kind, a.text, _day(a.occurred_at),
+                                     open=a.id in still_open)
                             for a in close
                             if a.space_id == space_id and a.id not in replaces.values()]
                 # earlier statements of this same keep, not stored yet: negative ids
@@ -767,7 +781,7 @@ class Rememberer:
                 failed += 1
                 accepted.append(i)
                 continue
-            plan = plan_from_ruling(ruling, similar)
+            plan = plan_from_ruling(ruling, similar, new.kind)
             if plan.action == "skip":
                 log.info("duplicate of assertion %s: %r", plan.target, new.text)
                 if plan.target is not None and plan.target > 0:
@@ -784,6 +798,10 @@ class Rememberer:
                         replaces[i] = replaces.pop(earlier)
                 else:
                     replaces[i] = plan.target
+                    if plan.closes is not None:
+                        facts[i] = (open_items.closing_version(new, shown[plan.target]),
+                                    facts[i][1])
+                        closures[plan.target] = await self._closure(new, plan.closes)
         steps(len(facts), len(facts))
         if failed:
             out.notes.append(f"reconciliation failed for {_plural(failed, 'assertion')}: "
@@ -791,7 +809,15 @@ class Rememberer:
         position = {index: n for n, index in enumerate(accepted)}
         return ([facts[i] for i in accepted],
                 [(position[i], old) for i, old in replaces.items()],
-                list(restated.values()))
+                list(restated.values()), closures)
+
+    async def _closure(self, statement: NewAssertion,
+                       status: Literal["done", "dropped"]) -> ItemClosure:
+        """The closure a statement makes, with the turn of its chunk that said it."""
+        turns = ([] if statement.anchor_chunk_id is None
+                 else await self._db(self.store.turns_of_chunk, statement.anchor_chunk_id))
+        said = open_items.evidence_turn(statement.text, turns)
+        return ItemClosure(status=status, evidence_turn_id=None if said is None else said.id)
 
 
 def _log_unexpected(error: Exception) -> None:

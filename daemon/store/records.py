@@ -22,6 +22,8 @@ AssertionKind = Literal["decision", "fact", "commitment", "preference", "task"]
 ReviewStatus = Literal["pending", "approved", "rejected", "archived"]
 AssertionSource = Literal["extracted", "user", "agent"]
 OwnerKind = Literal["chunk", "assertion", "turn"]  # what an embedding belongs to
+ItemStatus = Literal["open", "done", "dropped"]  # of a commitment or task
+ITEM_KINDS = ("commitment", "task")
 
 
 class Space(msgspec.Struct, frozen=True):
@@ -169,6 +171,14 @@ class Assertion(msgspec.Struct, frozen=True):
     @property
     def current(self) -> bool:
         return self.invalidated_at is None
+
+
+class ItemClosure(msgspec.Struct, frozen=True, kw_only=True):
+    """How an open commitment or task was closed: done, or dropped (no longer needed), and the
+    turn that said so (None: closed by hand). Belongs to the closed version of the item."""
+
+    status: Literal["done", "dropped"]
+    evidence_turn_id: int | None = None
 
 
 class NewRestatement(msgspec.Struct, frozen=True, kw_only=True):

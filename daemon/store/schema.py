@@ -215,6 +215,23 @@ def m007_keep_state(conn: apsw.Connection) -> None:
     )
 
 
+def m008_item_closures(conn: apsw.Connection) -> None:
+    """Open items: a commitment or task is open while its current version has no closure row.
+    Closing one (done, or dropped: no longer needed) supersedes it with a new version that has
+    a closure row, naming the turn that said so (``evidence_turn_id``, provenance like an
+    anchor: None when closed by hand). The row lives and dies with that version."""
+    conn.execute(
+        """
+        CREATE TABLE item_closures (
+            assertion_id INTEGER PRIMARY KEY REFERENCES assertions (id),
+            status TEXT NOT NULL CHECK (status IN ('done', 'dropped')),
+            evidence_turn_id INTEGER
+        );
+        CREATE INDEX assertions_kind ON assertions (kind);
+        """
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_spaces_sessions_turns,
     m002_documents_chunks,
@@ -223,4 +240,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     m005_search_indexes,
     m006_restatements,
     m007_keep_state,
+    m008_item_closures,
 )

@@ -48,11 +48,13 @@ from daemon.store.records import (
     REVIEW_STATUSES,
     SESSION_STATUSES,
     Assertion,
+    AssertionSource,
     Chunk,
     ChunkKind,
     Deleted,
     Document,
     Hit,
+    ItemClosure,
     KeepState,
     KeepStatus,
     NewAssertion,
@@ -583,7 +585,8 @@ class Store:
                 changes.removed[kind].append(key)
             conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")
             conn.execute("DELETE FROM assertions_fts")
-            tables = ("restatements", "embeddings", "assertions", "chunks", "turns", "sessions")
+            tables = ("restatements", "item_closures", "embeddings", "assertions", "chunks",
+                      "turns", "sessions")
             for table in tables:
                 conn.execute(f"DELETE FROM {table}")
             conn.execute("DELETE FROM documents")
@@ -604,6 +607,19 @@ class Store:
             )
         )
         return [sql.turn_from(r) for r in rows]
+
+    def get_turns(self, ids: Sequence[int]) -> list[Turn]:
+        """Turns by id, in the order asked; ids that no longer exist are left out."""
+        rows = self.db.read(
+            lambda conn: sql.rows(
+                conn,
+                f"SELECT {sql.TURN_COLUMNS} FROM turns"
+                " WHERE id IN (SELECT value FROM json_each(?))",
+                (sql.json_ids(ids),),
+            )
+        )
+        by_id = {r[0]: sql.turn_from(r) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
 
     def turns_of_chunk(self, chunk_id: int) -> list[Turn]:
         """The turns a transcript chunk covers (empty for archives and documents), as
@@ -862,11 +878,14 @@ class Store:
     def add_assertion(self, new: NewAssertion) -> Assertion:
         return self.add_assertions([new])[0]
 
-    def supersede(self, old_id: int, new: NewAssertion | int) -> Assertion:
+    def supersede(
+        self, old_id: int, new: NewAssertion | int, *, closure: ItemClosure | None = None
+    ) -> Assertion:
         """Replace a current assertion: ``new`` (written now, or an existing current id) takes
         its place and the old one gets ``invalidated_at`` (when the new one was said, never
         before the old one was) and ``superseded_by``, all in one transaction. Returns the new
-        assertion."""
+        assertion. With ``closure`` the old one is an open commitment or task and the new one
+        is its closed version (see :meth:`close_item`)."""
         vectors = None
         if isinstance(new, NewAssertion):
             _check_assertion(new)
@@ -907,6 +926,7 @@ class Store:
                     is not None
                 ):
                     raise InvalidInput(f"assertion {new_id} is no longer current")
+            writes.carry_closure(conn, old_id, new_id, closure)
             said = conn.execute("SELECT occurred_at FROM assertions WHERE id = ?", (new_id,)).get
             conn.execute(
                 "UPDATE assertions SET invalidated_at = ?, superseded_by = ? WHERE id = ?",
@@ -1157,6 +1177,63 @@ class Store:
             )
         )
         return [sql.assertion_from(r) for r in rows]
+
+    # -- open items: commitments and tasks not yet done or dropped ------------------------------
+
+    def open_items(self, scope: Scope | None = None) -> list[Assertion]:
+        """The commitments and tasks still open, oldest first: those ``scope`` may see (as of
+        its ``as_of``: what was open then), or with None the current ones of every Space."""
+        params: dict[str, Any] = {}
+        if scope is None:
+            where = "a.invalidated_at IS NULL AND a.review_status = 'approved'"
+        else:
+            where, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
+        rows = self.db.read(
+            lambda conn: sql.rows(
+                conn,
+                f"SELECT {sql.ASSERTION_COLUMNS} FROM assertions a WHERE {where}"
+                f" AND a.kind IN {writes.ITEM_KINDS_SQL} AND NOT EXISTS"
+                " (SELECT 1 FROM item_closures c WHERE c.assertion_id = a.id)"
+                " ORDER BY a.occurred_at, a.id",
+                params,
+            )
+        )
+        return [sql.assertion_from(r) for r in rows]
+
+    def item_closures(self, ids: Sequence[int]) -> dict[int, ItemClosure]:
+        """The closure of each of these assertions that is the closed version of an item."""
+        rows = self.db.read(
+            lambda conn: sql.rows(
+                conn,
+                "SELECT assertion_id, status, evidence_turn_id FROM item_closures"
+                " WHERE assertion_id IN (SELECT value FROM json_each(?))",
+                (sql.json_ids(ids),),
+            )
+        )
+        return {r[0]: ItemClosure(status=r[1], evidence_turn_id=r[2]) for r in rows}
+
+    def close_item(
+        self,
+        item_id: int,
+        closure: ItemClosure,
+        *,
+        source: AssertionSource = "user",
+        session_id: int | None = None,
+        anchor_chunk_id: int | None = None,
+        occurred_at: float | None = None,
+        text: str | None = None,
+    ) -> Assertion:
+        """Close an open commitment or task (done, or dropped): a new version — its text,
+        owner and due date unless ``text`` says otherwise, said at ``occurred_at`` (default
+        now) — supersedes it with the closure recorded; the open version stays in the
+        history. Returns the closed version."""
+        item = self.get_assertion(item_id)
+        closed = NewAssertion(
+            kind=item.kind, text=text or item.text, source=source, space_id=item.space_id,
+            session_id=session_id, anchor_chunk_id=anchor_chunk_id, occurred_at=occurred_at,
+            owner=item.owner, due=item.due,
+        )
+        return self.supersede(item_id, closed, closure=closure)
 
     # -- search legs (for fusion search) -------------------------------------------------------
 
