@@ -274,6 +274,27 @@ def shares_word(wanted: set[str], words: set[str]) -> bool:
     )
 
 
+# Words that say an answer is about a discussion without saying anything of it: "the group
+# discussed the battery" tells the asker nothing "what did the group discuss about the battery?"
+# did not.
+_REPORTING_WORDS = content_words("""
+    discuss discussion talk talked mention mentioned say said group team meeting meetings
+    people everyone regarding topic topics issue issues point points idea ideas thing things
+""")
+
+
+def echoes_question(answer: str, question: str) -> bool:
+    """Whether ``answer`` only restates ``question``: it has content words and every one of
+    them is the question's or a reporting word ("discussed", "the group"). Deterministic: the
+    same word rule as relevance, no model. An empty answer is not an echo (it says nothing
+    at all, which is reported apart)."""
+    said = content_words(re.sub(r"\[\d+(?:\s*,\s*\d+)*\]", " ", answer).replace(UNVERIFIED, " "))
+    if not said:
+        return False
+    asked = content_words(question) | _REPORTING_WORDS
+    return all(shares_word({word}, asked) for word in said)
+
+
 def dont_know(space: str | None) -> str:
     """The plain answer when nothing relevant was recalled (no model is asked)."""
     if space:
