@@ -284,7 +284,7 @@ async def test_with_no_question_the_last_one_heard_from_them_is_answered(store: 
     assert answer.question == "So when does the Atlas beta ship?"
     assert answer.space == "Atlas"  # the live session's Space
     assert "Question: So when does the Atlas beta ship?" in prompt(generator)
-    context = answer.sources[-1]
+    context = answer.sources[0]  # first: the prompt opens with it, a prefix that stays cached
     assert context.kind == "context" and context.label == "the conversation now"
     assert [p.text for p in context.passages][-1] == "Let me look."
 
