@@ -336,3 +336,29 @@ async def test_an_assertion_source_carries_its_anchor_turns_for_quotes(store: St
     assert first.kind == "assertion" and first.label == "decision"
     assert "Alternatives: Monday" in first.passages[0].text
     assert answer.citations[0].verified and answer.citations[0].speaker == "them"
+
+
+# -- reading the live conversation ahead ----------------------------------------------------------
+
+
+async def test_the_live_conversation_read_ahead_is_what_the_question_prompt_opens_with(
+    store: Store,
+) -> None:
+    space_id = atlas_space(store)
+    live = store.create_session(space_id=space_id, title="Atlas check-in", started_at=T0 + 9000)
+    store.append_turns(live.id, [
+        NewTurn(speaker="them", text="Good morning, all.", start=0),
+        NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=4),
+    ])
+    generator = ScriptedGenerator(["On Friday [2]."])
+    ask_live = asker(store, generator, live=lambda: live.id)
+
+    assert await ask_live.read_ahead(live.id) == 2
+    ahead = generator.prefills[-1]
+    assert "So when does the Atlas beta ship?" in ahead[1].content
+
+    await ask_live.ask(None)
+
+    (call,) = generator.calls
+    assert call[0] == ahead[0] and call[1].content.startswith(ahead[1].content)
+    assert generator.prefills[-1] == ahead  # asking read the same opening again: nothing new

@@ -35,7 +35,7 @@ import msgspec
 import trio
 
 from daemon.config import Settings
-from daemon.errors import InvalidInput, NotFound
+from daemon.errors import EngineError, InvalidInput, NotFound
 from daemon.llm.generate import ChatMessage, Generator
 from daemon.memory import grounding
 from daemon.memory.grounding import Cited, Framing, Passage, Said, Source
@@ -128,7 +128,10 @@ class Asker:
         if stop.is_set():
             return msgspec.structs.replace(answer, cancelled=True)
         messages = grounding.build_prompt(framing, asked, sources)
-        raw = await _stream(self._generator(), messages, on_token, stop)
+        generator = self._generator()
+        context = next((s for s in sources if s.kind == "context"), None)
+        await _read_ahead(generator, grounding.prompt_prefix(framing, context))
+        raw = await _stream(generator, messages, on_token, stop)
         # what came before a stop is checked too: it is shown as the answer so far
         checked = grounding.check_answer(raw, sources, asked)
         if not stop.is_set() and grounding.echoes_question(checked.text, asked):
@@ -141,6 +144,21 @@ class Asker:
                      "dropped", checked.unverified, checked.dropped)
         return msgspec.structs.replace(answer, text=checked.text, citations=checked.citations,
                                        unverified=checked.unverified, cancelled=stop.is_set())
+
+    async def read_ahead(self, session_id: int) -> int:
+        """Have the model read what every question asked in session ``session_id`` now would
+        begin with — the instructions and the conversation so far — so that a question costs
+        only its own tokens and its sources; returns how many turns that was. Keeps the model
+        loaded (it is used), which is the point while a session is live."""
+        current = await self._db(lambda: self.store.get_session(session_id))
+        turns = await self._db(lambda: self.store.turns(current.id))
+        where = await self._space(None, current)
+        framing = grounding.framing_for(current.activity or (where.activity if where else ""))
+        recent = turns[grounding.context_window(len(turns)):]
+        context = None if not recent else msgspec.structs.replace(
+            _context(current, recent, live=current.status == "live"), n=1)
+        await _read_ahead(self._generator(), grounding.prompt_prefix(framing, context))
+        return len(turns)
 
     async def _space(self, name: str | None, current: Session | None) -> Space | None:
         if name is not None:
@@ -309,6 +327,14 @@ def _passages(turns: Sequence[Turn]) -> list[Passage]:
 def _clipped(text: str) -> str:
     limit = grounding.MAX_CONTEXT_TURN_CHARS
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+async def _read_ahead(generator: Generator, messages: Sequence[ChatMessage]) -> None:
+    """Prefill ``messages``; a model that cannot only makes the answer slower, never fail it."""
+    try:
+        await generator.prefill(messages)
+    except EngineError as e:
+        log.warning("could not read the prompt's opening ahead: %s", e)
 
 
 async def _stream(
