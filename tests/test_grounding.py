@@ -62,8 +62,8 @@ def test_the_conversation_prompt_forbids_selling_and_the_interview_prompt_speaks
     interview = build_prompt("interview", "When do we ship?", sources)
 
     # the user's turns are labelled as the one the model answers for
-    assert "You: I will tell support." in conversation[1].content
-    assert "Me (the candidate): I will tell support." in interview[1].content
+    assert "You: I will tell support." in conversation[0].content
+    assert "Me (the candidate): I will tell support." in interview[0].content
 
     assert "never sell, never perform credentials" in conversation[0].content
     assert "candidate" not in conversation[0].content
@@ -72,9 +72,9 @@ def test_the_conversation_prompt_forbids_selling_and_the_interview_prompt_speaks
     for messages in (conversation, interview):  # the shared rules are the same in both
         assert "cite the source" in messages[0].content
         assert "Never invent" in messages[0].content
-        assert "[1]" in messages[1].content and "them: We ship on Friday." in messages[1].content
-        assert messages[1].content.rstrip().endswith(ANSWER_FORMAT)
-        assert "Question: When do we ship?" in messages[1].content
+        # the sources in the system message; the user's message is the question alone
+        assert "[1]" in messages[0].content and "them: We ship on Friday." in messages[0].content
+        assert messages[1].content == f"When do we ship?\n\n{ANSWER_FORMAT}"
 
 
 @pytest.mark.parametrize(("title", "filename", "expected"), [
@@ -346,11 +346,13 @@ def test_the_prompt_opens_with_the_live_conversation_then_the_recalled_sources()
     messages = build_prompt("conversation", "When does it ship?", [context, recalled])
     prefix = prompt_prefix("conversation", context)
 
-    assert messages[0] == prefix[0]
-    assert messages[1].content.startswith(prefix[1].content)
-    assert prefix[1].content.startswith("[1] Atlas now (the conversation now)")
-    assert messages[1].content.index("[2]") > messages[1].content.index("Sources:")
-    assert prompt_prefix("conversation")[1].content == ""
+    (opening,) = prefix
+    assert messages[0].content.startswith(opening.content)
+    assert opening.content.endswith("[1] Atlas now (the conversation now)\n"
+                                    "Sarah: So when does it ship?\n\n")
+    assert messages[0].content.index("[2]") > messages[0].content.index("Sources:")
+    assert messages[1].content.startswith("When does it ship?")
+    assert prompt_prefix("conversation")[0].content.endswith("no headings.\n\n")
 
 
 @pytest.mark.parametrize(("count", "start"), [(0, 0), (11, 0), (12, 0), (23, 0), (24, 12),

@@ -164,11 +164,7 @@ _ROLES: dict[Framing, str] = {
 USER_LABELS: dict[Framing, str] = {"interview": "Me (the candidate)", "conversation": "You"}
 
 # Repeated last, right before the answer: a small model follows the instruction it read last.
-ANSWER_FORMAT = (
-    "Answer the question directly in two or three sentences, from the sources: say what was "
-    "actually said, proposed or decided, with the names, numbers and reasons, never only that "
-    "something was discussed. Cite each sentence's source like [1]."
-)
+ANSWER_FORMAT = "Answer in two or three short sentences, citing the sources as [1]."
 
 
 def system_prompt(framing: Framing) -> str:
@@ -178,33 +174,25 @@ def system_prompt(framing: Framing) -> str:
 def build_prompt(framing: Framing, question: str, sources: Sequence[Source]) -> list[ChatMessage]:
     """The chat messages that ask the model for a cited answer (sources trimmed to fit).
 
-    The conversation going on now (a ``context`` source) opens the user's message, as it is,
-    before the recalled sources: the system prompt and it are the same for every question asked
-    while it grows (:func:`prompt_prefix`), so the model's state for them can be kept and only
-    the recalled sources and the question cost time when one is asked."""
+    The sources go into the system message and the user's message is the question alone: with
+    the sources in the user's message, the small model lists them back instead of answering.
+    The conversation going on now (a ``context`` source) opens them, as it is, before the
+    recalled sources: the instructions and it are the same for every question asked while it
+    grows (:func:`prompt_prefix`), so the model's state for them can be kept and only the
+    recalled sources and the question cost time when one is asked."""
     context = [s for s in sources if s.kind == "context"]
     recalled = [s for s in sources if s.kind != "context"]
     blocks = [_block(s, framing) for s in fit_sources(recalled, question)]
-    user = (
-        _opening(framing, context[0] if context else None)
-        + "Sources:\n\n" + "\n\n".join(blocks) + "\n\n"
-        f"Question: {question}\n\n"
-        f"{ANSWER_FORMAT}"
-    )
-    return [ChatMessage("system", system_prompt(framing)), ChatMessage("user", user)]
+    system = (prompt_prefix(framing, context[0] if context else None)[0].content
+              + "Sources:\n\n" + "\n\n".join(blocks))
+    return [ChatMessage("system", system), ChatMessage("user", f"{question}\n\n{ANSWER_FORMAT}")]
 
 
 def prompt_prefix(framing: Framing, context: Source | None = None) -> list[ChatMessage]:
     """What every prompt of ``build_prompt`` begins with for this framing and conversation: the
-    system prompt and the opening of the user's message (its last message is unfinished)."""
-    return [ChatMessage("system", system_prompt(framing)),
-            ChatMessage("user", _opening(framing, context))]
-
-
-def _opening(framing: Framing, context: Source | None) -> str:
-    if context is None:
-        return ""
-    return f"{_block(context, framing)}\n\n"
+    instructions and the conversation so far (the message is left open: sources follow)."""
+    opening = "" if context is None else f"{_block(context, framing)}\n\n"
+    return [ChatMessage("system", f"{system_prompt(framing)}\n\n{opening}")]
 
 
 def _block(source: Source, framing: Framing) -> str:
