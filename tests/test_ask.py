@@ -15,7 +15,7 @@ from daemon.config import Settings
 from daemon.errors import InvalidInput
 from daemon.llm.generate import ScriptedGenerator, split_tokens
 from daemon.memory.ask import Asker, Recall
-from daemon.memory.grounding import UNVERIFIED
+from daemon.memory.grounding import UNVERIFIED, Passage, Source
 from daemon.store.documents import extract_text
 from daemon.store.fusion import ItemKey, fuse
 from daemon.store.records import NewTurn
@@ -363,3 +363,23 @@ async def test_the_live_conversation_read_ahead_is_what_the_question_prompt_open
     assert "So when does the Atlas beta ship?" in ahead[0].content
     assert call[0].content.startswith(ahead[0].content)
     assert generator.prefills[-1] == ahead  # asking read the same opening again: nothing new
+
+
+async def test_a_source_hook_adds_its_sources_beside_what_recall_found(store: Store) -> None:
+    atlas_space(store)
+    asked: list[str] = []
+
+    def open_items(question: str, scope: Scope) -> list[Source]:
+        asked.append(question)
+        return [Source(n=0, kind="assertion", title="Atlas", label="open task",
+                       passages=(Passage("Tom will send the beta notes."),))]
+
+    generator = ScriptedGenerator(["Tom still owes the beta notes [2]."])
+    ask_it = Asker(store, generator=lambda: generator, settings=Settings, recall=fts_recall(store),
+                   source_hooks=[open_items])
+
+    answer = await ask_it.ask("What is still open on the Atlas beta?", space="Atlas")
+
+    assert asked == ["What is still open on the Atlas beta?"]
+    assert [s.label for s in answer.sources][-1] == "open task"
+    assert "Tom will send the beta notes." in prompt(generator)

@@ -52,6 +52,10 @@ T = TypeVar("T")
 # The fusion search as ask uses it: (question, scope, k) -> the items found, best first, with
 # the caps applied (blocking: runs on a thread).
 Recall = Callable[[str, Scope, int], Sequence[ItemKey]]
+# More sources for a kind of question, beside what recall found (blocking, on a thread): e.g.
+# the open items of the Space for "what's still open?". (question, scope) -> sources, each
+# numbered later; none for a question it does not answer.
+SourceHook = Callable[[str, Scope], Sequence[Source]]
 
 MEMORY_K = 3  # memories about the person, beside what was recalled
 STORY_OVERFETCH = 4  # how much deeper than k a story is looked for in the ranking
@@ -74,7 +78,8 @@ class Asker:
     """Answers questions from one profile's store (see the module docstring).
 
     ``generator`` returns the language model (it raises ModelNotInstalled when there is
-    none); ``live_session`` the id of the live session, if any; ``recall`` is the search.
+    none); ``live_session`` the id of the live session, if any; ``recall`` is the search;
+    ``source_hooks`` add sources for kinds of question recall does not answer well alone.
     """
 
     def __init__(
@@ -85,8 +90,10 @@ class Asker:
         settings: Callable[[], Settings],
         recall: Recall,
         live_session: Callable[[], int | None] = lambda: None,
+        source_hooks: Sequence[SourceHook] = (),
     ) -> None:
         self.store = store
+        self._source_hooks = tuple(source_hooks)
         self._generator = generator
         self._settings = settings
         self._recall = recall
@@ -194,6 +201,8 @@ class Asker:
             draft = self._source_of(key, question, scope, seen_assertions)
             if draft is not None:
                 drafts.append(draft)
+        for hook in self._source_hooks:
+            drafts += hook(question, scope)
         memories = recall_memories(self.store, question, scope.space_id, MEMORY_K,
                                    consent=settings.memory_enabled)
         drafts += [_memory(m) for m in memories if m.id not in seen_assertions]
