@@ -366,11 +366,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             if args.qmsum is not None:
                 qmsum = run_qmsum(client, args)
                 asked += qmsum
-                print(f"\n{qmsum_table(qmsum)}\n\nQMSum: {latency_line(qmsum)}", flush=True)
+                if qmsum:
+                    print(f"\n{qmsum_table(qmsum)}\n\nQMSum: {latency_line(qmsum)}", flush=True)
             if args.locomo is not None:
                 locomo = run_locomo(client, args)
                 asked += locomo
-                print(f"\n{locomo_table(locomo)}\n\nLoCoMo: {latency_line(locomo)}", flush=True)
+                if locomo:
+                    print(f"\n{locomo_table(locomo)}\n\nLoCoMo: {latency_line(locomo)}",
+                          flush=True)
     finally:
         code = daemon.stop()
         if code != 0:
