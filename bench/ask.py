@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.common import default_models_dir, machine
+from bench.common import default_models_dir, machine, percentile
 from bench.live import PAUSE_S, SCRIPT
 from daemon.audio.testing import ME_SINK, THEM_SINK, PulseServer, speak
 from daemon.ipc.client import Client
@@ -127,11 +127,6 @@ def search_time(question: str) -> float:
         client.request(Search(query=question, space=SPACE), timeout=120)
         return time.perf_counter() - began
 
-
-def percentile(values: list[float], share: float) -> float:
-    """The nearest-rank percentile (``share`` in 0..1)."""
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, round(share * len(ordered) + 0.5) - 1))]
 
 
 @contextmanager

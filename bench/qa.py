@@ -49,7 +49,7 @@ from typing import Any
 import msgspec
 
 from bench.ask import ask_timed
-from bench.common import default_models_dir, machine
+from bench.common import default_models_dir, machine, percentile
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     AddSpace,
@@ -101,7 +101,7 @@ class Asked(msgspec.Struct, kw_only=True):
 
 def without_citations(text: str) -> str:
     """The answer as prose: ``[n]`` citations and the unverified marks removed."""
-    return " ".join(_CITATION.sub("", text).replace("[unverified]", "").split())
+    return " ".join(_CITATION.sub("", text.replace(" [unverified]", "")).split())
 
 
 def rouge_f1(answer: str, gold: str) -> dict[str, float]:
@@ -158,11 +158,6 @@ def span_scores(results_refs: Sequence[Sequence[str]], gold: Iterable[str]) -> t
     inside = sum(1 for ref in turns if ref in span)
     return inside > 0, (inside / len(turns) if turns else 0.0)
 
-
-def percentile(values: Sequence[float], share: float) -> float:
-    """The nearest-rank percentile (``share`` in 0..1) of ``values``."""
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, round(share * len(ordered) + 0.5) - 1))]
 
 
 # -- the datasets as imports --------------------------------------------------------------------
