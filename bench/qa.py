@@ -231,14 +231,18 @@ def run_qmsum(client: Client, args: argparse.Namespace) -> list[Asked]:
         assert isinstance(found, SearchReply)
         hit, share = span_scores([r.refs or (r.anchor.refs if r.anchor else []) for r in
                                   found.results], query["refs"])
-        first, total, answer, sources, nothing = ask_one(space, query["query"])
+        if args.no_ask:
+            first, total, answer, sources, nothing = 0.0, 0.0, "", 0, False
+        else:
+            first, total, answer, sources, nothing = ask_one(space, query["query"])
         prose = without_citations(answer)
         asked.append(Asked(
             dataset="qmsum", space=space, question=query["query"], gold=query["answer"],
             answer=answer, first_token_s=first, answer_s=total,
             echo=echoes_question(prose, query["query"]), rouge=rouge_f1(prose, query["answer"]),
             hit5=hit, in_span=share, sources=sources, nothing_found=nothing))
-        progress(asked[-1], f"R-1 {asked[-1].rouge['rouge1']:5.1f}")
+        progress(asked[-1], f"R-1 {asked[-1].rouge['rouge1']:5.1f}  hit@5 {hit:d}  "
+                            f"in-span {100 * share:3.0f}%")
     return asked
 
 
@@ -266,7 +270,7 @@ def run_locomo(client: Client, args: argparse.Namespace) -> list[Asked]:
             category=LOCOMO_CATEGORIES[q["category"]],
             f1=100 * locomo_f1(prose, gold, q["category"]), sources=sources,
             nothing_found=nothing))
-        progress(asked[-1], f"F1 {asked[-1].f1:5.1f}")
+        progress(asked[-1], f"F1 {asked[-1].f1:5.1f}  {asked[-1].category:<11}")
     return asked
 
 
@@ -340,6 +344,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--offset", type=int, default=0, help="skip this many sampled questions")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", action="store_true", help="keep every imported session")
+    parser.add_argument("--no-ask", action="store_true",
+                        help="QMSum: only the search figures (hit@5, in-span), no answers")
     parser.add_argument("--json", type=Path, help="write every answer and score here")
     parser.add_argument("--home", type=Path,
                         help="keep the daemon's home here and reuse what it imported before "
