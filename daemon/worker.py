@@ -86,9 +86,13 @@ class WorkerThread:
         token = trio.lowlevel.current_trio_token()
         send, recv = trio.open_memory_channel[outcome.Outcome[T]](1)
 
+        def hand_over(result: outcome.Outcome[T]) -> None:
+            with contextlib.suppress(trio.BrokenResourceError):  # the caller was cancelled
+                send.send_nowait(result)
+
         def deliver(result: outcome.Outcome[T]) -> None:
             with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(send.send_nowait, result)
+                token.run_sync_soon(hand_over, result)
 
         self._queue.put((fn, deliver))
         async with recv:

@@ -9,6 +9,7 @@ disconnects): nobody would read the rest.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
@@ -17,7 +18,7 @@ import msgspec
 import trio
 
 from daemon.config import Settings
-from daemon.errors import InvalidInput, NotFound
+from daemon.errors import BrainCueError, InvalidInput, ModelNotInstalled, NotFound
 from daemon.ipc.memory import assertion_infos
 from daemon.ipc.protocol import (
     AnswerDone,
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     from daemon.app import Daemon
 
 WatchSubscribers = Callable[[str], AbstractContextManager[trio.Event]]
+READ_AHEAD_S = 2.0  # how often a live session is looked at for turns the model has not read
+log = logging.getLogger(__name__)
 
 
 async def register(daemon: Daemon) -> None:
@@ -69,6 +72,32 @@ async def register(daemon: Daemon) -> None:
     asker = Asker(daemon.store, generator=daemon.engines.generator,
                   settings=lambda: daemon.settings, recall=recall, live_session=live_session)
     register_ask(daemon.handlers, daemon.store, asker, lambda: daemon.settings, watch)
+    daemon.nursery.start_soon(read_live_context_ahead, asker, live_session)
+
+
+async def read_live_context_ahead(
+    asker: Asker, live_session: Callable[[], int | None], period: float = READ_AHEAD_S
+) -> None:
+    """While a session is live, have the model read the conversation as it grows (the model
+    stays loaded meanwhile): a question asked during the call then costs only its own tokens
+    and its sources, not the instructions and the whole conversation again."""
+    read: tuple[int, int] | None = None  # (session, turns) read last
+    while True:
+        await trio.sleep(period)
+        session = live_session()
+        if session is None:
+            read = None
+            continue
+        turns = len(await trio.to_thread.run_sync(asker.store.turns, session))
+        if read == (session, turns):
+            continue
+        try:
+            read = (session, await asker.read_ahead(session))
+        except ModelNotInstalled:
+            read = (session, turns)  # no language model: nothing to read ahead with
+        except BrainCueError as e:
+            log.warning("reading the live conversation ahead failed: %s", e)
+            read = (session, turns)
 
 
 def citation(cited: Cited) -> Citation:

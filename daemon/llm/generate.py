@@ -2,7 +2,11 @@
 
 ``generate`` returns a typed value: the model's output is constrained by the JSON schema of the
 requested msgspec type and decoded into it. ``stream`` yields free text token by token and stops
-the model at the next token when the consumer stops iterating.
+the model at the next token when the consumer stops iterating. ``prefill`` reads the opening
+that later streamed prompts share (fixed instructions, a live conversation so far) ahead of
+time: llama.cpp reuses its evaluated state for a common token prefix between consecutive
+calls, and the state of that opening is saved and restored when other work (a ``generate``)
+used the model in between, so a question costs only its own tokens and its sources.
 """
 
 from __future__ import annotations
@@ -60,6 +64,12 @@ class Generator(Protocol):
     def unload(self) -> None: ...
 
     async def unload_if_idle(self) -> bool: ...
+
+    async def prefill(self, messages: Sequence[ChatMessage]) -> None:
+        """Read ``messages`` — what later ``stream`` prompts begin with, the last one left
+        open — ahead of time and keep the model's state for them, so that such a stream only
+        reads the rest, even when other work used the model in between."""
+        ...
 
     def close(self) -> None: ...
 
@@ -232,6 +242,7 @@ class LlamaGenerator:
         self.n_ctx = n_ctx
         self.idle_unload_s = idle_unload_s
         self._llm: Any = None
+        self._prefix: _PrefixState | None = None  # what prefill read, to restore (worker only)
         self._last_used = time.monotonic()
         # nice > 0: a background engine, its thread and llama.cpp's at a lower CPU priority
         self._worker = WorkerThread(f"llm-{self.model_id}", nice=nice)
@@ -313,6 +324,8 @@ class LlamaGenerator:
 
         def produce(cancelled: threading.Event) -> Iterator[str]:
             with self._working() as llm:
+                if self._prefix is not None and not _starts_with(llm, self._prefix.tokens):
+                    _restore(llm, self._prefix)  # a generate read something else meanwhile
                 chunks = llm.create_chat_completion(
                     prompt, max_tokens=max_tokens, temperature=temperature, stream=True
                 )
@@ -334,7 +347,23 @@ class LlamaGenerator:
             async for token in tokens:
                 yield token
 
+    async def prefill(self, messages: Sequence[ChatMessage]) -> None:
+        def read() -> None:
+            with self._working() as llm:
+                tokens = _prompt_tokens(llm, messages)
+                saved = self._prefix
+                if saved is not None and tokens[: len(saved.tokens)] == saved.tokens:
+                    if not _starts_with(llm, saved.tokens):
+                        _restore(llm, saved)
+                    if len(tokens) == len(saved.tokens):
+                        return
+                _evaluate(llm, tokens)
+                self._prefix = _PrefixState(tokens, _sequence_state(llm))
+
+        await self._worker.call(read)
+
     def _free(self) -> None:
+        self._prefix = None
         if self._llm is not None:
             self._llm.close()
             self._llm = None
@@ -370,6 +399,84 @@ def _as_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in messages]
 
 
+# -- the state of a prompt's opening (llama.cpp, on the model's thread) ------------------------
+
+_OPEN = "\x00braincue-open\x00"  # marks where the open last message would go on
+
+
+class _PrefixState(msgspec.Struct, frozen=True):
+    tokens: list[int]
+    state: bytes  # llama.cpp's sequence state (its KV cache) after reading ``tokens``
+
+
+def _prompt_tokens(llm: Any, messages: Sequence[ChatMessage]) -> list[int]:
+    """The tokens a chat prompt beginning with ``messages`` (the last left open) starts with,
+    formatted by the model's own chat template as ``create_chat_completion`` formats it."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template or not messages:
+        raise EngineError("this language model has no chat template to read a prompt ahead with")
+    eos, bos = llm.token_eos(), llm.token_bos()
+    formatter = Jinja2ChatFormatter(
+        template=template,
+        eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
+        bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
+    )
+    *done, last = _as_dicts(messages)
+    opened = [*done, {"role": last["role"], "content": last["content"] + _OPEN}]
+    result = formatter(messages=cast(Any, opened))
+    text = result.prompt[: result.prompt.index(_OPEN)]
+    tokens: list[int] = llm.tokenize(text.encode(), add_bos=not result.added_special,
+                                     special=True)
+    return tokens
+
+
+def _starts_with(llm: Any, tokens: Sequence[int]) -> bool:
+    """Whether the model's evaluated tokens begin with ``tokens``."""
+    n = len(tokens)
+    return bool(llm.n_tokens >= n and list(llm.input_ids[:n]) == list(tokens))
+
+
+def _evaluate(llm: Any, tokens: Sequence[int]) -> None:
+    """Make ``tokens`` the model's evaluated tokens, reading only what does not match already."""
+    import llama_cpp
+
+    common = 0
+    for have, want in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
+        if have != want:
+            break
+        common += 1
+    llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, common, -1)
+    llm.n_tokens = common
+    llm.eval(tokens[common:])
+
+
+def _sequence_state(llm: Any) -> bytes:
+    import ctypes
+
+    import llama_cpp
+
+    size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
+    buffer = (ctypes.c_uint8 * size)()
+    written = llama_cpp.llama_state_seq_get_data(llm.ctx, buffer, size, 0)
+    return bytes(buffer)[:written]
+
+
+def _restore(llm: Any, saved: _PrefixState) -> None:
+    """Put back the model's state after reading ``saved.tokens`` (what was read since is gone)."""
+    import ctypes
+
+    import llama_cpp
+
+    llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, 0, -1)
+    buffer = (ctypes.c_uint8 * len(saved.state)).from_buffer_copy(saved.state)
+    if llama_cpp.llama_state_seq_set_data(llm.ctx, buffer, len(saved.state), 0) == 0:
+        raise EngineError("the language model's saved prompt state could not be restored")
+    llm.input_ids[: len(saved.tokens)] = saved.tokens
+    llm.n_tokens = len(saved.tokens)
+
+
 # -- scripted (tests) --------------------------------------------------------------------------
 
 ScriptedResponse = str | object
@@ -382,7 +489,7 @@ class ScriptedGenerator:
     Each call takes the next response (or asks ``responses(messages)``): a string is the model's
     raw output (JSON for ``generate``), any other object is encoded to JSON first, and an
     exception instance is raised. ``calls`` records the messages of every call; ``streamed``
-    counts the tokens handed out by ``stream``.
+    counts the tokens handed out by ``stream``; ``prefills`` records what was read ahead.
     """
 
     def __init__(
@@ -393,6 +500,7 @@ class ScriptedGenerator:
         self._next = 0
         self.calls: list[list[ChatMessage]] = []
         self.streamed = 0
+        self.prefills: list[list[ChatMessage]] = []  # the messages of every prefill
         self.unloads = 0
         self._loaded = False
         self._last_used = time.monotonic()
@@ -444,6 +552,10 @@ class ScriptedGenerator:
             await trio.lowlevel.checkpoint()
             self.streamed += 1
             yield token
+
+    async def prefill(self, messages: Sequence[ChatMessage]) -> None:
+        await trio.lowlevel.checkpoint()
+        self.prefills.append(list(messages))
 
     def unload(self) -> None:
         self._loaded = False
