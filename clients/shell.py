@@ -55,28 +55,14 @@ def _register() -> None:
         security,
         status,
         store,
+        voices,
     )
 
     cli.add_command(models.models)
-    for command in desktop.COMMANDS:
-        cli.add_command(command)
     cli.add_command(audio.transcribe)
-    for command in store.COMMANDS:
-        cli.add_command(command)
-    for command in live.COMMANDS:
-        cli.add_command(command)
-    for command in memory.COMMANDS:
-        cli.add_command(command)
-    for command in status.COMMANDS:
-        cli.add_command(command)
-    for command in search.COMMANDS:
-        cli.add_command(command)
-    for command in ask.COMMANDS:
-        cli.add_command(command)
-    for command in security.COMMANDS:
-        cli.add_command(command)
-    for command in items.COMMANDS:
-        cli.add_command(command)
+    for module in (desktop, store, live, memory, status, search, ask, security, items, voices):
+        for command in module.COMMANDS:
+            cli.add_command(command)
 
 
 _register()

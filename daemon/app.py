@@ -52,6 +52,7 @@ from daemon.ipc import memory as memory_requests
 from daemon.ipc import open_items as open_items_requests
 from daemon.ipc import search as search_requests
 from daemon.ipc import store as store_requests
+from daemon.ipc import voices as voices_requests
 from daemon.ipc.builtin import register_builtin
 from daemon.ipc.live import register_live
 from daemon.ipc.protocol import Event, LiveStatus, StatusEvent
@@ -59,6 +60,7 @@ from daemon.ipc.runtime import profile_lock
 from daemon.ipc.server import Handlers, IpcServer, serve_ipc
 from daemon.live import Live
 from daemon.store.store import Store
+from daemon.voices.service import Voices
 
 log = logging.getLogger("braincue")
 
@@ -165,8 +167,9 @@ Part = Callable[[Daemon], Awaitable[None]]
 
 async def live_capture(daemon: Daemon) -> None:
     """Capture and transcription, sessions, audio import: Start, Stop, ImportAudio."""
+    voices = Voices(daemon.store, lambda: daemon.settings, daemon.paths.models_dir)
     daemon.live = Live(daemon.store, lambda: daemon.settings, daemon.paths.models_dir,
-                       daemon.publish, capture=capture_enabled())
+                       daemon.publish, capture=capture_enabled(), voices=voices)
     await daemon.nursery.start(daemon.live.run)
     daemon.settings_listeners.append(daemon.live.use_devices)
     register_live(daemon.handlers, daemon.live)
@@ -202,6 +205,7 @@ PARTS: tuple[Part, ...] = (
     vectors_catch_up,
     idle_unload,
     live_capture,
+    voices_requests.register,  # named voices: list, name, merge, forget
     memory_requests.register,  # keep/discard/later, history, memory review
     ask_requests.register,  # ask (streamed, cancellable), current assertions
     atrest.register,  # scheduled backups, retention, forget

@@ -61,6 +61,9 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # what is remembered (seed 000 §14: two independent switches)
     session_archive_enabled: bool = True
     memory_enabled: bool = False
+    # who among "them" spoke: voices told apart per session ("Them 1", "Them 2"); a voiceprint
+    # is kept across sessions only for a voice you name (`braincue voices name`)
+    voices_enabled: bool = True
     reconcile_distance: float = 0.25
     # sessions never answered or answered "later" are deleted like a discard after this many
     # days (0: never); approved memories stay

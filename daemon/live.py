@@ -21,11 +21,12 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 import trio
 
 from daemon.asr.engine import Segment, Transcriber, WhisperTranscriber
@@ -69,8 +70,10 @@ from daemon.sessions import (
     gist,
     start_message,
 )
-from daemon.store.records import NewTurn, Session, Space
+from daemon.store.records import NewTurn, Session, Space, Turn
 from daemon.store.store import Store
+from daemon.voices.service import Said as VoiceSaid
+from daemon.voices.service import Voices
 
 log = logging.getLogger(__name__)
 
@@ -85,12 +88,20 @@ SOURCES: tuple[Source, ...] = ("mic", "loopback")
 
 @dataclass(frozen=True)
 class Said:
-    """A transcribed utterance: wall-clock times."""
+    """A transcribed utterance: wall-clock times; its audio and segments for telling voices
+    apart."""
 
     source: Source
     start: float
     end: float
     text: str
+    audio: np.ndarray | None = field(default=None, repr=False, compare=False)
+    segments: Sequence[Segment] = field(default=(), repr=False, compare=False)
+
+
+def speakers_of(turns: Sequence[Turn]) -> list[str]:
+    """Who spoke, in order of first speech."""
+    return list(dict.fromkeys(t.speaker for t in turns))
 
 
 def text_of(segments: Sequence[Segment]) -> str:
@@ -120,6 +131,7 @@ class Live:
         vad: VadConfig | None = None,
         block_backlog: int = BLOCK_BACKLOG,
         queue_capacity: int = UTTERANCE_QUEUE,
+        voices: Voices | None = None,
     ) -> None:
         self.store = store
         self._settings = settings
@@ -150,6 +162,7 @@ class Live:
         self.phantoms = 0  # transcriptions dropped as whisper's inventions
         self.turns = 0  # stored live
         self._unsaved: dict[int, list[NewTurn]] = {}  # by session: turns the store refused
+        self.voices = voices  # tells "them" apart (None: every loopback turn is "them")
 
     # -- running -------------------------------------------------------------------------------
 
@@ -311,7 +324,7 @@ class Live:
         if is_phantom(text):
             self.phantoms += 1
             return
-        said = Said(heard.source, heard.start, heard.end, text)
+        said = Said(heard.source, heard.start, heard.end, text, heard.audio, segments)
         async with self._lock:
             if self.session is not None:
                 await self._keep(self.session, [said])
@@ -328,10 +341,32 @@ class Live:
         for s in said:
             start = max(0.0, s.start - session.started_at)
             end = max(start, s.end - session.started_at)
-            new.append(NewTurn(speaker=SPEAKER[s.source], text=s.text, start=start, end=end,
-                               source=s.source))
+            by_voice = await self._voices_of(session.id, s)
+            if by_voice is None:
+                new.append(NewTurn(speaker=SPEAKER[s.source], text=s.text, start=start, end=end,
+                                   source=s.source))
+                continue
+            for part in by_voice:
+                new.append(NewTurn(speaker=part.speaker, text=part.text,
+                                   start=min(end, start + part.start),
+                                   end=min(end, start + part.end), source=s.source,
+                                   voice_label=part.voice, voice_id=part.voice_id))
         await self._save(session, new)
         self._session_changed.unpark_all()
+
+    async def _voices_of(self, session_id: int, said: Said) -> list[VoiceSaid] | None:
+        """Who among "them" said what in one loopback utterance (None: not told apart)."""
+        if self.voices is None or said.source != "loopback" or said.audio is None:
+            return None
+        try:
+            voices, audio = self.voices, said.audio
+            parts: list[VoiceSaid] | None = await self._call(
+                lambda: voices.label(session_id, audio, said.segments))
+            return parts
+        except Exception:  # the turn is kept as "them" rather than lost
+            log.exception("telling the voices of a %.1f s utterance apart failed",
+                          said.end - said.start)
+            return None
 
     async def _save(self, session: Session, new: Sequence[NewTurn]) -> None:
         """Store ``new`` after any turns of ``session`` the store refused before (a full disk):
@@ -479,6 +514,7 @@ class Live:
             duration_s=ended_at - session.started_at,
             gist=gist([t.text for t in turns]),
             space=None if space is None else space.name,
+            speakers=speakers_of(turns),
         )
         self._publish(prompt)
         log.info("session %d ended after %.0f s, %d turns", session.id, prompt.duration_s,
@@ -549,6 +585,16 @@ class Live:
 
     # -- import --------------------------------------------------------------------------------
 
+    def _import_voices(self, request: ImportAudio) -> Voices | None:
+        """The voices that tell the speakers of a mono import apart, when asked and able."""
+        if request.stereo or not request.voices or self.voices is None:
+            return None
+        if not self.voices.enabled():
+            log.warning("importing %s as one speaker: voices %s", request.path,
+                        self.voices.status())
+            return None
+        return self.voices
+
     async def import_audio(self, request: ImportAudio, publish: Publish) -> ImportAudioReply:
         """Transcribe an audio file into a new, ended session (mono: one speaker; stereo:
         left "me", right "them"), publishing ImportProgress for ``request.id``."""
@@ -556,7 +602,7 @@ class Live:
         if not path.is_absolute():
             raise InvalidInput(f"path: {request.path!r} is not absolute",
                                fix="clients pass the file's full path")
-        if not request.stereo and not request.speaker.strip():
+        if not request.stereo and not request.voices and not request.speaker.strip():
             raise InvalidInput("speaker: the speaker of a mono import needs a name")
         space = await self._space(request.space)
         activity = request.activity or (space.activity if space is not None else "meeting")
@@ -591,14 +637,27 @@ class Live:
         )
         turns = 0
         texts: list[str] = []
+        voices = self._import_voices(request)
         try:
             for speaker, utterance in utterances:
-                text = text_of(await transcriber.transcribe(utterance.audio))
+                segments = await transcriber.transcribe(utterance.audio)
+                text = text_of(segments)
                 if not is_phantom(text):
-                    turn = NewTurn(speaker=speaker, text=text, start=utterance.start,
-                                   end=utterance.end, source="import")
-                    await self._db(partial(self.store.append_turns, session.id, [turn]))
-                    turns += 1
+                    said = Said("loopback", utterance.start, utterance.end, text,
+                                utterance.audio, segments)
+                    parts = None if voices is None else await self._voices_of(session.id, said)
+                    new = (
+                        [NewTurn(speaker=speaker, text=text, start=utterance.start,
+                                 end=utterance.end, source="import")]
+                        if parts is None
+                        else [NewTurn(speaker=p.speaker, text=p.text,
+                                      start=min(utterance.end, utterance.start + p.start),
+                                      end=min(utterance.end, utterance.start + p.end),
+                                      source="import", voice_label=p.voice, voice_id=p.voice_id)
+                              for p in parts]
+                    )
+                    await self._db(partial(self.store.append_turns, session.id, new))
+                    turns += len(new)
                     texts.append(text)
                 publish(ImportProgress(request_id=request.id, done_s=utterance.end,
                                        total_s=duration, turns=turns))
@@ -609,8 +668,9 @@ class Live:
         publish(ImportProgress(request_id=request.id, done_s=duration, total_s=duration,
                                turns=turns))
         space_name = None if space is None else space.name
+        speakers = speakers_of(await self._db(lambda: self.store.turns(session.id)))
         publish(SessionEnded(session_id=session.id, duration_s=duration, gist=gist(texts),
-                             space=space_name))
+                             space=space_name, speakers=speakers))
         summary = capture_summary(space_name, space is None or space.memory_enabled)
         return ImportAudioReply(
             session_id=session.id,

@@ -397,6 +397,8 @@ def samples(session_id: int) -> list[Request[Any]]:
         p.OpenItems(), p.SelectItems(owner="Sarah", period="this month"),
         p.CloseItem(item_id=99, status="done"),
         p.Search(query="when do we ship Atlas", explain=True),
+        p.VoicesList(), p.VoiceName(voice="Them 9", name="Sarah"),
+        p.VoiceMerge(keep="98", other="99"), p.VoiceForget(voice="99"),
         p.RemoveSpace(name="Work"),
     ]
 

@@ -115,6 +115,9 @@ def test_prompt_and_summary_texts() -> None:
     assert prompt_body(ended) == "“pricing for Atlas”\n30 min, in Atlas"
     unfiled = SessionEnded(session_id=1, duration_s=20, gist="", space=None)
     assert "nothing is remembered unless you pick one" in prompt_body(unfiled)
+    named = SessionEnded(session_id=1, duration_s=60, gist="", space="Atlas",
+                         speakers=["me", "Sarah", "Them 2"])
+    assert prompt_body(named) == "me, Sarah, Them 2\n1 min, in Atlas"
     kept = RememberReply(session_id=1, answer="keep", status="kept", space="Atlas",
                          archived=True, assertions=3, notes=["memory is off"])
     assert remember_summary(kept) == ("Kept in Atlas: summary written, 3 decisions, facts or "

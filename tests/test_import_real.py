@@ -46,6 +46,7 @@ async def test_an_imported_recording_becomes_a_searchable_session(
     assert result.output.strip().endswith(
         "into session 1: nothing is summarised or remembered — pick a Space for that")
     assert (session.title, session.status) == ("Inaugural", "ended")
-    assert [t.speaker for t in turns] and {t.speaker for t in turns} == {"me"}
+    # a mono file's voices are told apart: one voice is one speaker
+    assert [t.speaker for t in turns] and {t.speaker for t in turns} == {"Them 1"}
     heard = " ".join(t.text for t in turns)
     assert word_error_rate((jfk.with_suffix(".txt")).read_text(), heard) <= 0.1, heard

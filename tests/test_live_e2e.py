@@ -52,6 +52,7 @@ DIALOGUE = [
     ("them", "Perfect. Let us meet again on Friday morning."),
 ]
 DISTINCTIVE = (4, "Maria")  # a word only the fifth turn says
+HEARD_AS = {"me": "me", "them": "Them 1"}  # the loopback's voices are told apart
 PAUSE_S = 1.2
 
 
@@ -183,7 +184,8 @@ def test_a_spoken_dialogue_becomes_six_labelled_searchable_turns(
     # consecutive turns of one speaker are one turn of the script (a split utterance)
     runs = [(speaker, " ".join(t.text for t in group))
             for speaker, group in groupby(turns, key=lambda t: t.speaker)]
-    assert [speaker for speaker, _ in runs] == [who for who, _ in DIALOGUE]
+    # one voice on the loopback is one speaker, told apart as "Them 1"
+    assert [speaker for speaker, _ in runs] == [HEARD_AS[who] for who, _ in DIALOGUE]
     for (_, said), (_, heard) in zip(DIALOGUE, runs, strict=True):
         assert word_error_rate(said, heard) <= 0.25, (said, heard)
     assert all(t.source == ("mic" if t.speaker == "me" else "loopback") for t in turns)
@@ -253,7 +255,7 @@ def test_capture_survives_the_audio_server_going_away(
         events.close()
     assert stopped.session_id == started.session_id
     texts = [(e.speaker, e.text) for e in events.of(TurnEvent)]
-    assert [speaker for speaker, _ in texts] == ["me", "them"]
+    assert [speaker for speaker, _ in texts] == ["me", "Them 1"]
     assert word_error_rate(DIALOGUE[0][1], texts[0][1]) <= 0.25
     assert word_error_rate(DIALOGUE[1][1], texts[1][1]) <= 0.25
     assert stopped.turns == 2  # the turn before the fault is kept

@@ -95,8 +95,9 @@ def stop(context: Context, as_json: bool) -> None:
 @click.argument("audio", type=click.Path(path_type=Path, exists=True, dir_okay=False))
 @click.option("--stereo", is_flag=True,
               help='Two speakers on two channels: left is "me", right is "them".')
-@click.option("--speaker", default="me", show_default=True,
-              help="The one speaker of a mono file.")
+@click.option("--speaker", default=None,
+              help='The one speaker of a mono file (default: its voices are told apart, '
+                   '"Them 1", "Them 2", or their names).')
 @_space_option
 @_activity_option
 @_title_option
@@ -104,15 +105,16 @@ def stop(context: Context, as_json: bool) -> None:
               help="When it started, local time (default: the file's time minus its length).")
 @_json_option
 @click.pass_obj
-def import_audio(context: Context, audio: Path, stereo: bool, speaker: str, space: str | None,
-                 activity: str | None, title: str, date: dt.datetime | None,
+def import_audio(context: Context, audio: Path, stereo: bool, speaker: str | None,
+                 space: str | None, activity: str | None, title: str, date: dt.datetime | None,
                  as_json: bool) -> None:
     """Transcribe an AUDIO file (WAV, FLAC, OGG, MP3) into a session, with progress."""
     request = ImportAudio(
         id=uuid.uuid4().hex,
         path=str(audio.resolve()),
         stereo=stereo,
-        speaker=speaker,
+        speaker=speaker or "me",
+        voices=not stereo and speaker is None,
         space=space,
         activity=activity or "",
         title=title,

@@ -76,7 +76,8 @@ def prompt_body(ended: SessionEnded) -> str:
     where = (f"in {ended.space}" if ended.space is not None
              else "in no Space: nothing is remembered unless you pick one")
     gist = f"“{ended.gist}”\n" if ended.gist else ""
-    return f"{gist}{minutes} min, {where}"
+    who = f"{', '.join(ended.speakers)}\n" if ended.speakers else ""
+    return f"{gist}{who}{minutes} min, {where}"
 
 
 def remember_summary(reply: RememberReply) -> str:

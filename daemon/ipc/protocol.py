@@ -446,7 +446,8 @@ class ImportAudio(Request[ImportAudioReply]):
 
     path: str  # absolute, resolved by the client; the daemon reads and validates the file
     stereo: bool = False  # left channel "me", right channel "them"; else one speaker
-    speaker: str = "me"  # the one speaker of a mono import
+    speaker: str = "me"  # the one speaker of a mono import ...
+    voices: bool = False  # ... unless its voices are told apart ("Them 1", "Them 2", names)
     space: str | None = None
     activity: str = ""
     title: str = ""
@@ -828,6 +829,68 @@ class ListAssertions(Request[AssertionsReply]):
 
 
 # ---------------------------------------------------------------------------------------------
+# Voices
+
+
+class VoiceInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A named voice: its voiceprint is kept in the profile (never sent)."""
+
+    id: int
+    name: str
+    sessions: int  # sessions with turns of this voice
+    turns: int
+    seconds: float  # speech its voiceprint was learnt from
+    created_at: float
+
+
+class HeardVoiceInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A voice of a session heard since the daemon started (kept in memory only)."""
+
+    session_id: int
+    label: str  # "Them 2"
+    name: str | None  # the named voice it was recognised as
+    seconds: float
+
+
+class VoicesReply(Reply):
+    voices: list[VoiceInfo]
+    heard: list[HeardVoiceInfo]
+    voices_enabled: bool
+    state: str  # "on", "off (...)", "unavailable: <why>"
+
+
+class VoiceReply(Reply):
+    voice: VoiceInfo
+    message: str
+
+
+class VoicesList(Request[VoicesReply]):
+    pass
+
+
+class VoiceName(Request[VoiceReply]):
+    """Name ``voice``: a session voice ("Them 2", in ``session_id`` or the latest session that
+    has one) or a named voice by id (a rename). The name updates its past turns."""
+
+    voice: str
+    name: str
+    session_id: int | None = None
+
+
+class VoiceMerge(Request[VoiceReply]):
+    """Two named voices (ids or names) are one person: ``other`` becomes ``keep``."""
+
+    keep: str
+    other: str
+
+
+class VoiceForget(Request[VoiceReply]):
+    """Delete a named voice's voiceprint and its name from every turn, header and archive."""
+
+    voice: str
+
+
+# ---------------------------------------------------------------------------------------------
 # Events
 
 
@@ -877,6 +940,7 @@ class SessionEnded(Event):
     duration_s: float
     gist: str  # one line
     space: str | None = None
+    speakers: list[str] = []  # who spoke, in order of first speech ("me", "Them 1", names)
 
 
 class CarriedForward(Event):

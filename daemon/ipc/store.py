@@ -258,6 +258,7 @@ async def register(daemon: Daemon) -> None:
             duration_s=(session.ended_at or session.started_at) - session.started_at,
             gist=gist([t.text for t in turns]),
             space=session.space,
+            speakers=list(dict.fromkeys(t.speaker for t in turns)),
         ))
         return ImportTranscriptReply(session=session, chunks=chunks, note=_vectors_note(store))
 

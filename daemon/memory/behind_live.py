@@ -68,6 +68,10 @@ class BehindLive:
                                              temperature=temperature):
             yield token
 
+    async def prefill(self, messages: Sequence[ChatMessage]) -> None:
+        await self._wait()
+        await self.inner.prefill(messages)
+
     def unload(self) -> None:
         self.inner.unload()
 

