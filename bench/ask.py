@@ -1,30 +1,42 @@
 """Ask figures over IPC: a real daemon subprocess, a store of 100 sessions, the installed LLM.
 
-    .venv/bin/python -m bench.ask [--sessions 100] [--questions 5]
+    .venv/bin/python -m bench.ask [--sessions 100] [--questions 5] [--live]
 
 Imports synthetic transcripts through the protocol (ImportTranscript, into one Space), then asks
 questions as `braincue ask` does — subscribed to the answer's topic, the request sent from a
 thread — and prints, per question, the time to the first token and to the checked reply, and
 their medians, beside how long the same question's Search alone takes (the rest of the first
 token's wait is the model reading its prompt). The first question also pays for loading the
-model; it is reported apart.
+model; it is reported apart. First-token and whole-answer p50 and p95 close the table.
+
+With ``--live`` the questions are asked during a call: a private PulseAudio server (null
+sinks, as in ``bench.live``), the daemon capturing both sources, a session started in the
+Space, and bench.live's two-voice dialogue played in real time for the whole run, so whisper
+transcribes beside the answers — the hotkey's case.
 Models come from BRAINCUE_MODELS (else the user's models directory).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
 import random
 import shutil
 import statistics
+import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
-from bench.common import default_models_dir, machine
+from bench.common import default_models_dir, machine, percentile
+from bench.live import PAUSE_S, SCRIPT
+from daemon.audio.testing import ME_SINK, THEM_SINK, PulseServer, speak
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     AddSpace,
@@ -34,7 +46,9 @@ from daemon.ipc.protocol import (
     AskReply,
     ImportTranscript,
     Search,
+    Start,
     Status,
+    Stop,
     answer_topic,
 )
 from daemon.ipc.testing import short_home, start_daemon
@@ -114,18 +128,64 @@ def search_time(question: str) -> float:
         return time.perf_counter() - began
 
 
+
+@contextmanager
+def call_in_progress(pulse: PulseServer, voices: list[Path]) -> Iterator[None]:
+    """A live session in the Space, the dialogue playing into it until the block ends."""
+    with Client(timeout=120) as client:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            live = client.request(Status()).live
+            if live is not None and all(s.state == "capturing" for s in live.sources.values()):
+                break
+            time.sleep(0.2)
+        client.request(Start(title="Bench call", space=SPACE))
+    done = threading.Event()
+
+    def play() -> None:
+        i = 0
+        while not done.is_set():
+            who, _ = SCRIPT[i % len(SCRIPT)]
+            pulse.play(ME_SINK if who == "me" else THEM_SINK, voices[i % len(SCRIPT)])
+            done.wait(PAUSE_S)  # the dialogue's own pace
+            i += 1
+
+    player = threading.Thread(target=play, daemon=True)
+    player.start()
+    time.sleep(20)  # let the call run a while before the first question: turns to read
+    try:
+        yield
+    finally:
+        done.set()
+        player.join(30)
+        with Client(timeout=120) as client:
+            stopped = client.request(Stop())
+        print(f"the call: {stopped.turns} turns transcribed meanwhile")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--questions", type=int, default=5)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--live", action="store_true",
+                        help="ask while a live session is transcribing (PulseAudio null sinks)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
 
     home = short_home()
     os.environ["BRAINCUE_HOME"] = str(home)
     os.environ.setdefault("BRAINCUE_MODELS", str(default_models_dir()))
-    os.environ.setdefault("BRAINCUE_CAPTURE", "off")  # a benchmark never listens
+    pulse = PulseServer() if args.live else None
+    voices: list[Path] = []
+    folder = tempfile.TemporaryDirectory()
+    if pulse is not None:
+        pulse.start()
+        os.environ.update(BRAINCUE_CAPTURE="on", XDG_RUNTIME_DIR=str(pulse.runtime_dir))
+        voices = [speak(text, "en-us" if who == "me" else "en-gb+f3",
+                        Path(folder.name) / f"{n}.wav") for n, (who, text) in enumerate(SCRIPT)]
+    else:
+        os.environ.setdefault("BRAINCUE_CAPTURE", "off")  # a benchmark never listens
     print(f"machine: {machine()}")
     daemon = start_daemon(home)
     try:
@@ -146,28 +206,43 @@ def main() -> None:
         firsts: list[float] = []
         totals: list[float] = []
         recalls: list[float] = []
-        for i, question in enumerate(questions):
-            first, total, reply = ask_timed(Ask(id=uuid.uuid4().hex, question=question,
-                                                space=SPACE))
-            recall = search_time(question)
-            words = len(reply.answer.split())
-            label = "warm-up (loads the model)" if i == 0 else f"question {i}"
-            print(f"{label:<26} first token {first:6.2f} s   answer {total:6.2f} s   "
-                  f"(its search alone {recall:5.2f} s)   {words:3d} words, "
-                  f"{len(reply.sources)} sources   {question}")
-            if i:
-                firsts.append(first)
-                totals.append(total)
-                recalls.append(recall)
+        during = call_in_progress(pulse, voices) if pulse is not None else contextlib.nullcontext()
+        with during:
+            ask_all(questions, firsts, totals, recalls)
         if firsts:
             print(f"median over {len(firsts)}: first token {statistics.median(firsts):.2f} s, "
                   f"whole answer {statistics.median(totals):.2f} s, the search in it "
                   f"{statistics.median(recalls):.2f} s; load average now {os.getloadavg()[0]:.2f}")
+            print(f"{'during a live call' if args.live else 'idle'}: first token p50 "
+                  f"{statistics.median(firsts):.2f} s / p95 {percentile(firsts, 0.95):.2f} s, "
+                  f"whole answer p50 {statistics.median(totals):.2f} s / p95 "
+                  f"{percentile(totals, 0.95):.2f} s")
     finally:
         code = daemon.stop()
         if code != 0:
             print(f"daemon exited with {code}:\n{daemon.log()[-2000:]}")
+        if pulse is not None:
+            pulse.close()
+        folder.cleanup()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def ask_all(questions: list[str], firsts: list[float], totals: list[float],
+            recalls: list[float]) -> None:
+    """Ask each question in turn, printing its figures; the first one is the warm-up."""
+    for i, question in enumerate(questions):
+        first, total, reply = ask_timed(Ask(id=uuid.uuid4().hex, question=question,
+                                            space=SPACE))
+        recall = search_time(question)
+        words = len(reply.answer.split())
+        label = "warm-up (loads the model)" if i == 0 else f"question {i}"
+        print(f"{label:<26} first token {first:6.2f} s   answer {total:6.2f} s   "
+              f"(its search alone {recall:5.2f} s)   {words:3d} words, "
+              f"{len(reply.sources)} sources   {question}")
+        if i:
+            firsts.append(first)
+            totals.append(total)
+            recalls.append(recall)
 
 
 if __name__ == "__main__":

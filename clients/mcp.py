@@ -22,12 +22,12 @@ from daemon.errors import BrainCueError
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     Ask,
-    AssertionInfo,
-    ListAssertions,
+    ItemInfo,
     ListSessions,
     Reply,
     Request,
     Search,
+    SelectItems,
     ShowSession,
 )
 
@@ -101,31 +101,39 @@ class Tools:
         """One session's details and its transcript, turn by turn (speaker, seconds from the
         start, text)."""
         reply = self._request(ShowSession(session_id=session_id))
-        turns = [{"speaker": t.speaker, "start": round(t.start, 1), "text": t.text}
+        # another program gets the turns with any secret said in them masked
+        turns = [{"speaker": t.speaker, "start": round(t.start, 1), "text": t.masked or t.text}
                  for t in reply.turns]
         return _json({"session": reply.session, "turns": turns})
 
-    def open_commitments(self, space: str | None = None) -> str:
-        """The commitments and tasks currently open in a Space (with profile-wide ones): who
-        owes what, and by when if it was said; superseded ones are left out."""
-        return self._assertions(space, OPEN_KINDS)
+    def open_commitments(self, space: str | None = None, owner: str = "",
+                         period: str = "") -> str:
+        """The commitments and tasks still open in a Space (with profile-wide ones), oldest
+        first: who owes what, by when if it was said, and where it was said. ``owner``: only
+        this person's ("Sarah" matches "Sarah Chen"); ``period``: only those made then ("this
+        month", "last week", "since March")."""
+        return self._items(space, OPEN_KINDS, owner, period, open_only=True)
 
-    def decisions(self, space: str | None = None) -> str:
-        """The decisions currently standing in a Space (with profile-wide ones): what was
-        chosen, the alternatives not taken, and why; superseded ones are left out."""
-        return self._assertions(space, ["decision"])
+    def decisions(self, space: str | None = None, owner: str = "", period: str = "") -> str:
+        """The decisions currently standing in a Space (with profile-wide ones), oldest first:
+        what was chosen, the alternatives not taken, and why; superseded ones are left out.
+        ``owner`` and ``period`` filter as for open_commitments."""
+        return self._items(space, ["decision"], owner, period, open_only=False)
 
-    def _assertions(self, space: str | None, kinds: list[Any]) -> str:
-        reply = self._request(ListAssertions(space=space, kinds=kinds))
-        return _json([_assertion(a) for a in reply.assertions])
+    def _items(self, space: str | None, kinds: list[Any], owner: str, period: str, *,
+               open_only: bool) -> str:
+        reply = self._request(SelectItems(space=space, kinds=kinds, owner=owner, period=period,
+                                          open_only=open_only))
+        return _json([_item(i) for i in reply.items])
 
 
-def _assertion(a: AssertionInfo) -> dict[str, Any]:
-    """What a reader needs of an assertion: its words, its structure, where it came from."""
-    fields = {"id": a.id, "kind": a.kind, "text": a.text, "space": a.space,
-              "occurred_at": a.occurred_at, "session_id": a.session_id, "chosen": a.chosen,
-              "alternatives": a.alternatives or None, "reasoning": a.reasoning,
-              "owner": a.owner, "due": a.due}
+def _item(i: ItemInfo) -> dict[str, Any]:
+    """What a reader needs of an item: its words, its structure, status, where it came from."""
+    fields = {"id": i.id, "kind": i.kind, "text": i.text, "status": i.status or None,
+              "space": i.space, "occurred_at": i.occurred_at, "session_id": i.session_id,
+              "session_title": i.session_title or None, "chosen": i.chosen,
+              "alternatives": i.alternatives or None, "reasoning": i.reasoning,
+              "owner": i.owner, "due": i.due, "closed_at": i.closed_at}
     return {key: value for key, value in fields.items() if value is not None}
 
 

@@ -358,7 +358,7 @@ class ServiceManager:
         # directory: create them now.
         self.paths.ensure()
         if self.layout.platform == "macos":
-            self.layout.log_dir.mkdir(parents=True, exist_ok=True)
+            self.layout.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         lines = [self._write(f) for f in files_for(self.layout, self.paths)]
         if self.layout.platform == "macos":
             return lines + self._launchctl_load()

@@ -5,11 +5,12 @@ Every command documents itself: `braincue --help`, `braincue COMMAND --help`.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
-from daemon.config import DEFAULT_PROFILE, Config
+from daemon.config import DEFAULT_PROFILE, PRIVATE_UMASK, Config
 from daemon.errors import BrainCueError
 
 
@@ -37,6 +38,7 @@ pass_ctx = click.make_pass_decorator(Context)
 @click.pass_context
 def cli(ctx: click.Context, profile: str) -> None:
     """BrainCue: a private, always-on memory of your conversations."""
+    os.umask(PRIVATE_UMASK)  # exports, downloads, keys: the user's alone
     ctx.obj = Context(profile)
 
 
@@ -45,33 +47,22 @@ def _register() -> None:
         ask,
         audio,
         desktop,
+        items,
         live,
         memory,
         models,
         search,
+        security,
         status,
         store,
         voices,
     )
 
     cli.add_command(models.models)
-    for command in desktop.COMMANDS:
-        cli.add_command(command)
     cli.add_command(audio.transcribe)
-    for command in store.COMMANDS:
-        cli.add_command(command)
-    for command in live.COMMANDS:
-        cli.add_command(command)
-    for command in memory.COMMANDS:
-        cli.add_command(command)
-    for command in status.COMMANDS:
-        cli.add_command(command)
-    for command in search.COMMANDS:
-        cli.add_command(command)
-    for command in ask.COMMANDS:
-        cli.add_command(command)
-    for command in voices.COMMANDS:
-        cli.add_command(command)
+    for module in (desktop, store, live, memory, status, search, ask, security, items, voices):
+        for command in module.COMMANDS:
+            cli.add_command(command)
 
 
 _register()

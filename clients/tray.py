@@ -42,7 +42,9 @@ from daemon.errors import BrainCueError
 from daemon.ipc.protocol import (
     TOPIC_SESSIONS,
     TOPIC_STATUS,
+    CarriedForward,
     Event,
+    ItemInfo,
     ListSessions,
     ListSpaces,
     Pause,
@@ -105,6 +107,20 @@ def tray_view(status: StatusReply | None, down: str | None = None) -> TrayView:
     return TrayView("listening", "BrainCue — listening")
 
 
+def carried_body(event: CarriedForward) -> str:
+    """``3 open from last time in Atlas:`` and a line per item: who, what, by when."""
+    lines = [f"{event.message} in {event.space}:"]
+    for item in event.items:
+        due = f" (due {item.due})" if item.due else ""
+        lines.append(f"• {item.owner or 'nobody named'}: {item.text}{due}")
+    return "\n".join(lines)
+
+
+def carried_label(item: ItemInfo) -> str:
+    due = f" · due {item.due}" if item.due else ""
+    return f"{item.owner or '-'}: {item.text}{due}"
+
+
 def session_label(info: SessionInfo) -> str:
     when = f"{dt.datetime.fromtimestamp(info.started_at):%a %d %b %H:%M}"
     parts = [info.title or f"Session {info.id}", when, info.space or "no Space"]
@@ -159,8 +175,20 @@ class Tray:
     def _on_event(self, event: Event) -> None:
         if isinstance(event, SessionEnded):
             self.prompter.prompt(event)
+        if isinstance(event, CarriedForward):
+            self.show_carried(event)
         if isinstance(event, SessionStarted | SessionEnded | StatusEvent):
             self.refresh()
+
+    def show_carried(self, event: CarriedForward) -> None:
+        """What the Space's earlier sessions left open: a notification, and the menu's
+        "N open from last time" list until the session ends."""
+        self.carried_menu.clear()
+        self.carried_menu.setTitle(event.message)
+        for item in event.items:
+            self.carried_menu.addAction(carried_label(item)).setEnabled(False)
+        self.carried_menu.menuAction().setVisible(True)
+        self.inform(carried_body(event))
 
     def refresh(self) -> None:
         """Ask for the status now rather than at the next poll."""
@@ -175,6 +203,8 @@ class Tray:
         self.header.setText(view.tooltip)
         self.start_menu.menuAction().setVisible(view.live_session is None)
         self.stop_action.setVisible(view.live_session is not None)
+        if view.live_session is None:
+            self.carried_menu.menuAction().setVisible(False)
         self.pause_action.setChecked(view.paused)
 
     # -- the menu ------------------------------------------------------------------------------
@@ -190,6 +220,8 @@ class Tray:
         self.pause_action = self.menu.addAction("Pause listening")
         self.pause_action.setCheckable(True)
         self.pause_action.triggered.connect(self.pause)
+        self.carried_menu = self.menu.addMenu("Open from last time")
+        self.carried_menu.menuAction().setVisible(False)
         self.recent_menu = self.menu.addMenu("Recent sessions")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
         self.menu.addSeparator()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 import click
 import trio
 
 from daemon.app import run_until_signalled
-from daemon.config import DEFAULT_PROFILE, Config
+from daemon.config import DEFAULT_PROFILE, PRIVATE_UMASK, Config
 from daemon.errors import BrainCueError
 
 
@@ -19,6 +20,7 @@ from daemon.errors import BrainCueError
 @click.option("-v", "--verbose", is_flag=True, help="Log debug messages.")
 def cli(profile: str, verbose: bool) -> None:
     """Run the BrainCue daemon in the foreground until SIGTERM or Ctrl+C."""
+    os.umask(PRIVATE_UMASK)
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

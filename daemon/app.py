@@ -47,7 +47,9 @@ from daemon.config import Config, Paths, Settings
 from daemon.engines import Engines, unload_idle_engines
 from daemon.errors import BrainCueError, user_error
 from daemon.ipc import ask as ask_requests
+from daemon.ipc import atrest
 from daemon.ipc import memory as memory_requests
+from daemon.ipc import open_items as open_items_requests
 from daemon.ipc import search as search_requests
 from daemon.ipc import store as store_requests
 from daemon.ipc import voices as voices_requests
@@ -206,6 +208,8 @@ PARTS: tuple[Part, ...] = (
     voices_requests.register,  # named voices: list, name, merge, forget
     memory_requests.register,  # keep/discard/later, history, memory review
     ask_requests.register,  # ask (streamed, cancellable), current assertions
+    atrest.register,  # scheduled backups, retention, forget
+    open_items_requests.register,  # open items, selections over a person and period, closing
 )
 
 
@@ -223,7 +227,10 @@ async def serve(
         with profile_lock(config.paths) as files:
             try:
                 embedder = await trio.to_thread.run_sync(daemon.engines.open_embedder)
-                daemon._store = await trio.to_thread.run_sync(Store.open, config.paths, embedder)
+                daemon._store = await trio.to_thread.run_sync(partial(
+                    Store.open, config.paths, embedder,
+                    encrypt=config.settings.encrypt_database,
+                    backups_kept=config.settings.backups_kept))
                 async with trio.open_nursery() as nursery:
                     daemon._nursery = nursery
                     for part in PARTS:
@@ -260,8 +267,9 @@ def capture_enabled() -> bool:
     return os.environ.get("BRAINCUE_CAPTURE", "on").strip().lower() not in {"0", "off", "false"}
 
 
-async def run_until_signalled(config: Config) -> None:
-    """Run ``serve`` until SIGTERM or SIGINT, then shut down cleanly.
+async def run_until_signalled(config: Config, engines: Engines | None = None) -> None:
+    """Run ``serve`` until SIGTERM or SIGINT, then shut down cleanly (``engines``: see
+    :func:`serve`).
 
     A BrainCueError that stops the daemon (e.g. another daemon holds the profile) is raised
     bare, not inside the nurseries' exception groups, so that it is reported in one line.
@@ -269,7 +277,7 @@ async def run_until_signalled(config: Config) -> None:
     try:
         async with trio.open_nursery() as nursery:
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                daemon: Daemon = await nursery.start(serve, config)
+                daemon: Daemon = await nursery.start(partial(serve, config, engines=engines))
                 async for signum in signals:
                     log.info("braincued: %s received, shutting down",
                              signal.Signals(signum).name)

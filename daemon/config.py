@@ -8,7 +8,9 @@ cache, models) under one root, which is what tests use. Each profile has its own
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
+import stat
 import tomllib
 import warnings
 from dataclasses import dataclass
@@ -22,6 +24,10 @@ from daemon.errors import ConfigError
 
 APP_NAME = "braincue"
 DEFAULT_PROFILE = "default"
+# Everything BrainCue writes is its user's alone: 0700 directories, 0600 files.
+PRIVATE_UMASK = 0o077
+
+log = logging.getLogger(__name__)
 
 
 def _default_asr_threads() -> int:
@@ -42,7 +48,9 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     embed_model: str = ""
     asr_threads: int = msgspec.field(default_factory=_default_asr_threads)
     llm_threads: int = msgspec.field(default_factory=lambda: max(1, os.cpu_count() or 2))
-    llm_context: int = 4096
+    # tokens: a 35-minute meeting (~10k tokens) is archived in one piece, not seven (the Qwen
+    # models take 32k; the cache costs ~12 KB a token on the 0.5B)
+    llm_context: int = 16384
     llm_idle_unload_s: float = 300.0
     embed_batch: int = 32
     # capture
@@ -57,6 +65,12 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # is kept across sessions only for a voice you name (`braincue voices name`)
     voices_enabled: bool = True
     reconcile_distance: float = 0.25
+    # sessions never answered or answered "later" are deleted like a discard after this many
+    # days (0: never); approved memories stay
+    retention_days: int = 0
+    # a keep waits between its model calls while a session is live (off: it runs beside the
+    # call, at the lowest CPU priority either way)
+    keep_pauses_while_live: bool = True
     # search
     search_k: int = 5
     per_session_cap: int = 2
@@ -64,10 +78,16 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # desktop: the global hotkeys of `braincue hotkey` (modifiers Ctrl, Alt, Shift, Super + a key)
     hotkey_ask: str = "Ctrl+Alt+Space"  # opens the ask box
     hotkey_answer_them: str = "Ctrl+Alt+Shift+Space"  # answers what "they" just asked
+    # at rest: a new database is encrypted (key in the OS key store, else a 0600 key file);
+    # an existing plain one is encrypted by `braincue security encrypt`
+    encrypt_database: bool = True
+    backup_interval_hours: float = 24.0  # an online backup this often, when idle (0: never)
+    backups_kept: int = 7
 
 
 # Settings read once by something long-lived; every other change applies at once.
 APPLIES_LATER = {
+    "encrypt_database": "to a new database (an existing one: `braincue security encrypt`)",
     "embed_model": "when the daemon restarts (vectors are then re-embedded with the new model)",
     "embed_batch": "when the daemon restarts",
     "hotkey_ask": "when `braincue hotkey` starts again",
@@ -134,12 +154,36 @@ class Paths:
         return paths
 
     def ensure(self) -> None:
-        """Create the directories this profile writes to (runtime dir private to the user)."""
-        for d in (self.config_dir, self.data_dir, self.cache_dir, self.models_dir):
-            d.mkdir(parents=True, exist_ok=True)
-        self.runtime_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(self.runtime_root, 0o700)
-        os.chmod(self.runtime_dir, 0o700)
+        """Create the directories this profile writes to, private to the user (0700), and
+        tighten what an earlier version left readable by others (logged)."""
+        roots = [self.config_dir, self.data_root, self.cache_dir, self.runtime_root]
+        for d in (*roots, self.data_dir, self.runtime_dir, self.models_dir):
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # a models directory shared by several users (BRAINCUE_MODELS) is theirs to set
+        private = [*roots, self.models_dir] if self.models_dir.is_relative_to(self.data_root) \
+            else roots
+        for root in private:
+            tightened = make_private(root)
+            if tightened:
+                log.info("made %d path(s) under %s private to this user (0700/0600)",
+                         tightened, root)
+
+
+def make_private(root: Path) -> int:
+    """Take group and other permissions off ``root`` and everything below it (directories
+    0700, files 0600 — the owner's own bits stay); return how many paths changed."""
+    changed = 0
+    for directory, dirnames, filenames in os.walk(root):
+        for path in (directory, *(os.path.join(directory, n) for n in (*dirnames, *filenames))):
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:  # removed meanwhile (a temporary file)
+                continue
+            if stat.S_ISLNK(st.st_mode) or not st.st_mode & 0o077:
+                continue
+            os.chmod(path, stat.S_IMODE(st.st_mode) & 0o700)
+            changed += 1
+    return changed
 
 
 def validate_profile_name(profile: str) -> None:
@@ -175,7 +219,7 @@ def save_settings(paths: Paths, settings: Settings) -> None:
     defaults = msgspec.to_builtins(Settings())
     current = msgspec.to_builtins(settings)
     changed = {k: v for k, v in current.items() if defaults.get(k) != v}
-    paths.config_dir.mkdir(parents=True, exist_ok=True)
+    paths.config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = paths.config_file.with_suffix(".toml.tmp")
     tmp.write_text(tomli_w.dumps(changed), encoding="utf-8")
     os.replace(tmp, paths.config_file)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import trio
 
@@ -26,11 +27,22 @@ log = logging.getLogger(__name__)
 
 MIN_UNLOAD_CHECK_S = 1.0
 MAX_UNLOAD_CHECK_S = 30.0
+# keeps run behind everything else: the lowest priority a user can give (nice 19, a weight of
+# 15 against 1024 for a normal thread), so live transcription gets the cores whenever it needs
+BACKGROUND_NICE = 19
+Priority = Literal["foreground", "background"]
 
 
 class Engines:
     """The daemon's shared models. ``embedder``/``generator`` given here are used instead of
-    the configured ones (tests pass scripted models)."""
+    the configured ones (tests pass scripted models).
+
+    The language model runs in two engines on the same file: the foreground one for what the
+    user waits for (ask), the background one for keeps, whose thread and llama.cpp's threads
+    run at the lowest CPU priority (``BACKGROUND_NICE``) so that live capture always comes
+    first. The weights are mapped from the file, so the two share them in memory; only their
+    caches are separate.
+    """
 
     def __init__(
         self,
@@ -43,8 +55,9 @@ class Engines:
         self._settings = settings
         self.models_dir = models_dir
         self.embedder = embedder
-        self._generator = generator
-        self._generator_made_with: tuple[str, int, int] | None = None  # None: given, not made
+        self._given = generator
+        self._generators: dict[Priority, Generator] = {}
+        self._generators_made_with: tuple[str, int, int] | None = None
 
     def open_embedder(self) -> Embedder | None:
         """Load the configured embedding model (blocking: call it on a thread); None, with a
@@ -66,56 +79,77 @@ class Engines:
         return self.embedder
 
     def generator(self) -> Generator:
-        """The language model, created on first use (it loads its weights on its first call);
-        raises ModelNotInstalled naming the fix when none is installed."""
-        if self._generator is None:
+        """The language model for what the user waits for, created on first use (it loads its
+        weights on its first call); raises ModelNotInstalled naming the fix when none is
+        installed."""
+        return self._generator("foreground")
+
+    def background_generator(self) -> Generator:
+        """The language model for keeps: like :meth:`generator`, at the lowest CPU priority."""
+        return self._generator("background")
+
+    def _generator(self, priority: Priority) -> Generator:
+        if self._given is not None:
+            return self._given
+        made = self._generators.get(priority)
+        if made is None:
             settings = self._settings()
             path = resolve_model("llm", settings.llm_model, self.models_dir)
-            self._generator = LlamaGenerator(
+            made = LlamaGenerator(
                 path,
                 threads=settings.llm_threads,
                 n_ctx=settings.llm_context,
                 idle_unload_s=settings.llm_idle_unload_s,
+                nice=BACKGROUND_NICE if priority == "background" else 0,
             )
-            self._generator_made_with = _generator_settings(settings)
-            log.info("language model %s ready (loads on first use)", self._generator.model_id)
-        return self._generator
+            self._generators[priority] = made
+            self._generators_made_with = _generator_settings(settings)
+            log.info("language model %s ready for the %s (loads on first use)", made.model_id,
+                     priority)
+        return made
 
     async def settings_changed(self, settings: Settings) -> None:
         """A new language model, thread count or context applies from the next request: the
-        current model leaves memory once its running work is done (a request still holding it
-        finishes on it)."""
-        made_with = self._generator_made_with
-        if made_with is None or made_with == _generator_settings(settings):
-            if isinstance(self._generator, LlamaGenerator):
-                self._generator.idle_unload_s = settings.llm_idle_unload_s
+        current models leave memory once their running work is done (a request still holding
+        one finishes on it)."""
+        if self._generators_made_with == _generator_settings(settings):
+            for made in self._generators.values():
+                if isinstance(made, LlamaGenerator):
+                    made.idle_unload_s = settings.llm_idle_unload_s
             return
-        retired, self._generator = self._generator, None
-        self._generator_made_with = None
-        if retired is not None:
-            log.info("language model %s set aside: the settings changed", retired.model_id)
-            await trio.to_thread.run_sync(retired.unload)
+        retired = list(self._generators.values())
+        self._generators.clear()
+        self._generators_made_with = None
+        for made in retired:
+            log.info("language model %s set aside: the settings changed", made.model_id)
+            await trio.to_thread.run_sync(made.unload)
+
+    def _all_generators(self) -> list[Generator]:
+        return [self._given] if self._given is not None else list(self._generators.values())
 
     def loaded(self) -> list[str]:
-        """The models in memory now, as ``role:model id``."""
+        """The models in memory now, as ``role:model id`` (each once)."""
         found = []
         if self.embedder is not None:
             found.append(f"embed:{self.embedder.model_id}")
-        if self._generator is not None and self._generator.loaded:
-            found.append(f"llm:{self._generator.model_id}")
+        for made in self._all_generators():
+            if made.loaded and f"llm:{made.model_id}" not in found:
+                found.append(f"llm:{made.model_id}")
         return found
 
     async def unload_idle(self) -> None:
-        if self._generator is not None and await self._generator.unload_if_idle():
-            log.info("language model %s unloaded after %g s unused",
-                     self._generator.model_id, self._settings().llm_idle_unload_s)
+        for made in self._all_generators():
+            if await made.unload_if_idle():
+                log.info("language model %s unloaded after %g s unused",
+                         made.model_id, self._settings().llm_idle_unload_s)
 
     def close(self) -> None:
         """Free every model (blocking: waits for running work)."""
-        for engine in (self._generator, self.embedder):
+        for engine in (*self._all_generators(), self.embedder):
             if engine is not None:
                 engine.close()
-        self._generator = self.embedder = None
+        self._given = self.embedder = None
+        self._generators.clear()
 
 
 def _generator_settings(settings: Settings) -> tuple[str, int, int]:

@@ -42,7 +42,9 @@ from daemon.audio.pipeline import UTTERANCE_QUEUE, Heard, Pipeline, segment_trac
 from daemon.audio.vad import VadConfig, is_phantom
 from daemon.config import Settings
 from daemon.errors import InvalidInput, ModelError, StoreError
+from daemon.ipc.items import carried_event
 from daemon.ipc.protocol import (
+    CarriedForward,
     Event,
     ImportAudio,
     ImportAudioReply,
@@ -57,6 +59,7 @@ from daemon.ipc.protocol import (
     StopReply,
     TurnEvent,
 )
+from daemon.memory import open_items
 from daemon.models.registry import resolve_model
 from daemon.sessions import (
     START_WINDOW_S,
@@ -146,6 +149,7 @@ class Live:
         self.queue_capacity = queue_capacity
         self.session: Session | None = None
         self.space: Space | None = None
+        self.carried: CarriedForward | None = None  # what the live session's Space left open
         self._closing = False
         self._last_speech: float | None = None
         self._auto: AutoStart[Said] = AutoStart(window_s=START_WINDOW_S)
@@ -411,7 +415,25 @@ class Live:
                                      space=None if space is None else space.name,
                                      activity=session.activity, title=session.title))
         log.info("session %d started%s", session.id, "" if space is None else f" in {space.name}")
+        await self._carry_forward(session, space)
         return session
+
+    async def _carry_forward(self, session: Session, space: Space | None) -> None:
+        """Say what earlier sessions of the Space left open ("3 open from last time"): a
+        CarriedForward event, kept for the StartReply. Never fails a start."""
+        self.carried = None
+        if space is None:
+            return
+        try:
+            self.carried = await self._db(lambda: self._carried(session, space))
+        except StoreError as e:
+            log.warning("could not read what is open in %s: %s", space.name, e)
+        if self.carried is not None:
+            self._publish(self.carried)
+
+    def _carried(self, session: Session, space: Space) -> CarriedForward | None:
+        carried = open_items.carried_forward(self.store, session)
+        return None if carried is None else carried_event(self.store, carried, space.name)
 
     async def start(self, request: Start) -> StartReply:
         """Start a session now; when one is live, give it these details instead."""
@@ -428,6 +450,7 @@ class Live:
             else:
                 session = await self._amend(self.session, space, request)
         remembered = space is None or space.memory_enabled
+        carried = self.carried if self.carried and self.carried.session_id == session.id else None
         return StartReply(
             session_id=session.id,
             started_at=session.started_at,
@@ -436,6 +459,8 @@ class Live:
             space=None if space is None else space.name,
             activity=session.activity,
             title=session.title,
+            carried_message="" if carried is None else carried.message,
+            carried=[] if carried is None else carried.items,
         )
 
     async def _amend(self, session: Session, space: Space | None, request: Start) -> Session:
@@ -443,6 +468,7 @@ class Live:
         if space is not None and session.space_id != space.id:
             await self._db(lambda: self.store.file_session(session.id, space.id))
             self.space = space
+            await self._carry_forward(session, space)
         session = await self._db(
             lambda: self.store.update_session(
                 session.id,
@@ -518,6 +544,15 @@ class Live:
                 await self._session_changed.park()
 
     # -- status --------------------------------------------------------------------------------
+
+    def is_live(self) -> bool:
+        return self.session is not None
+
+    async def wait_until_no_session(self) -> None:
+        """Return once no session is live (at once when none is): background work such as a
+        keep waits here so as not to slow a call down."""
+        while self.session is not None:
+            await self._session_changed.park()
 
     def status(self) -> LiveStatus:
         if self.paused:

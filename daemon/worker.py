@@ -4,12 +4,20 @@ Each model engine (whisper, llama generation, llama embeddings) owns one thread:
 loaded, used and freed there, calls are served one at a time in submission order, and the trio
 event loop never blocks on them. Cancelling the awaiting trio task abandons the result (the
 call already running finishes in the background); long streaming calls check a cancel flag.
+
+A worker for background work runs at a lower CPU priority (``nice``): it lowers itself before
+its first call, so the threads the library starts from it (llama.cpp's OpenMP pool is created
+by the thread that first computes, and a Linux thread inherits its creator's nice value) run
+at that priority too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import queue
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
@@ -18,20 +26,40 @@ import outcome
 import trio
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 _STOP = object()
+
+
+def lower_priority(increment: int) -> None:
+    """Lower the calling thread's CPU priority by ``increment`` nice levels (at most to 19).
+
+    Only on Linux, where nice is per thread; elsewhere ``setpriority`` would lower the whole
+    process, so nothing changes there.
+    """
+    if sys.platform != "linux":
+        return
+    thread = threading.get_native_id()
+    try:
+        current = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, current + increment))
+    except OSError as e:
+        log.warning("could not lower the priority of thread %s: %s", thread, e)
 
 
 class WorkerThread:
     """One long-lived thread that runs submitted callables in order."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, nice: int = 0) -> None:
         self.name = name
+        self.nice = nice
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
+        if self.nice:
+            lower_priority(self.nice)
         while True:
             item = self._queue.get()
             if item is _STOP:
@@ -58,9 +86,13 @@ class WorkerThread:
         token = trio.lowlevel.current_trio_token()
         send, recv = trio.open_memory_channel[outcome.Outcome[T]](1)
 
+        def hand_over(result: outcome.Outcome[T]) -> None:
+            with contextlib.suppress(trio.BrokenResourceError):  # the caller was cancelled
+                send.send_nowait(result)
+
         def deliver(result: outcome.Outcome[T]) -> None:
             with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(send.send_nowait, result)
+                token.run_sync_soon(hand_over, result)
 
         self._queue.put((fn, deliver))
         async with recv:

@@ -66,6 +66,14 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install -q "${find_links[@]}" -e ".$extra"
   touch "$stamp"
 fi
+# apsw-sqlite3mc installs the module `apsw` (with encryption); a plain apsw left by an earlier
+# version shares its files, so it goes and apsw-sqlite3mc's files are put back
+if .venv/bin/pip show -q apsw >/dev/null 2>&1; then
+  say "replacing apsw with apsw-sqlite3mc (the same module, with encryption)"
+  .venv/bin/pip uninstall -q -y apsw
+  .venv/bin/pip install -q --force-reinstall --no-deps apsw-sqlite3mc
+fi
+.venv/bin/python -c 'import apsw, sys; sys.exit(0 if hasattr(apsw, "mc_version") else "apsw lacks SQLite3 Multiple Ciphers")'
 
 # -- models ----------------------------------------------------------------------------------
 if [ "$models" != none ]; then

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -42,7 +42,20 @@ def braincue_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
     # daemons started by tests do not listen to the machine's audio unless a test says so
     monkeypatch.setenv("BRAINCUE_CAPTURE", "off")
+    # never the machine's key store: a test that wants one uses tests/keystore.py
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    monkeypatch.delenv("BRAINCUE_KEY", raising=False)
+    monkeypatch.delenv("BRAINCUE_NEW_KEY", raising=False)
     return home
+
+
+@pytest.fixture(autouse=True)
+def restore_umask() -> Iterator[None]:
+    """`braincue` commands run in-process set umask 077 (as they should): not for later tests."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    yield
+    os.umask(umask)
 
 
 @pytest.fixture(scope="session")

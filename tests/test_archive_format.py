@@ -58,17 +58,48 @@ def test_take_sections_keeps_only_the_format_keys_in_order_and_capped() -> None:
     fmt = FORMATS["job"]
     raw = {
         "action_items": ["should not survive in an interview"],
-        "next_steps": ["second round next week"],
-        "they_asked": [f"question {i}" for i in range(20)],
+        "next_steps": ["A second round is planned for next week."],
+        "they_asked": [f"How would you scale service {name} to more users?"
+                       for name in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta")],
         "you_said": "a single string becomes a list",
-        "they_emphasised": [1, None, "  spaced   out  "],
+        "they_emphasised": [1, None, "  testing   under load  matters most "],
     }
     kept = take_sections(fmt, raw)
     assert list(kept) == ["they_asked", "you_said", "they_emphasised", "next_steps"]
     assert "action_items" not in kept
     assert len(kept["they_asked"]) == fmt.sections[0].cap
     assert kept["you_said"] == ["a single string becomes a list"]
-    assert kept["they_emphasised"] == ["spaced out"]
+    assert kept["they_emphasised"] == ["testing under load matters most"]
+
+
+def test_items_are_statements_each_in_one_section_and_without_scaffolding() -> None:
+    fmt = FORMATS["project"]
+    turns = ["So we go for the rubber case then because the users in the survey said they "
+             "want something soft in the hand."]
+    raw = {
+        "decided": ["Project Manager", "User Interface", "Design project",  # labels
+                    "The team chose a rubber case for the remote.",
+                    "Mm-hmm, yeah, okay, right, so.",  # filler
+                    "we go for the rubber case then because the users in the survey said they",
+                    "what the group settled on, each as a full sentence",  # the hint
+                    "The team chose the rubber case for the remote"],  # near-same
+        "action_items": ["The team chose a rubber case for the remote.",  # already decided
+                         "Marketing will send the survey results by Friday."],
+        "still_open": ["Nice to meet you all, I'm so excited to start."],  # small talk
+        "changed_since_last_time": ["The price went from 30 to 25 euros (part 2 of 3)."],
+    }
+    assert take_sections(fmt, raw, turns) == {
+        "decided": ["The team chose a rubber case for the remote."],
+        "action_items": ["Marketing will send the survey results by Friday."],
+        "still_open": [],
+        "changed_since_last_time": ["The price went from 30 to 25 euros."],
+    }
+
+
+def test_participants_are_the_speakers_not_the_model() -> None:
+    envelope = ArchiveEnvelope(participants=["ES2006a", "User Interface Designer", "Alice"])
+    archive = build_archive(FORMATS["meeting"], envelope, TURNS)
+    assert archive.participants == ["Alice", "Bob"]
 
 
 def test_a_smoothed_quote_is_dropped_and_exact_ones_are_kept() -> None:

@@ -15,7 +15,7 @@ from daemon.config import Settings
 from daemon.errors import InvalidInput
 from daemon.llm.generate import ScriptedGenerator, split_tokens
 from daemon.memory.ask import Asker, Recall
-from daemon.memory.grounding import UNVERIFIED
+from daemon.memory.grounding import UNVERIFIED, Passage, Source
 from daemon.store.documents import extract_text
 from daemon.store.fusion import ItemKey, fuse
 from daemon.store.records import NewTurn
@@ -75,8 +75,9 @@ def system(generator: ScriptedGenerator) -> str:
 
 
 def prompt(generator: ScriptedGenerator) -> str:
+    """The whole prompt: the sources (system message), then the question."""
     (call,) = generator.calls
-    return call[1].content
+    return "\n\n".join(m.content for m in call)
 
 
 # -- framing -------------------------------------------------------------------------------------
@@ -283,8 +284,8 @@ async def test_with_no_question_the_last_one_heard_from_them_is_answered(store: 
 
     assert answer.question == "So when does the Atlas beta ship?"
     assert answer.space == "Atlas"  # the live session's Space
-    assert "Question: So when does the Atlas beta ship?" in prompt(generator)
-    context = answer.sources[-1]
+    assert generator.calls[0][1].content.startswith("So when does the Atlas beta ship?")
+    context = answer.sources[0]  # first: the prompt opens with it, a prefix that stays cached
     assert context.kind == "context" and context.label == "the conversation now"
     assert [p.text for p in context.passages][-1] == "Let me look."
 
@@ -336,3 +337,49 @@ async def test_an_assertion_source_carries_its_anchor_turns_for_quotes(store: St
     assert first.kind == "assertion" and first.label == "decision"
     assert "Alternatives: Monday" in first.passages[0].text
     assert answer.citations[0].verified and answer.citations[0].speaker == "them"
+
+
+# -- reading the live conversation ahead ----------------------------------------------------------
+
+
+async def test_the_live_conversation_read_ahead_is_what_the_question_prompt_opens_with(
+    store: Store,
+) -> None:
+    space_id = atlas_space(store)
+    live = store.create_session(space_id=space_id, title="Atlas check-in", started_at=T0 + 9000)
+    store.append_turns(live.id, [
+        NewTurn(speaker="them", text="Good morning, all.", start=0),
+        NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=4),
+    ])
+    generator = ScriptedGenerator(["On Friday [2]."])
+    ask_live = asker(store, generator, live=lambda: live.id)
+
+    assert await ask_live.read_ahead(live.id) == 2
+    ahead = generator.prefills[-1]
+
+    await ask_live.ask(None)
+
+    (call,) = generator.calls
+    assert "So when does the Atlas beta ship?" in ahead[0].content
+    assert call[0].content.startswith(ahead[0].content)
+    assert generator.prefills[-1] == ahead  # asking read the same opening again: nothing new
+
+
+async def test_a_source_hook_adds_its_sources_beside_what_recall_found(store: Store) -> None:
+    atlas_space(store)
+    asked: list[str] = []
+
+    def open_items(question: str, scope: Scope) -> list[Source]:
+        asked.append(question)
+        return [Source(n=0, kind="assertion", title="Atlas", label="open task",
+                       passages=(Passage("Tom will send the beta notes."),))]
+
+    generator = ScriptedGenerator(["Tom still owes the beta notes [2]."])
+    ask_it = Asker(store, generator=lambda: generator, settings=Settings, recall=fts_recall(store),
+                   source_hooks=[open_items])
+
+    answer = await ask_it.ask("What is still open on the Atlas beta?", space="Atlas")
+
+    assert asked == ["What is still open on the Atlas beta?"]
+    assert [s.label for s in answer.sources][-1] == "open task"
+    assert "Tom will send the beta notes." in prompt(generator)

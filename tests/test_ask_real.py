@@ -1,8 +1,10 @@
 """Ask with the real small LLM (Qwen2.5-Coder 0.5B) and embedder, over the protocol of a real
-daemon: the answer is only in one of the kept sessions, and the answer cites it."""
+daemon: the answer is only in one of the kept sessions, and the answer cites it; on a real
+meeting (QMSum dev), the answer cites a turn of the question's gold span."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 import uuid
@@ -13,8 +15,18 @@ import pytest
 from askkit import FACT_TITLE, SPACE, import_kept_sessions
 
 from daemon.ipc.client import Client
-from daemon.ipc.protocol import AnswerDone, AnswerToken, Ask, AskReply, SettingsSet, answer_topic
+from daemon.ipc.protocol import (
+    AddSpace,
+    AnswerDone,
+    AnswerToken,
+    Ask,
+    AskReply,
+    ImportTranscript,
+    SettingsSet,
+    answer_topic,
+)
 from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
+from daemon.memory.grounding import echoes_question
 
 LLM = "qwen2.5-coder-0.5b"
 
@@ -69,3 +81,31 @@ def test_the_real_model_answers_from_the_one_session_that_holds_the_fact(
     fact = next(c for c in reply.sources if c.title == FACT_TITLE)
     assert fact.verified and fact.speaker == "Tom"
     assert "48,000 euros" in fact.quote
+
+
+@pytest.mark.slow
+def test_the_real_model_answers_a_qmsum_question_citing_a_turn_of_the_gold_span(
+    daemon: DaemonProcess, shared_dir: Path,
+) -> None:
+    meeting = shared_dir / "bench" / "qmsum-dev" / "ES2006" / "ES2006a.json"
+    queries = json.loads((meeting.parent / "queries.json").read_text())
+    query = next(q for q in queries if q["query"].startswith("What are the target price"))
+    turns = {t["ref"]: t for t in json.loads(meeting.read_text())["turns"]}
+    gold = [turns[ref] for ref in query["refs"]]
+    with Client(timeout=60) as client:
+        client.request(AddSpace(name="Remote", activity="project"))
+        client.request(ImportTranscript(content=meeting.read_bytes(), space="Remote"),
+                       timeout=900)
+        client.request(SettingsSet(key="llm_model", value=LLM))
+
+    _, reply = ask_streaming(Ask(id=uuid.uuid4().hex, question=query["query"], space="Remote"))
+
+    assert not reply.nothing_found and reply.sources, reply
+    assert not echoes_question(reply.answer, query["query"]), reply.answer
+
+    def in_span(quote: str) -> bool:
+        words = " ".join(quote.rstrip("…").split()).casefold()
+        return any(words in " ".join(t["text"].split()).casefold() for t in gold)
+
+    assert any(c.verified and in_span(c.quote) for c in reply.sources), (
+        reply.answer, [(c.n, c.speaker, c.quote) for c in reply.sources])

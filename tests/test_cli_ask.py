@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import pty
+import select
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO
 
+import pyte
 import pytest
 from askkit import SPACE, import_kept_sessions
 
+from clients.cli.ask import AnswerView
 from clients.cli.output import source_line
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import Citation
@@ -64,3 +71,63 @@ def test_a_source_line_names_title_date_speaker_and_quote() -> None:
                                   "budget is 48,000 euros for this year.”")
     unverified = Citation(n=1, title="", quote="a full refund", verified=False)
     assert source_line(unverified) == "[1] untitled · “a full refund” (not found verbatim)"
+
+
+# -- the answer shown once -----------------------------------------------------------------------
+
+STREAMED = ["The Orion ", "budget is 48,000 euros ", "for this year [1] ", "as Tom said [7]."]
+CHECKED = "The Orion budget is 48,000 euros for this year [1] as Tom said."
+
+
+def on_a_terminal(write: Callable[[IO[str]], None], columns: int = 24) -> list[str]:
+    """What a terminal ``columns`` wide shows after ``write`` wrote to it (through a pty)."""
+    master, slave = pty.openpty()
+    with open(slave, "w", closefd=True) as out:
+        write(out)
+    screen = pyte.Screen(columns, 12)
+    stream = pyte.ByteStream(screen)
+    while select.select([master], [], [], 0.5)[0]:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the writing end is closed: all was read
+            break
+        if not data:
+            break
+        stream.feed(data)
+    os.close(master)
+    return [line.rstrip() for line in screen.display if line.strip()]
+
+
+def show(view: AnswerView, tokens: list[str], answer: str) -> None:
+    for token in tokens:
+        view.token(token)
+    view.final(answer)
+
+
+def test_on_a_terminal_the_checked_answer_replaces_the_streamed_one_in_place() -> None:
+    shown = on_a_terminal(lambda out: show(AnswerView(out, width=24), STREAMED, CHECKED))
+    # the rows hold the checked answer, wrapped, and nothing of the streamed one
+    assert "".join(shown).replace(" ", "") == CHECKED.replace(" ", "")
+    assert len(shown) == 3  # 65 characters on rows of 24: no leftover row of the streamed text
+    assert "".join(shown).count("48,0") == 1 and "[7]" not in "".join(shown)
+
+
+def test_on_a_terminal_an_answer_the_check_left_alone_is_shown_once_as_it_streamed() -> None:
+    same = "".join(STREAMED)
+    shown = on_a_terminal(lambda out: show(AnswerView(out, width=24), STREAMED, same))
+    assert "".join(shown).replace(" ", "") == same.replace(" ", "")
+
+
+def test_elsewhere_only_the_checked_answer_is_written() -> None:
+    out = io.StringIO()
+    show(AnswerView(out), STREAMED, CHECKED)
+    assert out.getvalue() == CHECKED + "\n"
+
+
+def test_braincue_ask_on_a_terminal_shows_its_answer_once(daemon: DaemonProcess) -> None:
+    def run(out: IO[str]) -> None:
+        subprocess.run([str(BRAINCUE), "ask", "Who won the chess tournament?", "--space", SPACE],
+                       stdout=out, stderr=subprocess.DEVNULL, timeout=120, check=True)
+
+    shown = on_a_terminal(run, columns=100)
+    assert shown == [f"I don't know: I found nothing about this in your memory of {SPACE}."]

@@ -88,6 +88,8 @@ async def test_keep_review_and_history_from_the_shell(home: Path) -> None:
             f"session {session_id} kept in Space 'Atlas'",
             "  archive: written",
             "  assertions: 2 new assertions",
+            "  stored: 1 commitment, 1 decision",
+            "  decided: Atlas launches on March 3rd.",
             "  memories to review: 1 (`braincue memory list --status pending`)",
         ]
 

@@ -49,7 +49,9 @@ from daemon.ipc.testing import short_home, start_daemon
 from daemon.llm.embed import ScriptedEmbedder
 from daemon.llm.generate import ScriptedGenerator
 from daemon.store import export, records
+from daemon.store.db import connect
 from daemon.store.fusion import LegHit
+from daemon.store.keys import KeyStore
 from daemon.store.records import Deleted, Session
 from daemon.store.search import Anchor, Explanation, LinkedAssertion, SearchResult
 
@@ -386,11 +388,14 @@ def samples(session_id: int) -> list[Request[Any]]:
         p.Start(title="chat"), p.Stop(), p.Pause(paused=True), p.Pause(paused=False),
         p.ImportAudio(path="/nonexistent/call.wav"),
         p.Remember(session_id=session_id, answer="later"), p.History(assertion_id=99),
+        p.Forget(before=0.0),
         p.MemoryList(), p.MemoryApprove(memory_id=99), p.MemoryReject(memory_id=99),
         p.MemoryArchive(memory_id=99), p.MemoryEdit(memory_id=99, text="x"),
         p.MemoryScope(memory_id=99, profile=True), p.MemoryExpire(memory_id=99, expires_at=None),
         p.Ask(question="When do we ship Atlas?"), p.AskCancel(request_id="no-such-ask"),
         p.ListAssertions(kinds=["decision"]),
+        p.OpenItems(), p.SelectItems(owner="Sarah", period="this month"),
+        p.CloseItem(item_id=99, status="done"),
         p.Search(query="when do we ship Atlas", explain=True),
         p.VoicesList(), p.VoiceName(voice="Them 9", name="Sarah"),
         p.VoiceMerge(keep="98", other="99"), p.VoiceForget(voice="99"),
@@ -537,7 +542,8 @@ def test_sigterm_leaves_a_consistent_database_and_no_socket(home: Path) -> None:
     assert "Traceback" not in daemon.log()
     db = Paths.resolve("default").data_dir / "braincue.db"
     assert not Path(f"{db}-wal").exists() or Path(f"{db}-wal").stat().st_size == 0
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect(db, KeyStore(Paths.resolve("default")).find(),
+                   flags=apsw.SQLITE_OPEN_READONLY)
     try:
         assert conn.execute("PRAGMA integrity_check").get == "ok"
         assert conn.execute("SELECT count(*) FROM turns").get == 15
@@ -577,6 +583,7 @@ def test_a_store_that_cannot_open_stops_the_daemon_with_one_line(home: Path) -> 
     (paths.data_dir / "braincue.db").write_bytes(b"not a database at all" * 100)
     with pytest.raises(RuntimeError, match="exited with 1") as failed:
         start_daemon(home)
-    assert "braincued: error: cannot open the database" in str(failed.value)
+    assert "braincued: error: the database" in str(failed.value)
+    assert "is encrypted (or damaged) and no key for it was found" in str(failed.value)
     assert "Traceback" not in str(failed.value)
     assert not RuntimeFiles.of(paths).lock.exists()

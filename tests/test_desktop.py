@@ -39,6 +39,8 @@ from daemon.config import Paths, Settings
 from daemon.errors import ConfigError
 from daemon.ipc.protocol import (
     Ask,
+    CarriedForward,
+    ItemInfo,
     Pause,
     Remember,
     RememberReply,
@@ -366,6 +368,43 @@ def test_the_menu_starts_sessions_in_a_space_pauses_and_lists_recent_ones(
     wait_until(lambda: 12 in tray.prompter.dialogs and tray.prompter.dialogs[12].isVisible(),
                "the keep window of a recent session")
     assert tray.prompter.dialogs[12].space.currentText() == "Atlas"
+
+
+@under_x
+def test_what_is_open_from_last_time_is_notified_and_listed_in_the_menu(
+    tray: Any, daemon: FakeDaemon, notifications: FakeNotificationServer,
+) -> None:
+    from PySide6.QtCore import QPoint
+
+    daemon.live = live_status(9)  # a session is live in Atlas
+    items = [ItemInfo(id=3, kind="commitment", text="Priya will send the revised budget.",
+                      occurred_at=1_785_000_000.0, status="open", owner="Priya", due="Friday",
+                      space="Atlas", session_id=4, session_title="Atlas sync"),
+             ItemInfo(id=5, kind="task", text="Book the offsite venue.",
+                      occurred_at=1_785_003_600.0, status="open", owner="me", space="Atlas")]
+    daemon.publish(CarriedForward(session_id=9, space="Atlas", message="2 open from last time",
+                                  items=items))
+    wait_until(lambda: notifications.notifications("BrainCue"), "the open-items notification")
+    [call] = notifications.notifications("BrainCue")
+    assert call.body == ("2 open from last time in Atlas:\n"
+                         "• Priya: Priya will send the revised budget. (due Friday)\n"
+                         "• me: Book the offsite venue.")
+    wait_until(lambda: tray.view.live_session == 9, "the live session in the tray")
+    assert tray.carried_menu.menuAction().isVisible()
+    assert tray.carried_menu.title() == "2 open from last time"
+    assert [a.text() for a in tray.carried_menu.actions()] == [
+        "Priya: Priya will send the revised budget. · due Friday", "me: Book the offsite venue."]
+    tray.menu.popup(QPoint(200, 150))
+    wait_until(tray.menu.isVisible, "the menu")
+    tray.carried_menu.popup(tray.menu.geometry().topRight() + QPoint(0, 50))
+    wait_until(tray.carried_menu.isVisible, "the open items menu")
+    print("screenshot:", screenshot("tray-open-from-last-time"))
+    tray.carried_menu.hide()
+    tray.menu.hide()
+
+    daemon.live = live_status(None)  # the session ended: the list goes with it
+    tray.refresh()
+    wait_until(lambda: not tray.carried_menu.menuAction().isVisible(), "the list to go")
 
 
 # -- the hotkey -------------------------------------------------------------------------------

@@ -378,6 +378,24 @@ async def test_a_worker_call_does_not_block_the_event_loop() -> None:
     worker.close()
 
 
+async def test_a_worker_call_whose_caller_was_cancelled_finishes_quietly() -> None:
+    worker = WorkerThread("test-worker")
+    release, finished = threading.Event(), threading.Event()
+
+    def slow() -> bool:
+        release.wait(timeout=60)
+        finished.set()
+        return True
+
+    with trio.move_on_after(0.01):  # the caller gives up while the call runs
+        await worker.call(slow)
+    release.set()
+    await trio.to_thread.run_sync(finished.wait, 60)
+    # its result is handed to nobody: nothing is raised into the event loop
+    assert await worker.call(lambda: "still serving") == "still serving"
+    worker.close()
+
+
 # -- audio files -------------------------------------------------------------------------------
 
 

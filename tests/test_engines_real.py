@@ -184,3 +184,32 @@ async def test_stream_stops_generating_when_the_consumer_breaks(qwen: LlamaGener
     answer = "".join([t async for t in qwen.stream([ChatMessage("user", "Say hello.")],
                                                    max_tokens=16)])
     assert answer.strip()
+
+
+async def test_a_prefilled_opening_survives_other_work_and_changes_no_answer(
+    qwen: LlamaGenerator, installed_model: ModelPath
+) -> None:
+    opening = [ChatMessage("system", "You answer in one short sentence."),
+               ChatMessage("user", "Notes: the Atlas beta ships on Friday; Tom owns it.\n\n")]
+    question = [opening[0], ChatMessage("user", opening[1].content + "Who owns the beta?")]
+
+    async def answer(generator: LlamaGenerator) -> str:
+        return "".join([t async for t in generator.stream(question, max_tokens=24,
+                                                            temperature=0.0)])
+
+    await qwen.prefill(opening)
+    read_ahead = await qwen._worker.call(lambda: qwen._llm.n_tokens)
+    assert read_ahead > 20
+    await qwen.generate([ChatMessage("user", "Name a colour as JSON.")], Task, max_tokens=40,
+                        temperature=0.0)  # other work replaces what the model holds
+    cached = await answer(qwen)
+    assert qwen._prefix is not None and qwen._prefix.tokens == (
+        await qwen._worker.call(lambda: list(qwen._llm.input_ids[:read_ahead])))
+
+    fresh = LlamaGenerator(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=2048)
+    try:
+        assert cached == await answer(fresh)  # the restored state is the state it read
+    finally:
+        fresh.close()
+    await qwen.prefill(opening)  # read already: nothing to do
+    assert await qwen._worker.call(lambda: qwen._llm.n_tokens) >= read_ahead

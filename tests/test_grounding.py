@@ -62,8 +62,8 @@ def test_the_conversation_prompt_forbids_selling_and_the_interview_prompt_speaks
     interview = build_prompt("interview", "When do we ship?", sources)
 
     # the user's turns are labelled as the one the model answers for
-    assert "You: I will tell support." in conversation[1].content
-    assert "Me (the candidate): I will tell support." in interview[1].content
+    assert "You: I will tell support." in conversation[0].content
+    assert "Me (the candidate): I will tell support." in interview[0].content
 
     assert "never sell, never perform credentials" in conversation[0].content
     assert "candidate" not in conversation[0].content
@@ -72,9 +72,9 @@ def test_the_conversation_prompt_forbids_selling_and_the_interview_prompt_speaks
     for messages in (conversation, interview):  # the shared rules are the same in both
         assert "cite the source" in messages[0].content
         assert "Never invent" in messages[0].content
-        assert "[1]" in messages[1].content and "them: We ship on Friday." in messages[1].content
-        assert messages[1].content.rstrip().endswith(ANSWER_FORMAT)
-        assert "Question: When do we ship?" in messages[1].content
+        # the sources in the system message; the user's message is the question alone
+        assert "[1]" in messages[0].content and "them: We ship on Friday." in messages[0].content
+        assert messages[1].content == f"When do we ship?\n\n{ANSWER_FORMAT}"
 
 
 @pytest.mark.parametrize(("title", "filename", "expected"), [
@@ -277,3 +277,133 @@ def test_the_story_picked_shares_most_words_else_it_is_the_first() -> None:
     assert pick_story("Tell me about a failure", chunks) == 2
     assert pick_story("Tell me about yourself", chunks) == 1
     assert pick_story("anything", []) is None
+
+
+# -- compact sources: the matched turns with their neighbours ------------------------------------
+
+MEETING = [
+    Passage("Okay, let's start with the agenda.", "Project Manager", "m:1"),
+    Passage("Mm-hmm.", "Marketing", "m:2"),
+    Passage("The remote should cost twenty five euros at most.", "Project Manager", "m:3"),
+    Passage("Yeah.", "Industrial Designer", "m:4"),
+    Passage("Then the battery has to be a cheap standard one.", "Industrial Designer", "m:5"),
+    Passage("Lunch is at noon today.", "Marketing", "m:6"),
+    Passage("Kinetic batteries would raise the price a lot.", "User Interface", "m:7"),
+    Passage("Uh-huh.", "Marketing", "m:8"),
+    Passage("Let's move on to the colours.", "Project Manager", "m:9"),
+]
+
+
+def test_compact_keeps_the_best_matched_turns_with_neighbours_that_say_something() -> None:
+    from daemon.memory.grounding import compact_turns
+
+    kept = compact_turns(MEETING, "What did they decide about the battery price?", matched=2)
+
+    # matched: m:7 (battery, price) then m:5 (battery); neighbours skip "Yeah." / "Uh-huh."
+    assert [p.ref for p in kept] == ["m:3", "m:5", "m:6", "m:7", "m:9"]
+    assert kept[0].speaker == "Project Manager"  # speakers and refs survive
+
+
+def test_compact_takes_one_neighbour_each_side_and_keeps_the_order() -> None:
+    from daemon.memory.grounding import compact_turns
+
+    kept = compact_turns(MEETING, "lunch", matched=1, neighbours=1)
+    assert [p.ref for p in kept] == ["m:5", "m:6", "m:7"]
+    assert [p.ref for p in compact_turns(MEETING, "lunch", matched=1, neighbours=0)] == ["m:6"]
+
+
+def test_compact_with_no_shared_word_keeps_the_turn_that_says_most() -> None:
+    from daemon.memory.grounding import compact_turns
+
+    kept = compact_turns(MEETING, "zebra", matched=2, neighbours=0)
+    assert [p.ref for p in kept] == ["m:3"]
+
+
+def test_compact_stays_within_its_limit_best_match_first() -> None:
+    from daemon.memory.grounding import compact_turns
+
+    kept = compact_turns(MEETING, "kinetic price", matched=2, limit=70)
+    assert [p.ref for p in kept] == ["m:7"]  # the best match fits; its neighbours do not
+    assert compact_turns([], "battery") == ()
+
+
+def test_compact_cuts_a_long_matched_turn_around_its_matching_sentence() -> None:
+    from daemon.memory.grounding import MAX_TURN_CHARS, compact_turns
+
+    filler = " ".join(f"We talked about item {i} for a while." for i in range(20))
+    long = Passage(f"{filler} The battery must be rechargeable. {filler}", "Marketing", "m:1")
+    kept = compact_turns([long], "battery", neighbours=0)
+    assert len(kept) == 1 and len(kept[0].text) <= MAX_TURN_CHARS
+    assert "The battery must be rechargeable." in kept[0].text and kept[0].ref == "m:1"
+
+
+def test_the_prompt_opens_with_the_live_conversation_then_the_recalled_sources() -> None:
+    from daemon.memory.grounding import prompt_prefix
+
+    context = Source(n=1, kind="context", title="Atlas now", label="the conversation now",
+                     passages=(Passage("So when does it ship?", "Sarah"),))
+    recalled = transcript(2, ("Tom", "The Atlas beta ships on Friday."))
+    messages = build_prompt("conversation", "When does it ship?", [context, recalled])
+    prefix = prompt_prefix("conversation", context)
+
+    (opening,) = prefix
+    assert messages[0].content.startswith(opening.content)
+    assert opening.content.endswith("[1] Atlas now (the conversation now)\n"
+                                    "Sarah: So when does it ship?\n\n")
+    assert messages[0].content.index("[2]") > messages[0].content.index("Sources:")
+    assert messages[1].content.startswith("When does it ship?")
+    assert prompt_prefix("conversation")[0].content.endswith("no headings.\n\n")
+
+
+@pytest.mark.parametrize(("count", "start"), [(0, 0), (11, 0), (12, 0), (23, 0), (24, 12),
+                                              (35, 12), (36, 24)])
+def test_the_live_window_starts_in_steps_so_what_was_read_stays_the_prefix(
+    count: int, start: int
+) -> None:
+    from daemon.memory.grounding import context_window
+
+    assert context_window(count, step=12) == start
+
+
+# -- answers that only restate the question -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("answer", "question"), [
+    ("The group discussed battery issues and flip top design in  and .",
+     "What did the group discuss about battery issues and flip top design?"),
+    ("They talked about the evaluation criteria [1].", "Summarize the evaluation criteria."),
+    ("The team discussed the LCD displays.", "Why did the team decide not to use LCD displays?"),
+])
+def test_an_answer_that_only_restates_the_question_is_an_echo(answer: str, question: str) -> None:
+    from daemon.memory.grounding import echoes_question
+
+    assert echoes_question(answer, question)
+
+
+@pytest.mark.parametrize(("answer", "question"), [
+    ("They chose a rubber case because it survives drops [1].",
+     "What did the group discuss about the case?"),
+    ("The LCD displays cost too much for a 25 euro remote [2].",
+     "Why did the team decide not to use LCD displays?"),
+    ("", "What did they decide?"),
+    ("I don't know: I found nothing about this in your memory of Atlas.", "Who won the match?"),
+])
+def test_an_answer_that_adds_something_is_no_echo(answer: str, question: str) -> None:
+    from daemon.memory.grounding import echoes_question
+
+    assert not echoes_question(answer, question)
+
+
+def test_an_echo_is_replaced_by_the_matching_passages_quoted_and_verified() -> None:
+    from daemon.memory.grounding import echoes_question, passages_answer
+
+    question = "What did the group discuss about the battery price?"
+    sources = [transcript(1, ("Tom", "Kinetic batteries would raise the price a lot."),
+                          ("Mei", "Lunch is at noon.")),
+               transcript(2, ("Sarah", "The battery stays a standard one."))]
+    text = passages_answer(question, sources)
+    assert text == ('Tom said: "Kinetic batteries would raise the price a lot." [1]. '
+                    'Sarah said: "The battery stays a standard one." [2].')
+    checked = check_answer(text, sources, question)
+    assert checked.unverified == 0 and [c.source.n for c in checked.citations] == [1, 2]
+    assert not echoes_question(checked.text, question)

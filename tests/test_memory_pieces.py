@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,7 +14,7 @@ from daemon.memory.pieces import (
     interleave,
     merge_envelopes,
     merge_extractions,
-    part_title,
+    salvage_json,
     split_pieces,
     transcript_budget,
     transcript_lines,
@@ -60,11 +61,6 @@ def test_pieces_fit_and_lose_nothing_but_whitespace(lines: list[str], budget: in
         assert " ".join(pieces).split() == " ".join(lines).split()  # no word is cut
 
 
-def test_part_titles_say_which_part() -> None:
-    assert part_title("Standup", 0, 1) == "Standup"
-    assert part_title("", 1, 3) == "untitled (part 2 of 3 of the transcript)"
-
-
 def test_interleave_takes_turns() -> None:
     assert interleave([[1, 2, 3], [4], [5, 6]]) == [1, 4, 5, 2, 6, 3]
 
@@ -106,3 +102,44 @@ def test_merged_extractions_keep_each_sentence_once() -> None:
     merged = merge_extractions([Extraction([fact("The sky is blue."), fact("B.")]),
                                 Extraction([fact("the  sky is BLUE"), fact("C.")])])
     assert [a.text for a in merged] == ["The sky is blue.", "B.", "C."]
+
+
+def test_near_same_items_of_different_pieces_are_merged_once() -> None:
+    first = ArchiveEnvelope(sections={"decided": ["The team chose a rubber case for the remote."]})
+    second = ArchiveEnvelope(sections={"decided": ["The team chose the rubber case for the remote",
+                                                   "The remote gets a yellow colour scheme."]})
+    merged = merge_envelopes([first, second])
+    assert merged.sections["decided"] == ["The team chose a rubber case for the remote.",
+                                          "The remote gets a yellow colour scheme."]
+
+    def decision(text: str) -> ExtractedAssertion:
+        return ExtractedAssertion(kind="decision", text=text, chosen="rubber")
+
+    items = merge_extractions([
+        Extraction([decision("The team decided on a rubber case for the remote.")]),
+        Extraction([decision("The team decided on the rubber case for the remote"),
+                    ExtractedAssertion(kind="fact", text="The team decided on a rubber case "
+                                                         "for the remote.")]),
+    ])
+    assert [(a.kind, a.text) for a in items] == [
+        ("decision", "The team decided on a rubber case for the remote."),
+        ("fact", "The team decided on a rubber case for the remote.")]  # another kind
+
+
+def test_a_cut_off_answer_keeps_its_complete_items() -> None:
+    partial = ('{"assertions": [{"kind": "fact", "text": "A, b"}, {"kind": "fact", "text": '
+               '"The price is {25} euros."}, {"kind": "decision", "text": "We go wi')
+    candidates = salvage_json(partial)
+    assert all(msgspec.json.decode(c) is not None for c in candidates)  # all complete JSON
+
+    def first_valid() -> Extraction:  # what answer_pieces keeps: the longest that validates
+        for candidate in candidates:
+            try:
+                return msgspec.json.decode(candidate, type=Extraction)
+            except msgspec.ValidationError:
+                continue
+        raise AssertionError("nothing salvaged")
+
+    assert [a.text for a in first_valid().assertions] == ["A, b", "The price is {25} euros."]
+    assert salvage_json('{"topic": "x", "summary": "half a sen') == ['{"topic": "x"}']
+    assert salvage_json("") == []

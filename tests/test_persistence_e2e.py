@@ -33,7 +33,7 @@ ATLAS = [
     ("them", "Let's settle the Atlas launch. We decided to launch Atlas on March 3rd, "
              "not in February."),
     ("me", "Good. I prefer concise written updates over long status calls."),
-    ("them", "Priya will send the revised budget by Friday."),
+    ("Priya", "Priya will send the revised budget by Friday."),  # an owner must have spoken
 ]
 
 DECISION = {
@@ -206,7 +206,7 @@ async def test_key_quotes_are_verbatim_and_attributed_from_the_turn(world: World
     quotes = body.split("In their own words:\n")[1].splitlines()
     assert quotes == [
         '- them: "We decided to launch Atlas on March 3rd, not in February."',
-        '- them: "Priya will send the revised budget by Friday."',
+        '- Priya: "Priya will send the revised budget by Friday."',
     ]
 
 
@@ -244,11 +244,38 @@ async def test_the_sensitive_gate_redacts_what_the_model_wrote(world: World) -> 
     assert outcome.redactions == 2
     archive = world.store.archive(session_id)[0].body
     assert "Tr0ub4dor" not in archive and "[redacted password]" in archive
+    # a statement whose point was the password is dropped, not kept as "[redacted password]"
     texts = [a.text for a in world.store.list_assertions(session_id=session_id)]
-    assert "The staging server password is [redacted password]." in texts
-    assert not any("Tr0ub4dor" in t for t in texts)
+    assert len(texts) == 1 and not any("Tr0ub4dor" in t or "redacted" in t for t in texts)
+    assert any("held a credential" in note for note in outcome.notes)
     # the verbatim layer is the user's own record and stays as it was said
     assert "Tr0ub4dor&3" in world.store.turns(session_id)[-1].text
+
+
+async def test_the_gate_follows_a_secret_the_model_paraphrased(world: World) -> None:
+    """The leak of issue 15: the model drops the word "password" and keeps the value."""
+    said = ("The user is deploy and the password is Tangerine-Walrus-4417, and the API key "
+            "is sk-live-9f8a7b6c5d4e3f2a1b0c.")
+    world.script.archive = archive_answer(
+        summary="Vendor will use deploy / tangerine walrus 4417 for staging; key ends "
+                "9f8a7b6c5d4e3f2a1b0c.")
+    world.script.assertions = [DECISION, {
+        "kind": "fact", "text": "Vendor will use deploy and Tangerine-Walrus-4417 for the "
+                                "staging database", "evidence": "the password is"},
+        {"kind": "decision", "text": "The staging user is deploy", "chosen": "deploy",
+         "evidence": "The user is deploy", "reasoning": "T-A-N-G-E-R-I-N-E Walrus 4417 is shared"}]
+    session_id = world.session([*ATLAS, ("me", said)], space_id=world.space("Atlas"))
+    outcome = await world.keep(session_id)
+
+    stored = world.store.archive(session_id)[0].body + " ".join(
+        f"{a.text} {a.reasoning or ''} {' '.join(a.alternatives)}"
+        for a in world.store.list_assertions(session_id=session_id, include_invalidated=True))
+    for leaked in ("Tangerine", "TANGERINE", "4417", "9f8a7b6c5d4e3f2a1b0c"):
+        assert leaked.lower() not in stored.lower(), (leaked, stored)
+    texts = [a.text for a in world.store.list_assertions(session_id=session_id)]
+    assert "The staging user is deploy" in texts, outcome.notes  # a side field redacted, kept
+    assert not any("Vendor will use" in t for t in texts)
+    assert outcome.redactions >= 3, outcome
 
 
 # -- keep: when nothing is kept --------------------------------------------------------------
@@ -750,10 +777,11 @@ async def test_no_language_model_keeps_the_session_and_says_so(world: World) -> 
 
 def long_session(world: World) -> int:
     """A 120-turn meeting in Space Atlas, too long for one model call at a 2,048-token
-    context, whose extraction finds one fact."""
+    context, whose extraction (a commitment cue every ten turns) finds one fact."""
     world.settings = Settings(memory_enabled=True, reconcile_distance=0.5, llm_context=2048)
     turns = [("them" if i % 2 else "me", f"Point {i}: the Atlas rollout step {i} needs a "
-              "review of the staging checklist and the budget owner signs it off.")
+              "review of the staging checklist and the budget owner signs it off."
+              + (" I will check it by Friday." if i % 10 == 5 else ""))
              for i in range(120)]
     world.script.assertions = [{
         "kind": "fact", "text": "Atlas rollout needs the staging checklist reviewed.",
@@ -767,7 +795,7 @@ async def test_a_long_transcript_is_summarised_in_pieces(world: World) -> None:
     outcome = await world.keep(session_id)
     archive_calls = [c for c in world.generator.calls if '"key_quotes"' in c[-1].content]
     assert len(archive_calls) > 1
-    assert "(part 1 of" in archive_calls[0][-1].content
+    assert "part 1 of" not in archive_calls[0][-1].content  # a label a model copies
     # every turn was shown to the summariser exactly once
     shown = "\n".join(c[-1].content for c in archive_calls)
     assert all(shown.count(f"Point {i}:") == 1 for i in range(120))

@@ -101,7 +101,7 @@ async def test_each_model_call_of_a_keep_is_a_step_of_its_stage(tmp_path: Path) 
         calls = [c[-1].content for c in world.generator.calls]
         pieces = sum('"key_quotes"' in c for c in calls)
         extracted = sum('{"assertions"' in c for c in calls)
-        assert pieces > 1 and extracted > 1
+        assert pieces > 1 and extracted >= 1
         assert found == (
             [("archive", i, pieces) for i in range(pieces + 1)]
             + [("extraction", i, extracted) for i in range(extracted + 1)]

@@ -93,6 +93,26 @@ def test_ten_archives_matching_best_take_at_most_two_of_five(tmp_path: Path) -> 
     assert {r.session_id for r in results if r.kind == "transcript"} <= set(sessions + documents)
 
 
+def test_a_space_with_one_kept_session_returns_k_results_its_archive_among_them(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path, CountingEmbedder(), chunk_limit=120, clock=Clock())
+    space = store.create_space("Atlas")
+    lines = [f"The Atlas launch moves to {day}: the vendor needs {n} more weeks for the launch."
+             for n, day in enumerate(["March", "April", "May", "June", "July", "August"], 2)]
+    kept = recorded_session(store, lines, space_id=space.id, title="Atlas weekly")
+    store.put_archive(kept, "Topic: the Atlas launch date. Decided: the launch moves to August "
+                            "because the vendor needs more weeks.")
+    assert len(store.chunks(session_id=kept)) >= 5
+
+    for k in (5, 3):
+        results = search(store, "when is the Atlas launch", scope=Scope(space_id=space.id), k=k)
+
+        assert len(results) == k  # the per-session cap (2 of 5) makes room, it never shrinks
+        assert {r.session_id for r in results} == {kept}
+        assert "session" in [r.kind for r in results]  # its archive
+
+
 # -- cross-links -----------------------------------------------------------------------------------
 
 

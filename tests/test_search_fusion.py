@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from daemon.store.fusion import ItemFacts, ItemKey, add_bonus, fuse, scaled_cap, select
+from daemon.store.fusion import ItemFacts, ItemKey, add_bonus, fill, fuse, scaled_cap, select
 from daemon.store.recency import DAY, TimeFocus, Window, closeness, time_focus
 
 
@@ -101,10 +101,35 @@ def test_ten_archives_matching_best_get_at_most_two_of_five_slots() -> None:
     assert [f.key for f in top] == [chunk(0), chunk(1), chunk(100), chunk(101), chunk(102)]
 
 
-def test_caps_shrink_the_result_only_when_no_alternative_is_left() -> None:
+def test_when_no_alternative_is_left_the_capped_items_fill_the_free_slots_in_rank_order() -> None:
     ranked = fuse({"fts": [(chunk(i), 1.0) for i in range(10)]})
     facts = {chunk(i): ItemFacts(group="session:1") for i in range(10)}
-    assert len(select(ranked, facts, 5)) == 2
+    capped = select(ranked, facts, 5)
+    assert [f.key for f in capped] == [chunk(0), chunk(1)]
+    assert [f.key for f in fill(ranked, facts, capped, 5)] == [chunk(i) for i in range(5)]
+
+
+def test_filling_keeps_the_alternatives_the_caps_made_room_for_ahead() -> None:
+    ranked = fuse({"fts": [(chunk(i), 1.0) for i in range(6)] + [(chunk(100), 1.0)]})
+    facts = {chunk(i): ItemFacts(group="session:1", archive=i < 3) for i in range(6)}
+    facts[chunk(100)] = ItemFacts(group="session:2")
+    capped = select(ranked, facts, 5)
+    assert [f.key for f in capped] == [chunk(0), chunk(1), chunk(100)]
+    assert [f.key for f in fill(ranked, facts, capped, 5)] == [
+        chunk(0), chunk(1), chunk(100), chunk(2), chunk(3)]
+
+
+def test_filling_still_shows_a_cross_linked_pair_once() -> None:
+    a, anchor = assertion(1), chunk(10)
+    ranked = fuse({"x": [(a, 1.0), (chunk(11), 1.0), (anchor, 1.0), (chunk(12), 1.0)]})
+    facts = {
+        a: ItemFacts(group="session:1", links=(anchor,)),
+        anchor: ItemFacts(group="session:1", links=(a,)),
+        chunk(11): ItemFacts(group="session:1"),
+        chunk(12): ItemFacts(group="session:1"),
+    }
+    capped = select(ranked, facts, 5)
+    assert [f.key for f in fill(ranked, facts, capped, 5)] == [a, chunk(11), chunk(12)]
 
 
 def test_items_without_a_group_are_not_capped() -> None:

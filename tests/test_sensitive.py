@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.memory.sensitive import find_sensitive, iban_valid, luhn_valid, redact
+from daemon.memory.sensitive import (
+    Gate,
+    find_sensitive,
+    iban_valid,
+    luhn_valid,
+    mask_lines,
+    redact,
+)
 
 # Each secret sentence holds exactly one secret: the value in the second element.
 SECRETS: list[tuple[str, str]] = [
@@ -169,3 +176,75 @@ def test_checksums() -> None:
     assert not luhn_valid("4111111111111112")
     assert iban_valid("GB82 WEST 1234 5698 7654 32")
     assert not iban_valid("GB83 WEST 1234 5698 7654 32")
+
+
+# -- following the secret: what a model wrote from a source that held one ----------------------
+
+# (a source turn holding the secret with its cue, what a model wrote from it, the value)
+PARAPHRASED: list[tuple[str, str, str]] = [
+    ("The user is deploy and the password is Tangerine-Walrus-4417, and the API key is sk-live-9f8a7b6c5d4e3f2a1b0c.",
+     "Vendor will use deploy and Tangerine-Walrus-4417 for the staging database", "Tangerine-Walrus-4417"),
+    ("The user is deploy and the password is Tangerine-Walrus-4417.",
+     "Use tangerine-walrus-4417 to log in to staging.", "Tangerine-Walrus-4417"),
+    ("The user is deploy and the password is Tangerine-Walrus-4417.",
+     "TANGERINE WALRUS 4417 is the key for staging.", "Tangerine-Walrus-4417"),
+    ("The user is deploy and the password is Tangerine-Walrus-4417.",
+     "Credentials: deploy / T-A-N-G-E-R-I-N-E-W-A-L-R-U-S-4-4-1-7", "Tangerine-Walrus-4417"),
+    ("The user is deploy and the password is Tangerine-Walrus-4417.",
+     "They log in with Tangerine Walrus and a number.", "Tangerine-Walrus"),
+    ("The user is deploy and the password is Tangerine-Walrus-4417.",
+     "The login ends in walrus_4417.", "walrus_4417"),
+    ("The wifi password is BlueCactus42.", "Guests connect with BlueCactus42.", "BlueCactus42"),
+    ("The wifi password is BlueCactus42.", "Guest wifi: bluecactus42", "bluecactus42"),
+    ("The wifi password is BlueCactus42.", "Wifi is blue cactus 42.", "blue cactus 42"),
+    ("The password for the VPN is Tr0ub4dor&3 until Monday.", "VPN access via Tr0ub4dor&3 until Monday.", "Tr0ub4dor"),
+    ("Her PIN is 4921 so don't forget.", "She unlocks the safe with 4921.", "4921"),
+    ("Her PIN is 4921 so don't forget.", "Her code is 49-21.", "49-21"),
+    ("The passcode: 778812 for the door.", "The door opens with 778 812.", "778 812"),
+    ("My passphrase is correct-horse-battery-staple.", "He uses Correct Horse Battery Staple everywhere.", "Correct Horse Battery Staple"),
+    ("My passphrase is correct-horse-battery-staple.", "The phrase starts correct horse.", "correct horse"),
+    ("Root password will be Winter2026! after the rotation.", "After rotation root uses winter2026.", "winter2026"),
+    ("API key: 9f8e7d6c5b4a39281706f5e4d3c2b1a0 for the old service.", "The old service authenticates with 9F8E7D6C5B4A39281706F5E4D3C2B1A0.",
+     "9F8E7D6C5B4A39281706F5E4D3C2B1A0"),
+    ("My token is ghp_16C7e42F292c6912E7710c838347Ae178B4a, don't share it.",
+     "CI authenticates with 16C7e42F292c6912E7710c838347Ae178B4a from GitHub.", "16C7e42F292c6912E7710c838347Ae178B4a"),
+    ("Stripe live key sk_live_4eC39HqLyjWDarjtT1zdp7dc in the vault.", "Payments use 4eC39HqLyjWDarjtT1zdp7dc.", "4eC39HqLyjWDarjtT1zdp7dc"),
+    ("The API key is sk-live-9f8a7b6c5d4e3f2a1b0c.", "The key ends in 9f8a7b6c5d4e3f2a1b0c.", "9f8a7b6c5d4e3f2a1b0c"),
+    ("The API key is sk-live-9f8a7b6c5d4e3f2a1b0c.", "Key: SK LIVE 9F8A7B6C5D4E3F2A1B0C", "SK LIVE 9F8A7B6C5D4E3F2A1B0C"),
+    ("The secret is Zx9!qL2#vB7 keep it safe.", "Keep zx9 ql2 vb7 safe.", "zx9 ql2 vb7"),
+    ("Card 4111 1111 1111 1111 expires next year.", "Charge the card 4111-1111-1111-1111.", "4111-1111-1111-1111"),
+    ("My social is 123-45-6789 if they ask.", "His SSN, 123 45 6789, goes on the form.", "123 45 6789"),
+    ("Set DB_PASSWORD=kT7mQ2xL9pW4zB8nV3 in prod.", "Production connects with KT7MQ2XL9PW4ZB8NV3.", "KT7MQ2XL9PW4ZB8NV3"),
+]
+
+
+def test_paraphrased_leaks_are_caught_and_look_alikes_pass() -> None:
+    assert len(PARAPHRASED) >= 21
+    today = [written for _, written, _ in PARAPHRASED if find_sensitive(written)]
+    caught = [written for source, written, value in PARAPHRASED
+              if value not in Gate.of([source]).redact(written).text]
+    # a gate that knows every secret above still passes every look-alike, but for one that
+    # holds a known value itself ("extension 4921" after "her PIN is 4921"): following the
+    # secret means masking that too
+    knows_all = Gate.of([source for source, _, _ in PARAPHRASED])
+    holds_value = ["Call extension 4921 for the front desk."]
+    false_alarms = [t for t in LOOK_ALIKES if knows_all.find(t) and t not in holds_value]
+    assert all(knows_all.find(t) for t in holds_value)
+    print(f"\nparaphrased leaks: the gate that follows the secret catches {len(caught)}/"
+          f"{len(PARAPHRASED)} (the detectors alone {len(today)}/{len(PARAPHRASED)}); "
+          f"false alarms {len(false_alarms)}/{len(LOOK_ALIKES) - len(holds_value)} with every "
+          "secret known")
+    assert caught == [written for _, written, _ in PARAPHRASED]
+    assert not false_alarms, [(t, knows_all.find(t)) for t in false_alarms]
+
+
+def test_the_gate_keeps_ordinary_words_of_a_secret() -> None:
+    gate = Gate.of(["The password is Tangerine-Walrus-4417."])
+    for text in ("The tangerine was great.", "We saw a walrus at the zoo.", "Room 4417 is free."):
+        assert gate.redact(text).text == text
+
+
+def test_mask_lines_masks_a_secret_named_in_another_turn() -> None:
+    lines = ["me: the staging password is Tangerine-Walrus-4417", "them: so tangerine walrus 4417, got it"]
+    masked = mask_lines(lines)
+    assert all("4417" not in line for line in masked), masked

@@ -6,10 +6,12 @@ Both only speak the protocol: the daemon recalls, generates and checks the answe
 from __future__ import annotations
 
 import contextlib
+import shutil
+import sys
 import threading
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import click
 import msgspec
@@ -73,6 +75,46 @@ def _cancel(client: Client, request_id: str) -> None:
         client.request(AskCancel(request_id=request_id))
 
 
+class AnswerView:
+    """The answer shown once. On a terminal the tokens show as they stream, and the checked
+    answer replaces them in place when it differs (a quote marked, a citation dropped or
+    added); elsewhere (a pipe, a file) only the checked answer is written."""
+
+    ERASE_BELOW = "\x1b[J"
+
+    def __init__(self, out: IO[str], *, terminal: bool | None = None,
+                 width: int | None = None) -> None:
+        self.out = out
+        self.terminal = out.isatty() if terminal is None else terminal
+        self.width = width
+        self.streamed: list[str] = []
+
+    def token(self, token: str) -> None:
+        self.streamed.append(token)
+        if self.terminal:
+            self.out.write(token)
+            self.out.flush()
+
+    def final(self, answer: str) -> None:
+        shown = "".join(self.streamed)
+        if self.terminal and shown.strip() == answer.strip():
+            self.out.write("\n")
+        elif self.terminal and shown:
+            self.out.write(self._back_to_start(shown) + self.ERASE_BELOW + answer + "\n")
+        else:
+            self.out.write(answer + "\n")
+        self.out.flush()
+
+    def _back_to_start(self, shown: str) -> str:
+        """The cursor movement from the end of ``shown`` back to where it began."""
+        width = self.width or shutil.get_terminal_size().columns
+        lines = shown.split("\n")
+        rows = sum(max(1, -(-len(line) // width)) for line in lines[:-1])
+        # the last line: the cursor is on its last row (a full row leaves it at the edge)
+        rows += max(1, -(-len(lines[-1]) // width)) - 1
+        return "\r" + (f"\x1b[{rows}A" if rows else "")
+
+
 @click.command()
 @click.argument("question", nargs=-1)
 @click.option("--space", default=None,
@@ -86,6 +128,9 @@ def ask(context: Context, question: tuple[str, ...], space: str | None, session_
         as_json: bool) -> None:
     """Ask your memory a QUESTION; the answer streams, then its sources.
 
+    On a terminal the answer shows as it comes and is replaced in place by the checked one when
+    they differ; in a pipe or a file only the checked answer is written.
+
     Without a QUESTION, answers the last question heard from "them" in the live session.
     """
     text = " ".join(question).strip() or None
@@ -95,23 +140,15 @@ def ask(context: Context, question: tuple[str, ...], space: str | None, session_
             reply = client.request(request, timeout=ASK_TIMEOUT_S)
         click.echo(msgspec.json.format(msgspec.json.encode(reply), indent=2).decode())
         return
-    streamed: list[str] = []
-
-    def show(token: str) -> None:
-        streamed.append(token)
-        click.echo(token, nl=False)
-
+    view = AnswerView(sys.stdout)
     if text is None:
         click.echo("(answering what they just asked)", err=True)
-    reply = stream_answer(context.profile, request, show)
-    click.echo()
+    reply = stream_answer(context.profile, request, view.token)
+    view.final(reply.answer)
     if text is None and reply.question:
         click.echo(f"Question heard: {reply.question}", err=True)
     if reply.cancelled:
         click.echo("(stopped)", err=True)
-    elif reply.answer.strip() != "".join(streamed).strip():
-        # the check marked a quote or dropped a citation: the checked text is the answer
-        click.echo(f"\nChecked answer:\n{reply.answer}")
     if reply.sources:
         click.echo("\nSources")
         for citation in reply.sources:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 import msgspec
 
+from clients.cli.items import carried_lines
 from clients.cli.progress import IMPORT_TIMEOUT_S, request_watching
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
@@ -71,6 +72,8 @@ def start(context: Context, space: str | None, activity: str | None, title: str,
         _echo_json(reply)
     else:
         click.echo(reply.message)
+        for line in carried_lines(reply.carried_message, reply.carried):
+            click.echo(line)
 
 
 @click.command()

@@ -22,6 +22,7 @@ from daemon.errors import InvalidInput
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     AssertionInfo,
+    ClosureInfo,
     History,
     MemoryApprove,
     MemoryArchive,
@@ -72,11 +73,41 @@ def remember_lines(reply: RememberReply) -> list[str]:
             if reply.restated:
                 new += f" ({reply.restated} noted as said again here)"
         lines.append(f"  assertions: {new}")
+        lines += stored_lines(reply)
         review = " (`braincue memory list --status pending`)" if reply.candidates else ""
         lines.append(f"  memories to review: {reply.candidates}{review}")
         if reply.redactions:
             lines.append(f"  redacted: {plural(reply.redactions, 'secret')}")
     lines += [f"note: {note}" for note in reply.notes]
+    return lines
+
+
+def stored_lines(reply: RememberReply) -> list[str]:
+    """What a keep stored, by kind, and each new decision in one line."""
+    if not reply.stored:
+        return []
+    kinds = sorted(reply.stored.items(), key=lambda item: (-item[1], item[0]))
+    lines = ["  stored: " + ", ".join(plural(n, kind) for kind, n in kinds)]
+    lines += [f"  decided: {one_line(text)}" for text in reply.decisions]
+    return lines
+
+
+def one_line(text: str, width: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+def assertion_details(a: AssertionInfo) -> list[str]:
+    """The fields of an assertion beyond its text, one line each (none when it has none)."""
+    lines = []
+    if a.chosen:
+        lines.append(f"chosen: {a.chosen}")
+    if a.alternatives:
+        lines.append(f"over: {'; '.join(a.alternatives)}")
+    if a.reasoning:
+        lines.append(f"because: {a.reasoning}")
+    if a.owner or a.due:
+        lines.append(f"owner: {a.owner or '-'}; due: {a.due or '-'}")
     return lines
 
 
@@ -135,10 +166,12 @@ def memory_line(verb: str, memory: AssertionInfo) -> str:
 
 
 def history_lines(chain: Sequence[AssertionInfo],
-                  restatements: Sequence[RestatementInfo] = ()) -> list[str]:
-    """Every version, oldest first, each with its source and the sessions that said it
-    again."""
+                  restatements: Sequence[RestatementInfo] = (),
+                  closures: Sequence[ClosureInfo] = ()) -> list[str]:
+    """Every version, oldest first, each with its source, the sessions that said it again and,
+    for the version that closed an open item, done or dropped and the turn that said so."""
     lines = []
+    closed = {c.assertion_id: c for c in closures}
     for a in chain:
         state = ("current" if a.invalidated_at is None
                  else f"until {local_time(a.invalidated_at)}"
@@ -146,16 +179,14 @@ def history_lines(chain: Sequence[AssertionInfo],
         where = a.space or "profile-wide"
         lines.append(f"{a.id}  {local_time(a.occurred_at)}  {a.kind}  [{where}; {state}]")
         lines.append(f"    {a.text}")
-        if a.chosen:
-            lines.append(f"    chosen: {a.chosen}")
-        if a.alternatives:
-            lines.append(f"    over: {'; '.join(a.alternatives)}")
-        if a.reasoning:
-            lines.append(f"    because: {a.reasoning}")
-        if a.owner or a.due:
-            lines.append(f"    owner: {a.owner or '-'}; due: {a.due or '-'}")
+        lines += [f"    {line}" for line in assertion_details(a)]
         source = a.source + (f", session {a.session_id}" if a.session_id else "")
         lines.append(f"    source: {source}")
+        if a.id in closed:
+            closure = closed[a.id]
+            said = (f": {closure.speaker}: “{closure.text}”" if closure.text
+                    else " by hand" if a.source == "user" else "")
+            lines.append(f"    {closure.status}{said}")
         for r in restatements:
             if r.assertion_id == a.id:
                 title = r.session_title or "untitled session"
@@ -269,7 +300,7 @@ def history(context: Context, assertion_id: int, as_json: bool) -> None:
     if as_json:
         echo_json(reply.chain)
     else:
-        click.echo("\n".join(history_lines(reply.chain, reply.restatements)))
+        click.echo("\n".join(history_lines(reply.chain, reply.restatements, reply.closures)))
 
 
 @click.group()

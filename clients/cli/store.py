@@ -8,11 +8,13 @@ embedding got on stderr (not with --json).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from clients.cli.memory import assertion_details
 from clients.cli.output import (
     deleted,
     echo_json,
@@ -30,6 +32,7 @@ from daemon.ipc.protocol import (
     EXPORT_FORMATS,
     AddDocument,
     AddSpace,
+    AssertionInfo,
     ExportSession,
     ImportTranscript,
     ListDocuments,
@@ -38,9 +41,11 @@ from daemon.ipc.protocol import (
     RemoveDocument,
     RemoveSpace,
     SessionInfo,
+    SessionReply,
     SetSpace,
     ShowSession,
     SpaceInfo,
+    TurnInfo,
 )
 
 if TYPE_CHECKING:
@@ -110,9 +115,37 @@ def sessions(context: Context, space: str | None, limit: int | None, as_json: bo
         click.echo("no sessions")
         return
     rows = [("ID", "STARTED", "STATUS", "TURNS", "SPACE", "TITLE")]
-    rows += [(str(s.id), local_time(s.started_at), s.status, str(s.turns), s.space or "-",
-              s.title) for s in found]
+    rows += [(str(s.id), local_time(s.started_at), status_text(s), str(s.turns),
+              s.space or "-", s.title) for s in found]
     table(rows)
+    unfinished = [s for s in found if s.keep_status in ("pending", "running", "failed")]
+    if unfinished:
+        click.echo()
+        for s in unfinished:
+            click.echo(f"session {s.id}: {keep_text(s)}")
+
+
+def status_text(session: SessionInfo) -> str:
+    """A session's status, with where its archive stands when a keep is not done."""
+    if session.status == "kept" and session.keep_status in ("pending", "running", "failed"):
+        return f"kept, archive {session.keep_status}"
+    return session.status
+
+
+def keep_text(session: SessionInfo) -> str:
+    """Where the archive of a kept session stands, in a sentence (empty when it is done or
+    none was needed)."""
+    if session.keep_status == "pending":
+        return ("archive pending: the keep waits for its turn and is finished when the daemon "
+                "runs, without asking again")
+    if session.keep_status == "running":
+        return ("archive being written now"
+                + (f" ({session.keep_reason})" if session.keep_reason else "")
+                + " (`braincue show` once it is done)")
+    if session.keep_status == "failed":
+        return (f"archive failed: {session.keep_reason or 'no reason given'} "
+                f"(`braincue keep {session.id}` tries again)")
+    return ""
 
 
 @click.command()
@@ -120,16 +153,65 @@ def sessions(context: Context, space: str | None, limit: int | None, as_json: bo
 @json_option
 @click.pass_obj
 def show(context: Context, session_id: int, as_json: bool) -> None:
-    """Show a session and its transcript."""
+    """Show a session: its details, its archive and what was extracted from it (when it was
+    kept), and its transcript."""
     with Client(context.profile) as client:
         reply = client.request(ShowSession(session_id=session_id))
     if as_json:
-        echo_json({"session": reply.session, "turns": reply.turns})
+        echo_json({"session": reply.session, "archive": reply.archive,
+                   "assertions": reply.assertions, "turns": reply.turns})
         return
-    click.echo(session_summary(reply.session))
-    click.echo()
-    for turn in reply.turns:
-        click.echo(f"[{offset(turn.start)}] {turn.speaker}: {turn.text}")
+    click.echo("\n".join(show_lines(reply)))
+
+
+def show_lines(reply: SessionReply) -> list[str]:
+    """What `braincue show` prints, section by section (each a function to extend)."""
+    sections = [[session_summary(reply.session)], archive_lines(reply),
+                assertion_lines(reply.assertions, reply.session.started_at),
+                transcript_lines(reply.turns)]
+    lines: list[str] = []
+    for section in sections:
+        if section:
+            lines += ([""] if lines else []) + section
+    return lines
+
+
+def archive_lines(reply: SessionReply) -> list[str]:
+    state = keep_text(reply.session)
+    if reply.archive is None:
+        return [state] if state else []
+    return ["Archive" + (f" ({state})" if state else ""), "", reply.archive]
+
+
+def assertion_lines(assertions: Sequence[AssertionInfo], started_at: float) -> list[str]:
+    """Each assertion: id, kind, where it was said (time into the session) and its text, then
+    its details; a memory about you says its review status, a replaced one by what."""
+    if not assertions:
+        return []
+    lines = [f"Assertions ({len(assertions)})"]
+    for a in assertions:
+        notes = []
+        if a.about_person:
+            notes.append(f"memory about you, {a.review_status}")
+        if a.invalidated_at is not None:
+            notes.append(f"superseded by {a.superseded_by}" if a.superseded_by
+                         else "no longer current")
+        note = f" ({'; '.join(notes)})" if notes else ""
+        lines.append(f"  {a.id}  {a.kind}  said at [{offset(a.occurred_at - started_at)}]"
+                     f"{note}: {a.text}")
+        lines += [f"      {line}" for line in assertion_details(a)]
+    return lines
+
+
+def transcript_lines(turns: Sequence[TurnInfo]) -> list[str]:
+    if not turns:
+        return []
+    lines = ["Transcript"]
+    for turn in turns:
+        lines.append(f"[{offset(turn.start)}] {turn.speaker}: {turn.text}")
+        if turn.masked:  # the words as said above; what search, ask and MCP show instead
+            lines.append(f"    (a secret here is masked in search and ask: {turn.masked})")
+    return lines
 
 
 def session_summary(session: SessionInfo) -> str:

@@ -9,14 +9,16 @@ disconnects): nobody would read the rest.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+import msgspec
 import trio
 
 from daemon.config import Settings
-from daemon.errors import InvalidInput, NotFound
+from daemon.errors import BrainCueError, InvalidInput, ModelNotInstalled, NotFound
 from daemon.ipc.memory import assertion_infos
 from daemon.ipc.protocol import (
     AnswerDone,
@@ -34,6 +36,7 @@ from daemon.ipc.protocol import (
 from daemon.ipc.server import Handlers, Publish
 from daemon.memory.ask import Answer, Asker
 from daemon.memory.grounding import Cited
+from daemon.memory.sensitive import Gate
 from daemon.store.fusion import ItemKey
 from daemon.store.scope import Scope
 from daemon.store.search import SearchOptions, search
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
     from daemon.app import Daemon
 
 WatchSubscribers = Callable[[str], AbstractContextManager[trio.Event]]
+READ_AHEAD_S = 2.0  # how often a live session is looked at for turns the model has not read
+log = logging.getLogger(__name__)
 
 
 async def register(daemon: Daemon) -> None:
@@ -67,6 +72,32 @@ async def register(daemon: Daemon) -> None:
     asker = Asker(daemon.store, generator=daemon.engines.generator,
                   settings=lambda: daemon.settings, recall=recall, live_session=live_session)
     register_ask(daemon.handlers, daemon.store, asker, lambda: daemon.settings, watch)
+    daemon.nursery.start_soon(read_live_context_ahead, asker, live_session)
+
+
+async def read_live_context_ahead(
+    asker: Asker, live_session: Callable[[], int | None], period: float = READ_AHEAD_S
+) -> None:
+    """While a session is live, have the model read the conversation as it grows (the model
+    stays loaded meanwhile): a question asked during the call then costs only its own tokens
+    and its sources, not the instructions and the whole conversation again."""
+    read: tuple[int, int] | None = None  # (session, turns) read last
+    while True:
+        await trio.sleep(period)
+        session = live_session()
+        if session is None:
+            read = None
+            continue
+        turns = len(await trio.to_thread.run_sync(asker.store.turns, session))
+        if read == (session, turns):
+            continue
+        try:
+            read = (session, await asker.read_ahead(session))
+        except ModelNotInstalled:
+            read = (session, turns)  # no language model: nothing to read ahead with
+        except BrainCueError as e:
+            log.warning("reading the live conversation ahead failed: %s", e)
+            read = (session, turns)
 
 
 def citation(cited: Cited) -> Citation:
@@ -75,6 +106,17 @@ def citation(cited: Cited) -> Citation:
                     date=source.date, speaker=cited.speaker, quote=cited.quote,
                     verified=cited.verified, kind=source.kind, chunk_id=source.chunk_id,
                     document_id=source.document_id)
+
+
+def gate_answer(store: Store, answer: Answer) -> Answer:
+    """The answer with every secret said in its sources' sessions redacted, however the model
+    phrased it (the one call on the answer side of the sensitive-data gate; a blocking read).
+    The sources themselves are masked already (chunk bodies, ``Store.turns_of_chunk``), so the
+    streamed tokens carry a secret only if the model was handed one some other way."""
+    sessions = {s.session_id for s in answer.sources if s.session_id is not None}
+    said = [t.text for session_id in sorted(sessions) for t in store.turns(session_id)]
+    gated = Gate.of([*said, answer.question]).redact(answer.text)
+    return answer if not gated.count else msgspec.structs.replace(answer, text=gated.text)
 
 
 def ask_reply(answer: Answer) -> AskReply:
@@ -116,7 +158,7 @@ def register_ask(
         finally:
             del streaming[request.id]
         publish(AnswerDone(request_id=request.id, cancelled=answer.cancelled))
-        return ask_reply(answer)
+        return ask_reply(await trio.to_thread.run_sync(gate_answer, store, answer))
 
     async def cancel(request: AskCancel) -> Ok:
         stop = streaming.get(request.request_id)

@@ -11,6 +11,7 @@ import trio
 
 from daemon.config import Settings
 from daemon.errors import InvalidInput
+from daemon.ipc.items import chain_closures
 from daemon.ipc.protocol import (
     AssertionInfo,
     History,
@@ -42,10 +43,17 @@ T = TypeVar("T")
 
 
 async def register(daemon: Daemon) -> None:
-    """The daemon part: remembering runs on the daemon's store and language model."""
-    rememberer = Rememberer(daemon.store, generator=daemon.engines.generator,
-                            settings=lambda: daemon.settings)
+    """The daemon part: remembering runs on the daemon's store and its background language
+    model, behind live capture; the keeps a stop or a crash interrupted are finished now."""
+    live = daemon.live
+    rememberer = Rememberer(
+        daemon.store, generator=daemon.engines.background_generator,
+        settings=lambda: daemon.settings,
+        quiet=None if live is None else live.wait_until_no_session,
+        is_live=(lambda: False) if live is None else live.is_live,
+    )
     register_memory(daemon.handlers, daemon.store, rememberer, lambda: daemon.settings)
+    daemon.nursery.start_soon(rememberer.finish_interrupted)
 
 
 def assertion_infos(store: Store, assertions: Sequence[Assertion]) -> list[AssertionInfo]:
@@ -73,6 +81,15 @@ def restatement_infos(restatements: Sequence[Restatement]) -> list[RestatementIn
                         anchor_chunk_id=r.anchor_chunk_id)
         for r in restatements
     ]
+
+
+def history_reply(store: Store, chain: Sequence[Assertion]) -> HistoryReply:
+    """An assertion's history as the protocol shows it: its versions, where they were said
+    again, and the versions that closed it as an open item (a blocking read)."""
+    ids = [a.id for a in chain]
+    return HistoryReply(chain=assertion_infos(store, chain),
+                        restatements=restatement_infos(store.restatements(ids)),
+                        closures=chain_closures(store, ids))
 
 
 def register_memory(
@@ -104,13 +121,7 @@ def register_memory(
         return RememberReply(**msgspec.structs.asdict(outcome))
 
     async def history(request: History) -> HistoryReply:
-        def read() -> HistoryReply:
-            chain = store.chain(request.assertion_id)
-            again = store.restatements([a.id for a in chain])
-            return HistoryReply(chain=assertion_infos(store, chain),
-                                restatements=restatement_infos(again))
-
-        return await db(read)
+        return await db(lambda: history_reply(store, store.chain(request.assertion_id)))
 
     async def memory_list(request: MemoryList) -> MemoryListReply:
         if request.space is not None and request.profile_wide:

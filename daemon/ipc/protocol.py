@@ -191,6 +191,10 @@ class StartReply(Reply):
     space: str | None = None
     activity: str = ""
     title: str = ""
+    # what is still open in the Space from its earlier sessions ("3 open from last time"),
+    # oldest first (as in CarriedForward; the list may be cut, the message counts them all)
+    carried_message: str = ""
+    carried: list[ItemInfo] = []
 
 
 class StopReply(Reply):
@@ -247,6 +251,10 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     participants: list[str]
     turns: int
     practice: bool = False
+    # a kept session: where the model's work stands (pending | running | done | failed) and,
+    # when it failed, why; None: no keep needed the model
+    keep_status: str | None = None
+    keep_reason: str | None = None
 
 
 class TurnInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -258,6 +266,8 @@ class TurnInfo(msgspec.Struct, frozen=True, kw_only=True):
     end: float
     text: str
     ref: str | None = None  # an external id given at import
+    # the text as search, ask and MCP hand it out, when a secret said in it is masked there
+    masked: str | None = None
 
 
 class DocumentInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -278,6 +288,8 @@ class SessionsReply(Reply):
 class SessionReply(Reply):
     session: SessionInfo
     turns: list[TurnInfo]  # in order
+    archive: str | None = None  # the rendered archive of a kept session
+    assertions: list[AssertionInfo] = []  # what its keep extracted, in the order said
 
 
 class ExportReply(Reply):
@@ -546,12 +558,16 @@ class RememberReply(Reply):
     archived: bool = False
     assertions: int = 0  # new assertions stored
     superseded: int = 0  # of which replace an earlier assertion (kept in its history)
+    closed: int = 0  # of which close an open commitment or task (done, or no longer needed)
     duplicates: int = 0  # statements already stored, linked instead of stored again
     restated: int = 0  # of which newly recorded as said again in this session (see History)
     candidates: int = 0  # memories about you proposed for review
     redactions: int = 0  # secrets replaced by a marker before anything was stored
     deleted: dict[str, int] = {}  # discard: what was deleted, by kind
     notes: list[str] = []
+    keep_status: str | None = None  # a keep: done | failed (None: no model was needed)
+    stored: dict[str, int] = {}  # a keep: the new assertions by kind
+    decisions: list[str] = []  # a keep: the text of each new decision
 
 
 class AssertionInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -590,10 +606,22 @@ class RestatementInfo(msgspec.Struct, frozen=True, kw_only=True):
     anchor_chunk_id: int | None = None  # where in that session's transcript
 
 
+class ClosureInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A version that closed an open commitment or task: done, or dropped (no longer needed),
+    and the turn that said so (none when it was closed by hand)."""
+
+    assertion_id: int  # the closed version
+    status: str  # done | dropped
+    evidence_turn_id: int | None = None
+    speaker: str = ""
+    text: str = ""
+
+
 class HistoryReply(Reply):
     chain: list[AssertionInfo]  # oldest first; the last one is the current version
     # where the versions in ``chain`` were said again, earliest first (absent from older daemons)
     restatements: list[RestatementInfo] = []
+    closures: list[ClosureInfo] = []  # the versions in ``chain`` that closed an open item
 
 
 class MemoryListReply(Reply):
@@ -615,6 +643,21 @@ class Remember(Request[RememberReply]):
     answer: Literal["keep", "discard", "later"]
     space: str | None = None
     no_space: bool = False
+
+
+class ForgetReply(Reply):
+    """What ``Forget`` deleted: the sessions, and their rows by kind."""
+
+    session_ids: list[int]
+    deleted: dict[str, int] = {}
+
+
+class Forget(Request[ForgetReply]):
+    """Delete every session (not live) that started before ``before`` (unix time), in one
+    Space or all, cascading like a discard; memories the user reviewed stay."""
+
+    before: float
+    space: str | None = None
 
 
 class History(Request[HistoryReply]):
@@ -659,6 +702,68 @@ class MemoryScope(Request[MemoryReply]):
 class MemoryExpire(Request[MemoryReply]):
     memory_id: int
     expires_at: float | None  # unix time; None: never
+
+
+# ---------------------------------------------------------------------------------------------
+# Open items: commitments and tasks not yet done or dropped; selections over a person and period
+
+
+class ItemInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A commitment or task (or, in a selection, a decision) as lists show it: who, what, by
+    when, its status, and where it was said."""
+
+    id: int
+    kind: str
+    text: str
+    occurred_at: float  # when it was said (unix time)
+    status: str = ""  # open | done | dropped for a commitment or task; "" for other kinds
+    owner: str | None = None
+    due: str | None = None
+    space: str | None = None  # None: profile-wide
+    session_id: int | None = None
+    session_title: str = ""  # where it was said ("" when added by hand or the session is gone)
+    chosen: str | None = None
+    alternatives: list[str] = []
+    reasoning: str | None = None
+    closed_by: int | None = None  # the version that closed it
+    closed_at: float | None = None
+
+
+class ItemsReply(Reply):
+    items: list[ItemInfo]  # oldest first
+    period_start: float | None = None  # the period read (SelectItems), unix time
+    period_end: float | None = None
+
+
+class OpenItems(Request[ItemsReply]):
+    """What is open, oldest first: in ``space`` (with profile-wide items), or in every Space
+    when none is given; of ``owner`` ("Sarah" is "Sarah Chen"); as it was at ``as_of``."""
+
+    space: str | None = None
+    owner: str = ""
+    as_of: float | None = None  # unix time; with ``space`` only
+
+
+class SelectItems(Request[ItemsReply]):
+    """Every assertion of ``kinds`` (empty: commitments and tasks) in ``space`` (with
+    profile-wide ones; None: profile-wide only) of ``owner``, said within ``period`` (a phrase:
+    "this month", "since March", "last week"; "": any time), oldest first; with ``open_only``
+    the commitments and tasks still open. A closed item is listed as committed, with its
+    status."""
+
+    space: str | None = None
+    kinds: list[Literal["decision", "fact", "commitment", "preference", "task"]] = []
+    owner: str = ""
+    period: str = ""
+    open_only: bool = False
+
+
+class CloseItem(Request[HistoryReply]):
+    """Close an open commitment or task by hand (source ``user``): ``done``, or ``dropped``
+    (no longer needed). The reply is its history, the closed version last."""
+
+    item_id: int
+    status: Literal["done", "dropped"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -836,6 +941,18 @@ class SessionEnded(Event):
     gist: str  # one line
     space: str | None = None
     speakers: list[str] = []  # who spoke, in order of first speech ("me", "Them 1", names)
+
+
+class CarriedForward(Event):
+    """A session started in a Space (or was filed into one) where earlier sessions left
+    commitments or tasks open: ``message`` ("3 open from last time") and the items, oldest
+    first (the list may be cut; the message counts them all)."""
+
+    topic_prefix = TOPIC_SESSIONS
+    session_id: int
+    space: str
+    message: str
+    items: list[ItemInfo]
 
 
 class AnswerToken(Event):

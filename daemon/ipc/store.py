@@ -10,13 +10,14 @@ replies.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from daemon.errors import InvalidInput
+from daemon.ipc.memory import assertion_infos
 from daemon.ipc.progress import embedding_progress
 from daemon.ipc.protocol import (
     AddDocument,
@@ -47,10 +48,12 @@ from daemon.ipc.protocol import (
 )
 from daemon.ipc.server import Publish
 from daemon.llm.embed import EmbedProgress
+from daemon.memory.sensitive import mask_lines
 from daemon.sessions import gist
+from daemon.store.chunking import format_offset
 from daemon.store.documents import extract_text
 from daemon.store.export import render
-from daemon.store.records import Deleted, Document, NewTurn, Session, Space, Turn
+from daemon.store.records import Deleted, Document, KeepState, NewTurn, Session, Space, Turn
 from daemon.store.store import Store
 from daemon.store.transcript import TranscriptIn, parse_transcript
 
@@ -78,7 +81,8 @@ def space_info(space: Space, *, sessions: int = 0, documents: int = 0) -> SpaceI
     )
 
 
-def session_info(session: Session, space_names: Mapping[int, str]) -> SessionInfo:
+def session_info(session: Session, space_names: Mapping[int, str],
+                 keep: KeepState | None = None) -> SessionInfo:
     return SessionInfo(
         id=session.id,
         title=session.title,
@@ -90,10 +94,19 @@ def session_info(session: Session, space_names: Mapping[int, str]) -> SessionInf
         participants=list(session.participants),
         turns=session.turn_count,
         practice=session.practice,
+        keep_status=None if keep is None else keep.status,
+        keep_reason=None if keep is None else keep.reason,
     )
 
 
-def turn_info(turn: Turn) -> TurnInfo:
+def turn_infos(turns: Sequence[Turn]) -> list[TurnInfo]:
+    """A session's turns as said, each with its masked form where a secret is masked."""
+    masked = mask_lines([t.text for t in turns])
+    return [turn_info(t, None if text == t.text else text)
+            for t, text in zip(turns, masked, strict=True)]
+
+
+def turn_info(turn: Turn, masked: str | None = None) -> TurnInfo:
     return TurnInfo(
         id=turn.id,
         seq=turn.seq,
@@ -103,6 +116,7 @@ def turn_info(turn: Turn) -> TurnInfo:
         end=turn.end,
         text=turn.text,
         ref=turn.ref,
+        masked=masked,
     )
 
 
@@ -194,7 +208,9 @@ async def register(daemon: Daemon) -> None:
             found = store.list_sessions(space_id=space_id(store, request.space),
                                         limit=request.limit)
             names = space_names(store)
-            return SessionsReply(sessions=[session_info(s, names) for s in found])
+            keeps = {k.session_id: k for k in store.keep_states([s.id for s in found])}
+            return SessionsReply(sessions=[session_info(s, names, keeps.get(s.id))
+                                           for s in found])
 
         return await db(work)
 
@@ -202,15 +218,27 @@ async def register(daemon: Daemon) -> None:
         def work() -> SessionReply:
             session = store.get_session(request.session_id)
             turns = store.turns(session.id)
-            return SessionReply(session=session_info(session, space_names(store)),
-                                turns=[turn_info(t) for t in turns])
+            archive = "\n".join(c.body for c in store.archive(session.id))
+            said = store.list_assertions(session_id=session.id, include_invalidated=True)
+            return SessionReply(
+                session=session_info(session, space_names(store), store.keep_state(session.id)),
+                turns=turn_infos(turns),
+                archive=archive or None,
+                assertions=assertion_infos(store, sorted(said, key=lambda a: (a.occurred_at,
+                                                                               a.id))),
+            )
 
         return await db(work)
 
     async def export_session(request: ExportSession) -> ExportReply:
         def work() -> ExportReply:
             session = store.get_session(request.session_id)
-            text = render(request.format, session, store.turns(session.id))
+            turns = store.turns(session.id)
+            text = render(request.format, session, turns)
+            masked = [format_offset(t.start) for t in turn_infos(turns) if t.masked]
+            if masked and request.format == "md":  # the words as said; where search masks
+                text += (f"\n\n_A secret said at {', '.join(masked)} is kept here as said and "
+                         "masked in search, ask and MCP._\n")
             return ExportReply(text=text, format=request.format)
 
         return await db(work)

@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -57,15 +57,17 @@ def daemon_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def start_daemon(home: Path, *, profile: str = "default", timeout: float = 60.0,
-                 args: Sequence[str] = ()) -> DaemonProcess:
-    """Run ``python -m daemon`` and return once it sent READY=1 to its NOTIFY_SOCKET."""
+                 args: Sequence[str] = (), env: Mapping[str, str] | None = None,
+                 command: Sequence[str] | None = None) -> DaemonProcess:
+    """Run ``python -m daemon`` (or ``command``, a daemon with scripted models say) and return
+    once it sent READY=1 to its NOTIFY_SOCKET."""
     notify_path = home / f"notify-{uuid.uuid4().hex[:8]}.sock"
     log_path = home / f"daemon-{uuid.uuid4().hex[:8]}.log"
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as notify, open(log_path, "wb") as log:
         notify.bind(str(notify_path))
         process = subprocess.Popen(
-            daemon_command(profile, *args),
-            env=daemon_env(home, NOTIFY_SOCKET=str(notify_path)),
+            list(command) if command is not None else daemon_command(profile, *args),
+            env=daemon_env(home, NOTIFY_SOCKET=str(notify_path), **(env or {})),
             cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
         )
         started = DaemonProcess(process, home, log_path)

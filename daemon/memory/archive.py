@@ -7,6 +7,10 @@ the format's order, each capped; anything else the model wrote is dropped. Key q
 only when they are (case- and whitespace-normalised) inside one real turn, and their speaker
 is read off that turn, never off the model (seed 000 §10).
 
+Participants are the transcript's speakers, never the model's list; every section item must
+be a statement (:mod:`daemon.memory.validate`), appears in one section only, and nothing of
+the prompt's scaffolding is kept.
+
 Pure: no model, no database.
 """
 
@@ -19,11 +23,19 @@ from typing import Annotated, Any
 
 import msgspec
 
-MAX_QUOTES = 6
-MAX_ITEMS = 8
-MAX_ITEM_CHARS = 400
+from daemon.memory import validate
+
+MAX_QUOTES = 4
+MAX_ITEMS = 6
+MAX_ITEM_CHARS = 240
 MAX_SUMMARY_CHARS = 1200
 MAX_PARTICIPANTS = 12
+# Bounds of the strings the model writes, in the schema (a looping model stops there); a merged
+# summary of several pieces is clipped to MAX_SUMMARY_CHARS.
+MAX_TOPIC_CHARS = 80
+PIECE_SUMMARY_CHARS = 700
+MAX_QUOTE_CHARS = 200
+QUOTE_MIN_WORDS = 4  # "Mm-hmm." is verbatim, and worth nothing
 
 
 @dataclass(frozen=True)
@@ -48,8 +60,8 @@ def _s(key: str, title: str, hint: str, cap: int = MAX_ITEMS) -> Section:
     return Section(key, title, hint, cap)
 
 
-_DECIDED = _s("decided", "Decided", "decisions that were made, with what was chosen")
-_ACTIONS = _s("action_items", "Action items", "who will do what, and by when if said")
+_DECIDED = _s("decided", "Decided", "what the group settled on, each as a full sentence")
+_ACTIONS = _s("action_items", "Action items", "each as a full sentence naming who will do what")
 _OPEN = _s("still_open", "Still open", "questions raised and not settled")
 
 FORMATS: dict[str, ArchiveFormat] = {
@@ -127,20 +139,26 @@ class ArchiveEnvelope(msgspec.Struct, frozen=True):
     key_quotes: list[str] = []
 
 
-def _at_most(n: int) -> Any:
-    return Annotated[list[str], msgspec.Meta(max_length=n)]
+def _at_most(n: int, chars: int = MAX_ITEM_CHARS) -> Any:
+    return Annotated[list[Annotated[str, msgspec.Meta(max_length=chars)]],
+                     msgspec.Meta(max_length=n)]
+
+
+def _text(chars: int) -> Any:
+    return Annotated[str, msgspec.Meta(max_length=chars)]
 
 
 def output_type(fmt: ArchiveFormat) -> type[msgspec.Struct]:
-    """The msgspec type the summariser fills for ``fmt`` (its JSON schema constrains decoding,
-    list lengths included, so a small model cannot run on past its token budget)."""
+    """The msgspec type the summariser fills for ``fmt``: its JSON schema constrains decoding,
+    string lengths and list sizes included, so a small model that loops stops early. There is
+    no participants field: they are the transcript's speakers."""
     sections = msgspec.defstruct(
         f"{fmt.activity.title()}Sections", [(s.key, _at_most(s.cap)) for s in fmt.sections]
     )
     return msgspec.defstruct(
         f"{fmt.activity.title()}Archive",
-        [("topic", str), ("summary", str), ("participants", _at_most(MAX_PARTICIPANTS)),
-         ("sections", sections), ("key_quotes", _at_most(MAX_QUOTES))],
+        [("topic", _text(MAX_TOPIC_CHARS)), ("summary", _text(PIECE_SUMMARY_CHARS)),
+         ("sections", sections), ("key_quotes", _at_most(MAX_QUOTES, MAX_QUOTE_CHARS))],
     )
 
 
@@ -148,30 +166,45 @@ def schema(fmt: ArchiveFormat) -> dict[str, Any]:
     return msgspec.json.schema(output_type(fmt))
 
 
-def prompt(fmt: ArchiveFormat, title: str, transcript: str) -> list[dict[str, str]]:
+SYSTEM = ("You read the transcript of a conversation and write about it so that it can be found "
+          "and trusted later. Use only what the transcript says; never invent names, numbers or "
+          "events. Reply with JSON only.")
+
+
+def transcript_message(title: str, activity: str, speakers: Sequence[str],
+                       transcript: str) -> str:
+    """The start of every request about one transcript: the same text, so that llama.cpp
+    reuses what it evaluated for the archive when the next request comes."""
+    return (f"Conversation: {title or 'untitled'}\nActivity: {activity}\n"
+            f"Speakers: {', '.join(speakers)}\n\n"
+            f"Transcript (one turn per line, speaker: words):\n{transcript}\n\n")
+
+
+def prompt(fmt: ArchiveFormat, title: str, transcript: str,
+           speakers: Sequence[str] = ()) -> list[dict[str, str]]:
     """Chat messages asking for the archive of ``transcript`` in ``fmt``."""
     # Hints are phrased so that a small model copying one verbatim writes nothing useful
     # rather than a plausible item (a 0.5B model echoed "(at most 8 short items)" as one).
     lines = "\n".join(f'- "{s.key}": {s.hint}' for s in fmt.sections)
     cap = max(s.cap for s in fmt.sections)
-    system = (
-        "You write the archive of one conversation so that it can be found and trusted later. "
-        "Use only what the transcript says; never invent names, numbers or events. "
-        "Reply with JSON only."
-    )
-    user = (
-        f"Conversation: {title}\nActivity: {fmt.activity}\n\n"
-        f"Transcript (one turn per line, speaker: words):\n{transcript}\n\n"
-        "Write, about this transcript only:\n"
+    user = transcript_message(title, fmt.activity, speakers, transcript) + (
+        "Write the archive of this conversation:\n"
         '- "topic": a few words naming what it was about\n'
-        '- "summary": two to four sentences\n'
-        '- "participants": the people who spoke\n'
-        f'- "sections": an object with exactly these keys, each a list of at most {cap} short '
-        f"sentences about this conversation (an empty list if nothing fits):\n{lines}\n"
-        f'- "key_quotes": up to {MAX_QUOTES} sentences copied exactly, word for word, from the '
-        "transcript (without the speaker's name): the ones worth keeping verbatim"
+        '- "summary": four to six sentences in the third person: what the conversation was '
+        "about, what each speaker presented, proposed or asked, and what came of it\n"
+        f'- "sections": an object with exactly these keys, each a list of at most {cap} '
+        f"sentences in your own words (an empty list if nothing fits):\n{lines}\n"
+        f'- "key_quotes": up to {MAX_QUOTES} memorable sentences copied exactly from the '
+        "transcript (without the speaker's name)"
     )
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def prompt_words(fmt: ArchiveFormat) -> Any:
+    """What of the archive prompt must never come back as content: keys and hints."""
+    return validate.scaffolding(
+        [s.key for s in fmt.sections if "_" in s.key] + [s.hint for s in fmt.sections]
+        + ["key_quotes", "json schema", "copied exactly", "an empty list if nothing fits"])
 
 
 def _clean_items(value: Any, cap: int) -> list[str]:
@@ -183,9 +216,18 @@ def _clean_items(value: Any, cap: int) -> list[str]:
     return [i for i in items if i][:cap]
 
 
-def take_sections(fmt: ArchiveFormat, raw: Mapping[str, Any]) -> dict[str, list[str]]:
-    """Keep the format's keys only, in its order, each a capped list of clean strings."""
-    return {s.key: _clean_items(raw.get(s.key), s.cap) for s in fmt.sections}
+def take_sections(fmt: ArchiveFormat, raw: Mapping[str, Any],
+                  turns: Sequence[str] = ()) -> dict[str, list[str]]:
+    """Keep the format's keys only, in its order, each a capped list of clean statements; an
+    item already in an earlier section (or near-same) is not repeated."""
+    words = prompt_words(fmt)
+    taken: list[str] = []
+    sections = {}
+    for s in fmt.sections:
+        items = [validate.scrub(i) for i in _clean_items(raw.get(s.key), MAX_ITEMS * 2)]
+        statements = [i for i in items if validate.is_statement(i, turns, words, questions=True)]
+        sections[s.key] = validate.unique_items(statements, taken)[: s.cap]
+    return sections
 
 
 @dataclass(frozen=True)
@@ -216,7 +258,7 @@ def verify_quotes(candidates: Sequence[str], turns: Sequence[TranscriptTurn]) ->
             # a model that writes "Alice: ..." names a speaker; the turn decides who it was
             text = _EDGE_PUNCT.sub("", words)
         needle = normalise(text)
-        if len(needle) < 3 or needle in seen:
+        if len(needle.split()) < QUOTE_MIN_WORDS or needle in seen:
             continue
         for turn, haystack in normalised_turns:
             if needle in haystack:
@@ -235,12 +277,29 @@ def build_archive(
     """Validate what the summariser returned into an :class:`Archive`."""
     return Archive(
         activity=fmt.activity,
-        topic=" ".join(envelope.topic.split())[:200],
-        summary=" ".join(envelope.summary.split())[:MAX_SUMMARY_CHARS],
-        participants=_clean_items(envelope.participants, MAX_PARTICIPANTS),
-        sections=take_sections(fmt, envelope.sections),
+        topic=validate.scrub(envelope.topic)[:200],
+        summary=clean_summary(envelope.summary, prompt_words(fmt))[:MAX_SUMMARY_CHARS],
+        participants=validate.speakers(t.speaker for t in turns)[:MAX_PARTICIPANTS],
+        sections=take_sections(fmt, envelope.sections, [t.text for t in turns]),
         quotes=verify_quotes(envelope.key_quotes, turns),
     )
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def clean_summary(summary: str, words: Any = None) -> str:
+    """The summary without piece labels, prompt wording, and sentences that loop or repeat."""
+    kept: list[str] = []
+    for sentence in _SENTENCE.split(validate.scrub(summary)):
+        if not sentence or validate.looping(sentence):
+            continue
+        if words is not None and words.search(sentence):
+            continue
+        if any(validate.same_item(sentence, k) for k in kept):
+            continue
+        kept.append(sentence)
+    return " ".join(kept)
 
 
 def render(archive: Archive, fmt: ArchiveFormat | None = None) -> str:

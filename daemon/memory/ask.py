@@ -7,20 +7,26 @@
 2. Scope: the Space asked for, else the grounding session's Space, else none (profile-wide
    memory only). The framing comes from the grounding session's activity, else the Space's:
    ``interview`` for the job family, ``conversation`` otherwise.
-3. Sources, numbered in this order: what recall found (the fusion search with its per-session
+3. Sources, numbered in this order: the grounding session's latest turns (the conversation
+   going on; the prompt opens with it, so its model state can stay cached while it grows),
+   what recall found (the fusion search with its per-session
    and archive caps; an assertion comes with its anchor chunk's turns, a transcript chunk with
    its assertions), in the interview family the best-matching story chunk when recall missed
-   it, the approved memories about the person in scope (with consent), and the grounding
-   session's latest turns.
+   it, and the approved memories about the person in scope (with consent). A transcript
+   source holds the turns that match the question with their neighbours
+   (``grounding.compact_turns``), not its whole chunk.
 4. When nothing relevant was recalled (``grounding.relevant``: no shared content word, never a
    score threshold) the answer says so and no model is asked. Otherwise the model answers from
    the sources, token by token to ``on_token``, until done or ``stop`` is set.
 5. The whole text is checked (``grounding.check_answer``) before it is returned: the result is
-   the final answer, quotes verified or marked, citations mapped to their sources.
+   the final answer, quotes verified or marked, citations mapped to their sources. An answer
+   that only restates the question (``grounding.echoes_question``) is replaced by the
+   passages that match it, quoted and cited (``grounding.passages_answer``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
@@ -30,9 +36,9 @@ import msgspec
 import trio
 
 from daemon.config import Settings
-from daemon.errors import InvalidInput, NotFound
+from daemon.errors import EngineError, InvalidInput, NotFound
 from daemon.llm.generate import ChatMessage, Generator
-from daemon.memory import grounding
+from daemon.memory import grounding, open_items
 from daemon.memory.grounding import Cited, Framing, Passage, Said, Source
 from daemon.memory.person import recall_memories
 from daemon.store.fusion import ItemKey
@@ -47,8 +53,11 @@ T = TypeVar("T")
 # The fusion search as ask uses it: (question, scope, k) -> the items found, best first, with
 # the caps applied (blocking: runs on a thread).
 Recall = Callable[[str, Scope, int], Sequence[ItemKey]]
+# More sources for a kind of question, beside what recall found (blocking, on a thread): e.g.
+# the open items of the Space for "what's still open?". (question, scope) -> sources, each
+# numbered later; none for a question it does not answer.
+SourceHook = Callable[[str, Scope], Sequence[Source]]
 
-RECENT_TURNS = 12  # of the grounding session: what was just said
 MEMORY_K = 3  # memories about the person, beside what was recalled
 STORY_OVERFETCH = 4  # how much deeper than k a story is looked for in the ranking
 ANSWER_MAX_TOKENS = 320  # two to four sentences with citations, with room to spare
@@ -70,7 +79,8 @@ class Asker:
     """Answers questions from one profile's store (see the module docstring).
 
     ``generator`` returns the language model (it raises ModelNotInstalled when there is
-    none); ``live_session`` the id of the live session, if any; ``recall`` is the search.
+    none); ``live_session`` the id of the live session, if any; ``recall`` is the search;
+    ``source_hooks`` add sources for kinds of question recall does not answer well alone.
     """
 
     def __init__(
@@ -81,8 +91,10 @@ class Asker:
         settings: Callable[[], Settings],
         recall: Recall,
         live_session: Callable[[], int | None] = lambda: None,
+        source_hooks: Sequence[SourceHook] = (),
     ) -> None:
         self.store = store
+        self._source_hooks = tuple(source_hooks)
         self._generator = generator
         self._settings = settings
         self._recall = recall
@@ -112,8 +124,9 @@ class Asker:
         settings = self._settings()
         scope = Scope(space_id=None if where is None else where.id,
                       person_memory=settings.memory_enabled)
+        recent = turns[grounding.context_window(len(turns)):]
         sources, forced = await self._db(
-            lambda: self._gather(asked, scope, framing, settings, current, turns[-RECENT_TURNS:]))
+            lambda: self._gather(asked, scope, framing, settings, current, recent))
         answer = Answer(question=asked, text="", citations=[], sources=sources, framing=framing,
                         space=None if where is None else where.name)
         if not grounding.relevant(asked, sources, always=forced):
@@ -123,14 +136,37 @@ class Asker:
         if stop.is_set():
             return msgspec.structs.replace(answer, cancelled=True)
         messages = grounding.build_prompt(framing, asked, sources)
-        raw = await _stream(self._generator(), messages, on_token, stop)
+        generator = self._generator()
+        context = next((s for s in sources if s.kind == "context"), None)
+        await _read_ahead(generator, grounding.prompt_prefix(framing, context))
+        raw = await _stream(generator, messages, on_token, stop)
         # what came before a stop is checked too: it is shown as the answer so far
         checked = grounding.check_answer(raw, sources, asked)
+        if not stop.is_set() and grounding.echoes_question(checked.text, asked):
+            # the model only restated the question: the passages that match it say more
+            log.info("the answer only restated the question; answering with the passages")
+            checked = grounding.check_answer(grounding.passages_answer(asked, sources),
+                                             sources, asked)
         if checked.unverified or checked.dropped:
             log.info("answer checked: %d quote(s) marked unverified, %d citation(s) of no source "
                      "dropped", checked.unverified, checked.dropped)
         return msgspec.structs.replace(answer, text=checked.text, citations=checked.citations,
                                        unverified=checked.unverified, cancelled=stop.is_set())
+
+    async def read_ahead(self, session_id: int) -> int:
+        """Have the model read what every question asked in session ``session_id`` now would
+        begin with — the instructions and the conversation so far — so that a question costs
+        only its own tokens and its sources; returns how many turns that was. Keeps the model
+        loaded (it is used), which is the point while a session is live."""
+        current = await self._db(lambda: self.store.get_session(session_id))
+        turns = await self._db(lambda: self.store.turns(current.id))
+        where = await self._space(None, current)
+        framing = grounding.framing_for(current.activity or (where.activity if where else ""))
+        recent = turns[grounding.context_window(len(turns)):]
+        context = None if not recent else msgspec.structs.replace(
+            _context(current, recent, live=current.status == "live"), n=1)
+        await _read_ahead(self._generator(), grounding.prompt_prefix(framing, context))
+        return len(turns)
 
     async def _space(self, name: str | None, current: Session | None) -> Space | None:
         if name is not None:
@@ -152,6 +188,12 @@ class Asker:
         recent: Sequence[Turn],
     ) -> tuple[list[Source], list[int]]:
         """The numbered sources of an answer, and the numbers of the forced ones."""
+        # a question over items ("what did Sarah commit to this month?", "what's still
+        # open?") is answered from every matching assertion, each a forced source
+        selected = open_items.question_sources(self.store, question, scope,
+                                               dt.datetime.now().astimezone())
+        if selected is not None:
+            return selected, [s.n for s in selected]
         k = settings.search_k
         keys = list(self._recall(question, scope, k))
         forced: list[ItemKey] = []
@@ -159,16 +201,18 @@ class Asker:
             story = self._story(question, scope, k, keys)
             forced = [] if story is None else [story]
         drafts: list[Source] = []
+        if current is not None and recent:  # first: the prompt opens with it (build_prompt)
+            drafts.append(_context(current, recent, live=current.status == "live"))
         seen_assertions: set[int] = set()
         for key in [*keys, *forced]:
-            draft = self._source_of(key, scope, seen_assertions)
+            draft = self._source_of(key, question, scope, seen_assertions)
             if draft is not None:
                 drafts.append(draft)
+        for hook in self._source_hooks:
+            drafts += hook(question, scope)
         memories = recall_memories(self.store, question, scope.space_id, MEMORY_K,
                                    consent=settings.memory_enabled)
         drafts += [_memory(m) for m in memories if m.id not in seen_assertions]
-        if current is not None and recent:
-            drafts.append(_context(current, recent, live=current.status == "live"))
         sources = [msgspec.structs.replace(d, n=i) for i, d in enumerate(drafts, 1)]
         forced_n = [s.n for s in sources
                     if forced and s.kind == "document" and s.chunk_id == forced[0].id]
@@ -198,14 +242,16 @@ class Asker:
             documents += self.store.list_documents(space_id=scope.space_id)
         return documents
 
-    def _source_of(self, key: ItemKey, scope: Scope, seen: set[int]) -> Source | None:
+    def _source_of(
+        self, key: ItemKey, question: str, scope: Scope, seen: set[int]
+    ) -> Source | None:
         """A recalled item as a source (n is set later); None when it is gone meanwhile."""
         if key.kind == "assertion":
             found = self.store.get_assertions([key.id])
             if not found or found[0].id in seen:
                 return None
             seen.add(found[0].id)
-            return self._assertion_source(found[0])
+            return self._assertion_source(found[0], question)
         chunks = self.store.get_chunks([key.id])
         if not chunks:
             return None
@@ -226,20 +272,21 @@ class Asker:
         linked = [a for a in self.store.assertions_for_chunks([chunk.id], scope)
                   if a.id not in seen]
         seen.update(a.id for a in linked)
-        passages = [Passage(t.text, t.speaker) for t in self.store.turns_of_chunk(chunk.id)]
-        passages += [Passage(f"{a.kind}: {assertion_body(a)}") for a in linked]
+        turns = _passages(self.store.turns_of_chunk(chunk.id))
+        passages = [*grounding.compact_turns(turns, question),
+                    *(Passage(f"{a.kind}: {assertion_body(a)}") for a in linked)]
         return Source(n=0, kind="transcript", title=title, date=date, session_id=chunk.session_id,
                       chunk_id=chunk.id, label="transcript", passages=tuple(passages))
 
-    def _assertion_source(self, assertion: Assertion) -> Source:
+    def _assertion_source(self, assertion: Assertion, question: str) -> Source:
         if assertion.about_person:
             return _memory(assertion)
         session = self._session(assertion.session_id)
         evidence: list[Turn] = []
         if assertion.anchor_chunk_id is not None:
             evidence = self.store.turns_of_chunk(assertion.anchor_chunk_id)
-        passages = [Passage(assertion_body(assertion))]
-        passages += [Passage(t.text, t.speaker) for t in evidence]
+        passages = [Passage(assertion_body(assertion)),
+                    *grounding.compact_turns(_passages(evidence), question)]
         return Source(n=0, kind="assertion", label=assertion.kind,
                       title=session.title if session is not None and session.title else "noted",
                       date=assertion.occurred_at, session_id=assertion.session_id,
@@ -280,10 +327,30 @@ def _memory(assertion: Assertion) -> Source:
 
 
 def _context(session: Session, recent: Sequence[Turn], *, live: bool) -> Source:
+    """The conversation going on (or the grounding session's latest turns), as the model reads
+    it whatever the question: each turn cut at the same length, so it stays a cached prefix."""
     return Source(n=0, kind="context", title=session.title or f"session {session.id}",
                   label="the conversation now" if live else "its latest turns",
                   date=session.started_at, session_id=session.id,
-                  passages=tuple(Passage(t.text, t.speaker) for t in recent))
+                  passages=tuple(Passage(_clipped(t.text), t.speaker, t.ref or "")
+                                 for t in recent))
+
+
+def _passages(turns: Sequence[Turn]) -> list[Passage]:
+    return [Passage(t.text, t.speaker, t.ref or "") for t in turns]
+
+
+def _clipped(text: str) -> str:
+    limit = grounding.MAX_CONTEXT_TURN_CHARS
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+async def _read_ahead(generator: Generator, messages: Sequence[ChatMessage]) -> None:
+    """Prefill ``messages``; a model that cannot only makes the answer slower, never fail it."""
+    try:
+        await generator.prefill(messages)
+    except EngineError as e:
+        log.warning("could not read the prompt's opening ahead: %s", e)
 
 
 async def _stream(

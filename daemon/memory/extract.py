@@ -17,10 +17,11 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
+from daemon.memory import validate
 from daemon.store.fts import STOP_WORDS
 
 AssertionKind = Literal["decision", "fact", "commitment", "preference", "task"]
@@ -33,48 +34,161 @@ MAX_ASSERTIONS = 8
 MAX_ALTERNATIVES = 4
 
 
+def _text(chars: int) -> Any:
+    return Annotated[str, msgspec.Meta(max_length=chars)]
+
+
 class ExtractedAssertion(msgspec.Struct, frozen=True):
+    # string bounds are in the schema: a looping model stops at them
     kind: AssertionKind
-    text: str
-    chosen: str = ""
-    alternatives: Annotated[list[str], msgspec.Meta(max_length=MAX_ALTERNATIVES)] = []
-    reasoning: str = ""
-    owner: str = ""
-    due: str = ""
+    text: _text(240)  # type: ignore[valid-type]
+    chosen: _text(120) = ""  # type: ignore[valid-type]
+    alternatives: Annotated[list[_text(120)],  # type: ignore[valid-type]
+                            msgspec.Meta(max_length=MAX_ALTERNATIVES)] = []
+    reasoning: _text(240) = ""  # type: ignore[valid-type]
+    owner: _text(60) = ""  # type: ignore[valid-type]
+    due: _text(60) = ""  # type: ignore[valid-type]
     about_person: bool = False  # a standing claim about the user themself
     scope: Literal["space", "profile"] = "space"
-    evidence: str = ""  # words from the transcript that support it
+    evidence: _text(160) = ""  # type: ignore[valid-type]  # words from the transcript
 
 
 class Extraction(msgspec.Struct, frozen=True):
     assertions: Annotated[list[ExtractedAssertion], msgspec.Meta(max_length=MAX_ASSERTIONS)]
 
 
-def extraction_prompt(title: str, transcript: str, *, memory_enabled: bool) -> list[dict[str, str]]:
+# -- extract, then abstract -----------------------------------------------------------------
+# A small model asked for "the decisions" of a long transcript copies fragments and small talk.
+# So the turns that carry a decision or a commitment are found first, by their wording, and the
+# model is asked to state each one from the few turns around it.
+
+DECISION_CUE = re.compile(
+    r"\b(decid\w*|decision|agree\w*|settled?|go(ing)? (for|with)|stick (to|with)|"
+    r"let'?s (go|use|do|have|keep|make|say|stick|put|take)|we('ll| will| should| can) (go|use|"
+    r"have|keep|make|do|take|stick|put)|(we|i) (chose|choose|picked)|conclu\w*|so it'?s|"
+    r"final(ly)?|the (best|only) option|instead|change of plan)\b", re.I)
+COMMITMENT_CUE = re.compile(
+    r"\b(i'?ll|i will|i'?m going to|i can (send|do|look|check|prepare|make|write|draw|mail)|"
+    r"(will|going to|should|has to|have to|needs? to) (send|prepare|look|check|do|email|mail|make|"
+    r"work|present|bring|write|draw|find|research|design|think)|by (monday|tuesday|wednesday|"
+    r"thursday|friday|tomorrow|next week)|next meeting|action item|your (task|job|homework))\b",
+    re.I)
+PREFERENCE_CUE = re.compile(r"\bi (really )?(prefer|like|love|hate|don'?t like|always|never)\b",
+                            re.I)
+CUE_MIN_WORDS = 6
+EXCERPT_BEFORE = 2  # turns of context before the turn that carries the cue
+EXCERPT_AFTER = 1
+EXCERPT_LINE_CHARS = 320
+
+
+def cue_score(text: str) -> int:
+    """How strongly a turn's wording says something was decided, undertaken or preferred."""
+    if len(validate.words(text)) < CUE_MIN_WORDS:
+        return 0
+    return (2 * len(DECISION_CUE.findall(text)) + 2 * len(COMMITMENT_CUE.findall(text))
+            + len(PREFERENCE_CUE.findall(text)))
+
+
+def find_cues(texts: Sequence[str], limit: int) -> list[int]:
+    """The indexes of at most ``limit`` turns that carry a decision or a commitment, strongest
+    first among them, returned in transcript order; two cues closer than an excerpt are one."""
+    scored = sorted(((cue_score(t), i) for i, t in enumerate(texts)),
+                    key=lambda si: (-si[0], si[1]))
+    chosen: list[int] = []
+    for score, i in scored:
+        if score == 0 or len(chosen) == limit:
+            break
+        if all(abs(i - j) > EXCERPT_BEFORE for j in chosen):
+            chosen.append(i)
+    return sorted(chosen)
+
+
+def excerpt(turns: Sequence[tuple[str, str]], index: int) -> str:
+    """The turns around ``index``, the cue turn marked with ``>>``."""
+    lines = []
+    for i in range(max(0, index - EXCERPT_BEFORE), min(len(turns), index + EXCERPT_AFTER + 1)):
+        speaker, text = turns[i]
+        words = " ".join(text.split())
+        if len(words) > EXCERPT_LINE_CHARS:
+            words = words[:EXCERPT_LINE_CHARS].rsplit(" ", 1)[0] + " ..."
+        lines.append(f"{'>> ' if i == index else ''}{speaker}: {words}")
+    return "\n".join(lines)
+
+
+def extraction_prompt(title: str, excerpts: Sequence[str], *, memory_enabled: bool,
+                      speakers: Sequence[str] = ()) -> list[dict[str, str]]:
+    """Chat messages asking the model to state what each excerpt establishes."""
     person = (
-        'Also mark "about_person": true only for a lasting fact or preference about the user '
-        '("me") themself — never for a decision, task or commitment — and "scope": "profile" '
+        'Mark "about_person": true only for a lasting fact or preference about the speaker '
+        '"me" themself — never for a decision, task or commitment — and "scope": "profile" '
         "when such a claim holds everywhere, not only in this Space."
         if memory_enabled
         else 'Set "about_person": false for every item.'
     )
     system = (
-        "You extract what was established in a conversation, as typed assertions. Use only what "
-        "the transcript says; never invent. Each item is one short self-contained sentence. "
-        "Reply with JSON only."
+        "You state what was established in a conversation, as typed assertions. Use only what "
+        "the excerpts say; never invent. Reply with JSON only."
     )
+    numbered = "\n\n".join(f"[{i}]\n{e}" for i, e in enumerate(excerpts, 1))
     user = (
-        f"Conversation: {title}\n\nTranscript (speaker: words):\n{transcript}\n\n"
-        'Return {"assertions": [...]} with at most '
-        f"{MAX_ASSERTIONS} items, each with:\n"
-        '- "kind": decision | fact | commitment | preference | task\n'
-        '- "text": the assertion in one sentence\n'
-        '- for a decision: "chosen", "alternatives" (the options not taken), "reasoning"\n'
-        '- for a commitment or task: "owner" (who will do it) and "due" (when, if said)\n'
-        '- "evidence": a few words copied from the transcript that support it\n'
+        f"Conversation: {title or 'untitled'}\nSpeakers: {', '.join(speakers)}\n\n"
+        f"Excerpts (a line marked >> is the one that matters):\n{numbered}\n\n"
+        'Return {"assertions": [...]} with at most one item per excerpt, and none for an '
+        "excerpt where nothing was decided, promised or preferred. Each item:\n"
+        '- "kind": "decision" (the group settled on something), "commitment" (someone will do '
+        'something), "task", "preference" or "fact"\n'
+        '- "text": one sentence in your own words saying who decided or will do what, e.g. '
+        '"The team chose a rubber case." or "Marketing will send the survey by Friday."\n'
+        '- for a decision: "chosen" (the option taken, a few words), "alternatives" (options '
+        'not taken), "reasoning" (why, if said)\n'
+        '- for a commitment or task: "owner" (the speaker who will do it, as named above) and '
+        '"due" (when, if said)\n'
+        '- "evidence": a few words copied from the excerpt that show it\n'
         f"{person}"
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+PROMPT_WORDS = validate.scaffolding(
+    ["about_person", "json schema", "a line marked", "excerpt", "your own words",
+     "the option taken", "options not taken"])
+
+
+def check_assertion(item: ExtractedAssertion, people: Sequence[str],
+                    turns: Sequence[str]) -> ExtractedAssertion | None:
+    """``item`` as it may be stored, or None (:mod:`daemon.memory.validate`'s rules): a decision
+    needs a real chosen option; a commitment or task whose owner did not speak is kept as a
+    fact, without the owner."""
+    text = validate.scrub(item.text)
+    if not validate.is_statement(text, turns, PROMPT_WORDS,
+                                 min_words=validate.MIN_ASSERTION_WORDS):
+        return None
+
+    def field(value: str) -> str:
+        value = validate.scrub(value)
+        return "" if PROMPT_WORDS.search(value) or validate.looping(value) else value
+
+    kind = item.kind
+    chosen = alternatives = reasoning = owner = due = None
+    if kind == "decision":
+        chosen = field(item.chosen)
+        if not validate.real_choice(chosen):
+            return None
+        alternatives = validate.unique_items(
+            a for a in map(field, item.alternatives)
+            if validate.real_choice(a) and not validate.same_item(a, chosen))
+        reasoning = field(item.reasoning)
+        if len(validate.words(reasoning)) < 3 or validate.same_item(reasoning, text):
+            reasoning = ""
+    if kind in ("commitment", "task"):
+        owner = validate.owner_of(item.owner, people)
+        if owner is None:
+            kind = "fact"
+        else:
+            due = field(item.due)
+    return msgspec.structs.replace(
+        item, kind=kind, text=text, chosen=chosen or "", alternatives=alternatives or [],
+        reasoning=reasoning or "", owner=owner or "", due=due or "")
 
 
 _WORD = re.compile(r"[^\W_]+")
@@ -149,7 +263,8 @@ def already_known(candidate_text: str, session_space_id: int | None,
 
 
 class Ruling(msgspec.Struct, frozen=True):
-    verdict: Literal["duplicate", "supersedes", "separate"]
+    # "done" / "dropped": the new statement closes an open commitment or task (it supersedes it)
+    verdict: Literal["duplicate", "supersedes", "done", "dropped", "separate"]
     existing: int = 0  # which numbered existing assertion it concerns (1-based), 0 if separate
 
 
@@ -159,23 +274,31 @@ class Existing:
     kind: str
     text: str
     occurred_at: str
+    open: bool = False  # an open commitment or task, which the new statement may close
 
 
 def reconcile_prompt(
     new_text: str, new_kind: str, existing: Sequence[Existing]
 ) -> list[dict[str, str]]:
     listed = "\n".join(
-        f"{i}. [{e.kind}, said {e.occurred_at}] {e.text}" for i, e in enumerate(existing, 1)
+        f"{i}. [{'open ' if e.open else ''}{e.kind}, said {e.occurred_at}] {e.text}"
+        for i, e in enumerate(existing, 1)
     )
+    closing = any(e.open for e in existing)
     system = (
         "You keep a memory consistent. Compare a new statement with existing ones and rule: "
         '"duplicate" if an existing one already says the same thing; "supersedes" if the new '
         "one replaces or corrects an existing one (a changed decision, an updated date or "
-        'number); otherwise "separate". Reply with JSON only.'
+        "number); "
+        + ('"done" if it says an open task or commitment has been done; "dropped" if it says '
+           "an open one is no longer needed; " if closing else "")
+        + 'otherwise "separate". Reply with JSON only.'
     )
+    verdicts = ('"duplicate" | "supersedes" | "done" | "dropped" | "separate"' if closing
+                else '"duplicate" | "supersedes" | "separate"')
     user = (
         f"Existing:\n{listed}\n\nNew [{new_kind}]: {new_text}\n\n"
-        'Return {"verdict": "duplicate" | "supersedes" | "separate", "existing": N} where N is '
+        f'Return {{"verdict": {verdicts}, "existing": N}} where N is '
         "the number of the existing statement concerned (0 when separate)."
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -185,11 +308,25 @@ def reconcile_prompt(
 class Plan:
     action: Literal["insert", "skip", "supersede"]
     target: int | None = None  # the existing assertion id linked or superseded
+    closes: Literal["done", "dropped"] | None = None  # supersede: the open item is closed so
 
 
-def plan_from_ruling(ruling: Ruling, existing: Sequence[Existing]) -> Plan:
-    """What to write for a ruling; a ruling naming no valid existing row inserts."""
+def plan_from_ruling(ruling: Ruling, existing: Sequence[Existing], new_kind: str = "") -> Plan:
+    """What to write for a ruling; a ruling naming no valid existing row inserts, and so does
+    one that closes what is not an open item. A statement of ``new_kind`` other than a
+    commitment or task that supersedes an open item closes it as done: what replaces an
+    obligation and is no obligation itself says it is met (an updated commitment stays
+    open)."""
     if ruling.verdict == "separate" or not 1 <= ruling.existing <= len(existing):
         return Plan("insert")
-    target = existing[ruling.existing - 1].id
-    return Plan("skip", target) if ruling.verdict == "duplicate" else Plan("supersede", target)
+    concerned = existing[ruling.existing - 1]
+    if ruling.verdict in ("done", "dropped"):
+        if not concerned.open:
+            return Plan("insert")
+        return Plan("supersede", concerned.id, closes="done" if ruling.verdict == "done"
+                    else "dropped")
+    if ruling.verdict == "duplicate":
+        return Plan("skip", concerned.id)
+    if concerned.open and new_kind and new_kind not in ("commitment", "task"):
+        return Plan("supersede", concerned.id, closes="done")
+    return Plan("supersede", concerned.id)

@@ -50,9 +50,15 @@ SourceKind = Literal["transcript", "archive", "document", "assertion", "memory",
 INTERVIEW_FAMILY = frozenset({"job"})
 ME = "me"
 UNVERIFIED = "[unverified]"
-MAX_SOURCE_CHARS = 1400  # one chunk
+MAX_SOURCE_CHARS = 700  # the matched turns with their neighbours, or an archive's best lines
 MIN_SOURCE_CHARS = 300
-MAX_PROMPT_SOURCE_CHARS = 4000  # about 1,000 tokens: prompt time is most of the first token's
+MAX_PROMPT_SOURCE_CHARS = 2400  # about 600 tokens: prompt time is most of the first token's
+MATCHED_TURNS = 2  # of a transcript source: the turns that share most words with the question
+NEIGHBOURS = 1  # turns either side of a matched one, for who said what in reply
+MAX_TURN_CHARS = 360  # a matched turn longer than this is cut around its matching words
+CONTEXT_TURNS = 12  # the live conversation: the latest turns, in steps of this many (see
+#                     context_window), so the prompt's opening grows and stays cached
+MAX_CONTEXT_TURN_CHARS = 240
 MAX_CITED_QUOTE_CHARS = 240
 MIN_PREFIX = 4
 
@@ -62,6 +68,7 @@ class Passage(msgspec.Struct, frozen=True):
 
     text: str
     speaker: str = ""
+    ref: str = ""  # the turn's external ref, where it has one (an imported transcript's)
 
 
 class Source(msgspec.Struct, frozen=True, kw_only=True):
@@ -157,9 +164,7 @@ _ROLES: dict[Framing, str] = {
 USER_LABELS: dict[Framing, str] = {"interview": "Me (the candidate)", "conversation": "You"}
 
 # Repeated last, right before the answer: a small model follows the instruction it read last.
-ANSWER_FORMAT = (
-    "Answer in one to three short sentences, citing the sources as [n]:"
-)
+ANSWER_FORMAT = "Answer in two or three short sentences, citing the sources as [1]."
 
 
 def system_prompt(framing: Framing) -> str:
@@ -167,19 +172,109 @@ def system_prompt(framing: Framing) -> str:
 
 
 def build_prompt(framing: Framing, question: str, sources: Sequence[Source]) -> list[ChatMessage]:
-    """The chat messages that ask the model for a cited answer (sources trimmed to fit)."""
-    blocks = []
-    for source in fit_sources(sources, question):
-        when = f"{_day(source.date)} · " if source.date else ""
-        label = f" ({source.label})" if source.label else ""
-        blocks.append(f"[{source.n}] {when}{source.title}{label}\n"
-                      f"{source.text(me=USER_LABELS[framing])}")
-    user = (
-        "Sources:\n\n" + "\n\n".join(blocks) + "\n\n"
-        f"Question: {question}\n\n"
-        f"{ANSWER_FORMAT}"
-    )
-    return [ChatMessage("system", system_prompt(framing)), ChatMessage("user", user)]
+    """The chat messages that ask the model for a cited answer (sources trimmed to fit).
+
+    The sources go into the system message and the user's message is the question alone: with
+    the sources in the user's message, the small model lists them back instead of answering.
+    The conversation going on now (a ``context`` source) opens them, as it is, before the
+    recalled sources: the instructions and it are the same for every question asked while it
+    grows (:func:`prompt_prefix`), so the model's state for them can be kept and only the
+    recalled sources and the question cost time when one is asked."""
+    context = [s for s in sources if s.kind == "context"]
+    recalled = [s for s in sources if s.kind != "context"]
+    blocks = [_block(s, framing) for s in fit_sources(recalled, question)]
+    system = (prompt_prefix(framing, context[0] if context else None)[0].content
+              + "Sources:\n\n" + "\n\n".join(blocks))
+    return [ChatMessage("system", system), ChatMessage("user", f"{question}\n\n{ANSWER_FORMAT}")]
+
+
+def prompt_prefix(framing: Framing, context: Source | None = None) -> list[ChatMessage]:
+    """What every prompt of ``build_prompt`` begins with for this framing and conversation: the
+    instructions and the conversation so far (the message is left open: sources follow)."""
+    opening = "" if context is None else f"{_block(context, framing)}\n\n"
+    return [ChatMessage("system", f"{system_prompt(framing)}\n\n{opening}")]
+
+
+def _block(source: Source, framing: Framing) -> str:
+    when = f"{_day(source.date)} · " if source.date else ""
+    label = f" ({source.label})" if source.label else ""
+    return f"[{source.n}] {when}{source.title}{label}\n{source.text(me=USER_LABELS[framing])}"
+
+
+def context_window(turn_count: int, step: int = CONTEXT_TURNS) -> int:
+    """Where the live conversation shown to the model starts, of ``turn_count`` turns: the
+    latest ``step`` to ``2 * step - 1`` turns, the start moving in steps of ``step`` — so while
+    a conversation grows, what the model read before stays the start of what it reads next."""
+    return max(0, (turn_count - step) // step * step)
+
+
+# Words that only acknowledge ("Yeah.", "Mm-hmm.", "Uh-huh, okay."): a turn of them alone is no
+# context for anything.
+_BACKCHANNEL = content_words("""
+    yeah yes yep yup nope okay hmm mhm mmhmm huh uh uhhuh umm hmm mm mmm right alright sure
+    cool great good fine wow well ahh ooh aha exactly indeed true totally thanks
+""")
+
+
+def compact_turns(
+    turns: Sequence[Passage],
+    question: str,
+    *,
+    matched: int = MATCHED_TURNS,
+    neighbours: int = NEIGHBOURS,
+    limit: int = MAX_SOURCE_CHARS,
+) -> tuple[Passage, ...]:
+    """The turns of a transcript passage that bear on ``question``, instead of all of them.
+
+    The ``matched`` turns sharing most content words with the question (a turn shares none:
+    not matched; when none does, the one saying most), each with up to ``neighbours`` turns
+    either side that say something (a turn without a content word — "Mm-hmm.", "Okay." — is
+    no context and is skipped, not counted), in their order, within ``limit`` characters:
+    the best match first, then its neighbours, then the next match. A matched turn longer than
+    :data:`MAX_TURN_CHARS` is cut around its matching words.
+    """
+    if not turns:
+        return ()
+    wanted = content_words(question)
+    words = [content_words(t.text) - _BACKCHANNEL for t in turns]
+    shared = [sum(1 for w in wanted if shares_word({w}, have)) for have in words]
+    order = sorted((i for i in range(len(turns)) if shared[i]), key=lambda i: (-shared[i], i))
+    if not order:
+        order = [max(range(len(turns)), key=lambda i: (len(words[i]), -i))]
+    chosen: dict[int, Passage] = {}
+    used = 0
+
+    def take(i: int, passage: Passage) -> bool:
+        nonlocal used
+        if i in chosen:
+            return True
+        if used + _size(passage) > limit:
+            return False
+        chosen[i] = passage
+        used += _size(passage)
+        return True
+
+    for i in order[:matched]:
+        if not take(i, _cut_turn(turns[i], wanted)):
+            break
+        for step in (-1, 1):
+            j, found = i + step, 0
+            while 0 <= j < len(turns) and found < neighbours:
+                if words[j]:
+                    found += 1
+                    take(j, _cut_turn(turns[j], wanted))
+                j += step
+    return tuple(chosen[i] for i in sorted(chosen))
+
+
+def _cut_turn(turn: Passage, wanted: set[str], limit: int = MAX_TURN_CHARS) -> Passage:
+    """``turn`` cut to about ``limit`` characters around the sentence sharing most words with
+    ``wanted`` (a short turn is left whole)."""
+    if len(turn.text) <= limit:
+        return turn
+    units = [Passage(s.strip(), turn.speaker) for s in _SENTENCE.findall(turn.text) if s.strip()]
+    kept = focus_passages(units, wanted, limit)
+    return msgspec.structs.replace(turn, text=" ".join(p.text for p in kept))
 
 
 def fit_sources(sources: Sequence[Source], question: str = "") -> list[Source]:
@@ -200,18 +295,26 @@ def focus_source(source: Source, question: str, limit: int) -> Source:
     speakerless text is cut at its lines first."""
     if len(source.text()) <= limit:
         return source
-    units = [Passage(line, p.speaker) for p in source.passages
+    units = [Passage(line, p.speaker, p.ref) for p in source.passages
              for line in (p.text.splitlines() if not p.speaker else [p.text]) if line.strip()]
-    if source.kind == "context":
+    wanted = None if source.kind == "context" else content_words(question)
+    return msgspec.structs.replace(source, passages=focus_passages(units, wanted, limit))
+
+
+def focus_passages(
+    units: Sequence[Passage], wanted: set[str] | None, limit: int
+) -> tuple[Passage, ...]:
+    """The run of ``units`` around the one sharing most of ``wanted`` (None: the last one)
+    that fits ``limit`` characters; a unit alone too long is cut and ends with "…"."""
+    if wanted is None:
         best = len(units) - 1
     else:
-        wanted = content_words(question)
         shared = [sum(1 for w in wanted if shares_word({w}, content_words(u.text))) for u in units]
         best = max(range(len(units)), key=lambda i: (shared[i], -i))
     used = _size(units[best])
     if used > limit:
         text = units[best].text[: max(limit - len(units[best].speaker) - 3, 1)].rstrip()
-        return msgspec.structs.replace(source, passages=(Passage(text + "…", units[best].speaker),))
+        return (msgspec.structs.replace(units[best], text=text + "…"),)
     low, high = best, best + 1
     grew = True
     while grew:
@@ -220,7 +323,7 @@ def focus_source(source: Source, question: str, limit: int) -> Source:
             used, high, grew = used + _size(units[high]), high + 1, True
         if low > 0 and used + _size(units[low - 1]) <= limit:
             used, low, grew = used + _size(units[low - 1]), low - 1, True
-    return msgspec.structs.replace(source, passages=tuple(units[low:high]))
+    return tuple(units[low:high])
 
 
 def _size(passage: Passage) -> int:
@@ -272,6 +375,52 @@ def shares_word(wanted: set[str], words: set[str]) -> bool:
         (w.startswith(q) or q.startswith(w)) and min(len(q), len(w)) >= MIN_PREFIX
         for q in wanted for w in words
     )
+
+
+# Words that say an answer is about a discussion without saying anything of it: "the group
+# discussed the battery" tells the asker nothing "what did the group discuss about the battery?"
+# did not.
+_REPORTING_WORDS = content_words("""
+    discuss discussion talk talked mention mentioned say said group team meeting meetings
+    people everyone regarding topic topics issue issues point points idea ideas thing things
+""")
+
+
+def echoes_question(answer: str, question: str) -> bool:
+    """Whether ``answer`` only restates ``question``: it has content words and every one of
+    them is the question's or a reporting word ("discussed", "the group"). Deterministic: the
+    same word rule as relevance, no model. An empty answer is not an echo (it says nothing
+    at all, which is reported apart)."""
+    said = content_words(re.sub(r"\[\d+(?:\s*,\s*\d+)*\]", " ", answer).replace(UNVERIFIED, " "))
+    if not said:
+        return False
+    asked = content_words(question) | _REPORTING_WORDS
+    return all(shares_word({word}, asked) for word in said)
+
+
+def passages_answer(question: str, sources: Sequence[Source], count: int = 2) -> str:
+    """An answer made of the recalled passages that share most words with ``question``, quoted
+    and cited (one per source, ``count`` at most): what is said instead of an answer that only
+    restated the question. Deterministic; the quotes are verbatim, so the check verifies them."""
+    wanted = content_words(question)
+    asked = quote_form(question)
+    best: list[tuple[int, int, Source, Passage]] = []
+    for source in sources:
+        if source.kind == "context":
+            continue
+        scored = [(sum(1 for w in wanted if shares_word({w}, content_words(p.text))), p)
+                  for p in source.passages if asked not in quote_form(p.text)]
+        if scored:
+            shared, passage = max(scored, key=lambda sp: sp[0])
+            if shared:
+                best.append((shared, -source.n, source, passage))
+    best.sort(key=lambda b: (b[0], b[1]), reverse=True)
+    said = []
+    for _, _, source, passage in best[:count]:
+        quote = _excerpt(passage.text).rstrip("…").strip()
+        who = "You" if _is_me(passage.speaker) else passage.speaker
+        said.append(f'{who} said: "{quote}" [{source.n}].' if who else f'"{quote}" [{source.n}].')
+    return " ".join(said) or "The sources say nothing more about this than the question does."
 
 
 def dont_know(space: str | None) -> str:

@@ -10,7 +10,9 @@ here without another model call:
   participants and section items from every piece (taken in turns, piece by piece, so the caps
   of :func:`~daemon.memory.archive.take_sections` keep the early items of *every* piece rather
   than all items of the first), key quotes likewise;
-- extractions: the assertions of every piece, the same sentence only once.
+- extractions: the assertions of every piece, the same (or near-same) statement only once.
+
+A piece whose answer is cut off is salvaged (:func:`salvage_json`: its complete items kept).
 
 Nothing is dropped for length: a three-hour meeting is simply more pieces (and more time).
 Token counts are estimated from characters (English speech runs about 4.2 characters per token
@@ -28,7 +30,8 @@ from itertools import zip_longest
 from typing import Any, TypeVar
 
 from daemon.memory.archive import MAX_SUMMARY_CHARS, ArchiveEnvelope
-from daemon.memory.extract import ExtractedAssertion, Extraction, normalise
+from daemon.memory.extract import ExtractedAssertion, Extraction
+from daemon.memory.validate import same_item, unique_items
 
 T = TypeVar("T")
 
@@ -88,28 +91,14 @@ def _cut(line: str, budget: int) -> list[str]:
     return parts
 
 
-def part_title(title: str, index: int, count: int) -> str:
-    """The title a piece is introduced with: the model is told it sees part of a whole."""
-    name = title or "untitled"
-    return name if count == 1 else f"{name} (part {index + 1} of {count} of the transcript)"
-
-
 def interleave(lists: Iterable[Sequence[T]]) -> list[T]:
     """The first item of every list, then the second of every list, and so on."""
     return [item for row in zip_longest(*lists) for item in row if item is not None]
 
 
 def _unique_text(items: Iterable[Any]) -> list[str]:
-    seen: set[str] = set()
-    kept: list[str] = []
-    for item in items:
-        if not isinstance(item, str):
-            continue
-        key = " ".join(item.casefold().split())
-        if key and key not in seen:
-            seen.add(key)
-            kept.append(item)
-    return kept
+    """The strings of ``items``, each (near-)same item once."""
+    return unique_items(i for i in items if isinstance(i, str) and i.strip())
 
 
 _SENTENCE_END = re.compile(r"[.!?…](?=\s|$)")
@@ -157,13 +146,42 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def merge_extractions(extractions: Sequence[Extraction]) -> list[ExtractedAssertion]:
-    """Every piece's assertions in order, each sentence (normalised) once."""
-    seen: set[str] = set()
+    """Every piece's assertions in order, each (near-)same statement of a kind once."""
     merged: list[ExtractedAssertion] = []
     for extraction in extractions:
         for item in extraction.assertions:
-            key = normalise(item.text)
-            if key and key not in seen:
-                seen.add(key)
+            if item.text.strip() and not any(
+                    m.kind == item.kind and same_item(m.text, item.text) for m in merged):
                 merged.append(item)
     return merged
+
+
+def salvage_json(partial: str) -> list[str]:
+    """Complete JSON documents made from an answer that was cut off, the longest first: cut
+    after each complete value of an array or object (the last one possibly unfinished is
+    dropped) and close what is open. A looping model's good items are kept this way."""
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []  # (end of the text kept, the closers it needs)
+    in_string = escaped = False
+    for i, ch in enumerate(partial):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "[{":
+            stack.append("]" if ch == "[" else "}")
+        elif ch in "]}":
+            if not stack:
+                break
+            stack.pop()
+            if stack:
+                cuts.append((i + 1, "".join(reversed(stack))))
+        elif ch == "," and stack:
+            cuts.append((i, "".join(reversed(stack))))
+    return [partial[:end] + closers for end, closers in reversed(cuts)]

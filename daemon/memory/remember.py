@@ -35,6 +35,14 @@ pressing *Keep* twice must see the first keep's memories. A keep of a long meeti
 model takes minutes, so it reports each stage's steps to a :data:`Progress` callback: the
 pieces summarised (``archive``), the pieces extracted (``extraction``) and the extracted
 statements reconciled (``reconciliation``).
+
+A keep is recorded before it runs and cannot be lost: the session's keep state
+(:class:`~daemon.store.records.KeepState`) is ``pending`` from the answer on, ``running``
+while the model works, then ``done`` or ``failed`` with the reason. A stop or a crash leaves
+it pending or running, and :meth:`Rememberer.finish_interrupted` (run when the daemon starts)
+finishes it without the user asking again. A keep runs behind live capture: on the background
+engine (lowest CPU priority) and, while a session is live, waiting between its model calls
+(:mod:`daemon.memory.behind_live`).
 """
 
 from __future__ import annotations
@@ -49,9 +57,16 @@ import msgspec
 import trio
 
 from daemon.config import Settings
-from daemon.errors import BrainCueError, InvalidInput
-from daemon.llm.generate import ChatMessage, Generator, output_schema, with_schema_instruction
-from daemon.memory import archive
+from daemon.errors import BrainCueError, EngineError, InvalidInput
+from daemon.llm.generate import (
+    AnswerCutOff,
+    ChatMessage,
+    Generator,
+    output_schema,
+    with_schema_instruction,
+)
+from daemon.memory import archive, open_items, validate
+from daemon.memory.behind_live import BehindLive, Quiet
 from daemon.memory.extract import (
     AnchorCandidate,
     Existing,
@@ -60,8 +75,11 @@ from daemon.memory.extract import (
     KnownMemory,
     Ruling,
     already_known,
+    check_assertion,
+    excerpt,
     extraction_prompt,
     find_anchor,
+    find_cues,
     normalise,
     plan_from_ruling,
     reconcile_prompt,
@@ -70,13 +88,25 @@ from daemon.memory.pieces import (
     clip_sentences,
     merge_envelopes,
     merge_extractions,
-    part_title,
+    salvage_json,
     split_pieces,
     transcript_budget,
     transcript_lines,
 )
-from daemon.memory.sensitive import redact
-from daemon.store.records import Chunk, NewAssertion, NewRestatement, Session, Space, Turn
+from daemon.memory.sensitive import Gate
+from daemon.memory.validate import FILLER, words
+from daemon.store.records import (
+    Assertion,
+    Chunk,
+    ItemClosure,
+    KeepState,
+    KeepStatus,
+    NewAssertion,
+    NewRestatement,
+    Session,
+    Space,
+    Turn,
+)
 from daemon.store.scope import Scope
 from daemon.store.store import Store
 from daemon.store.writes import assertion_body
@@ -91,14 +121,22 @@ Stage = Literal["archive", "extraction", "reconciliation"]
 Progress = Callable[[Stage, int, int], None]
 Steps = Callable[[int, int], None]  # (done, total) of one stage
 
-ARCHIVE_TOKENS = 1280  # a full archive (3-4 sections of 8 items, 6 quotes) is ~850 tokens
-EXTRACT_TOKENS = 1536  # eight items of ~125 tokens (a 0.5B model fills every field) and room
+ARCHIVE_TOKENS = 1024  # a full archive is ~500 tokens; a cut-off one keeps its complete items
+EXTRACT_TOKENS = 640  # a call's six items of ~70 tokens, and room
+RETRY_HALVES = 1  # a piece that gives no answer is asked again once, in two halves
+EXCERPTS_PER_CALL = 6
+MINUTES_PER_EXCERPT = 2.5  # a 35-minute meeting: 14 excerpts
+MIN_EXCERPTS = 4
+MAX_EXCERPTS = 18
+WHOLE_TRANSCRIPT_CHARS = 2500  # a transcript this short is one excerpt, cues or not
 RULING_TOKENS = 48
 RECONCILE_CANDIDATES = 5  # nearest current assertions shown to the model
 MAX_EXTRACTED = 48  # per session, after merging the pieces
 PERSON_KINDS = ("fact", "preference")
+MAX_KEEP_ATTEMPTS = 3  # a keep interrupted this often (it may crash the daemon) is given up
 MAX_TEXT_CHARS = 600  # an assertion is one sentence; a small model sometimes runs on
 
+PAUSED_WHILE_LIVE = "paused while a session is live; it goes on when the session ends"
 NO_SPACE = ("no Space: nothing was summarised or remembered — pick a Space for that "
             "(`braincue keep ID --space NAME`)")
 
@@ -113,12 +151,16 @@ class Remembered(msgspec.Struct, kw_only=True):
     archived: bool = False
     assertions: int = 0  # new assertions stored (superseding ones included)
     superseded: int = 0
+    closed: int = 0  # of which close an open commitment or task (done, or no longer needed)
     duplicates: int = 0
     restated: int = 0  # duplicates newly recorded as said again in this session
     candidates: int = 0  # memories about the person proposed (pending review)
     redactions: int = 0
     deleted: dict[str, int] = {}
     notes: list[str] = []
+    keep_status: KeepStatus | None = None  # a keep: done or failed (None: no model was needed)
+    stored: dict[str, int] = {}  # a keep: the new assertions by kind
+    decisions: list[str] = []  # a keep: the text of each new decision
 
 
 # -- pure helpers --------------------------------------------------------------------------------
@@ -142,13 +184,16 @@ def standing_claim(item: ExtractedAssertion) -> ExtractedAssertion:
     return item
 
 
-def redact_extracted(item: ExtractedAssertion) -> tuple[ExtractedAssertion, int]:
-    """``item`` with every secret in its text fields replaced by a marker, and how many."""
+def redact_extracted(item: ExtractedAssertion,
+                     gate: Gate | None = None) -> tuple[ExtractedAssertion, int]:
+    """``item`` with every secret in its text fields replaced by a marker, and how many
+    (``gate``: the session's, which follows the secrets said in it)."""
     found = 0
+    gate = gate or Gate()
 
     def clean(text: str) -> str:
         nonlocal found
-        result = redact(text)
+        result = gate.redact(text)
         found += result.count
         return result.text
 
@@ -220,24 +265,87 @@ def stage_steps(progress: Progress | None, stage: Stage) -> Steps:
 # -- the model calls -----------------------------------------------------------------------------
 
 
+def spoken(turns: Sequence[Turn]) -> list[Turn]:
+    """The turns that say something: "Mm-hmm." and "Okay." carry nothing a model needs, and
+    leaving them out makes a long meeting's prompt a fifth shorter."""
+    return [t for t in turns if not all(w in FILLER for w in words(t.text))]
+
+
+def _has_items(value: Any) -> bool:
+    """Whether a salvaged answer holds an item of some list (a bare topic is not worth it)."""
+    if isinstance(value, dict):
+        return any(_has_items(v) for v in value.values())
+    return isinstance(value, list) and bool(value)
+
+
+async def answer_pieces(generator: Generator, pieces: Sequence[Sequence[str]],
+                        ask: Callable[[Sequence[str]], list[dict[str, str]]],
+                        output_type: type[Any], salvage_type: type[T], max_tokens: int,
+                        steps: Steps = _no_steps) -> tuple[list[T], list[str]]:
+    """The answers about each piece (a piece is a list of lines; ``ask`` makes its prompt), as
+    ``salvage_type``, and why the pieces that gave none failed. A piece whose answer is cut off
+    keeps its complete items (:func:`salvage_json`); one that is cut off with nothing to keep
+    or invalid is asked again in two halves; only what still fails is lost, never the rest."""
+    answers: list[T] = []
+    failures: list[str] = []
+
+    async def answer(lines: Sequence[str], halves: int) -> None:
+        try:
+            value = await generator.generate(chat(ask(lines)), output_type,
+                                             max_tokens=max_tokens)
+            answers.append(msgspec.convert(msgspec.to_builtins(value), salvage_type))
+            return
+        except AnswerCutOff as e:
+            for candidate in salvage_json(e.partial):
+                try:
+                    salvaged = msgspec.json.decode(candidate, type=salvage_type)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue
+                if _has_items(msgspec.to_builtins(salvaged)):
+                    log.info("kept the complete items of an answer cut off at %s tokens",
+                             max_tokens)
+                    answers.append(salvaged)
+                    return
+                break  # shorter candidates hold even less
+            error: BrainCueError = e
+        except EngineError as e:
+            error = e
+        if halves and len(lines) > 1:
+            middle = len(lines) // 2
+            await answer(lines[:middle], halves - 1)
+            await answer(lines[middle:], halves - 1)
+            return
+        log.warning("a piece of %d lines gave no answer: %s", len(lines), error)
+        failures.append(_why(error))
+
+    steps(0, len(pieces))
+    for i, piece in enumerate(pieces):
+        await answer(piece, RETRY_HALVES)
+        steps(i + 1, len(pieces))
+    return answers, failures
+
+
 async def summarise(generator: Generator, context: int, session: Session,
                     turns: Sequence[Turn], *, steps: Steps = _no_steps) -> archive.Archive:
     """The validated archive of a session (in pieces when the transcript does not fit the
-    model's ``context`` tokens, each piece a step); a model failure raises."""
+    model's ``context`` tokens, each piece a step). A piece that fails is left out; only when
+    every piece fails does it raise."""
     fmt = archive.format_for(session.activity)
     answer_type = archive.output_type(fmt)
-    lines = transcript_lines((t.speaker, t.text) for t in turns)
+    people = validate.speakers(t.speaker for t in turns)
+    lines = transcript_lines((t.speaker, t.text) for t in spoken(turns))
     budget = transcript_budget(
-        context, ARCHIVE_TOKENS, frame_chars(archive.prompt(fmt, session.title, ""), answer_type)
-    )
-    pieces = split_pieces(lines, budget)
-    envelopes = []
-    steps(0, len(pieces))
-    for i, piece in enumerate(pieces):
-        messages = archive.prompt(fmt, part_title(session.title, i, len(pieces)), piece)
-        answer = await generator.generate(chat(messages), answer_type, max_tokens=ARCHIVE_TOKENS)
-        envelopes.append(msgspec.convert(msgspec.to_builtins(answer), archive.ArchiveEnvelope))
-        steps(i + 1, len(pieces))
+        context, ARCHIVE_TOKENS,
+        frame_chars(archive.prompt(fmt, session.title, "", people), answer_type))
+    pieces = [piece.split("\n") for piece in split_pieces(lines, budget)]
+
+    def ask(piece: Sequence[str]) -> list[dict[str, str]]:
+        return archive.prompt(fmt, session.title, "\n".join(piece), people)
+
+    envelopes, failures = await answer_pieces(generator, pieces, ask, answer_type,
+                                              archive.ArchiveEnvelope, ARCHIVE_TOKENS, steps)
+    if not envelopes:
+        raise EngineError(failures[0] if failures else "no answer")
     return archive.build_archive(
         fmt, merge_envelopes(envelopes),
         [archive.TranscriptTurn(t.id, t.speaker, t.text) for t in turns],
@@ -246,24 +354,33 @@ async def summarise(generator: Generator, context: int, session: Session,
 
 async def extract(generator: Generator, context: int, session: Session, turns: Sequence[Turn],
                   *, memories: bool, steps: Steps = _no_steps) -> list[ExtractedAssertion]:
-    """What the model extracts from a session (in pieces like :func:`summarise`, each a step),
-    merged, each sentence once; memories about the person only when ``memories``. A failure
-    raises."""
-    lines = transcript_lines((t.speaker, t.text) for t in turns)
-    budget = transcript_budget(
-        context, EXTRACT_TOKENS,
-        frame_chars(extraction_prompt(session.title, "", memory_enabled=memories), Extraction),
-    )
-    pieces = split_pieces(lines, budget)
-    extractions = []
-    steps(0, len(pieces))
-    for i, piece in enumerate(pieces):
-        messages = extraction_prompt(part_title(session.title, i, len(pieces)), piece,
-                                     memory_enabled=memories)
-        extractions.append(await generator.generate(chat(messages), Extraction,
-                                                    max_tokens=EXTRACT_TOKENS))
-        steps(i + 1, len(pieces))
-    return [standing_claim(i) for i in merge_extractions(extractions)[:MAX_EXTRACTED]]
+    """What a session established, extract-then-abstract: the turns whose wording carries a
+    decision, a commitment or a preference are found first (:func:`find_cues`); the model
+    states each from the turns around it, a few excerpts a call (each call a step); the
+    statements are merged, validated (:func:`check_assertion`) and each kept once. Memories
+    about the person only when ``memories``. Raises only when every call failed."""
+    said = spoken(turns)
+    pairs = [(t.speaker, t.text) for t in said]
+    people = validate.speakers(t.speaker for t in turns)
+    minutes = max(1.0, ((said[-1].end or said[-1].start) - said[0].start) / 60) if said else 1.0
+    limit = max(MIN_EXCERPTS, min(MAX_EXCERPTS, round(minutes / MINUTES_PER_EXCERPT)))
+    if sum(len(t) for _, t in pairs) <= WHOLE_TRANSCRIPT_CHARS:  # short: its own context
+        excerpts = ["\n".join(transcript_lines(pairs))] if pairs else []
+    else:
+        excerpts = [excerpt(pairs, i) for i in find_cues([t for _, t in pairs], limit)]
+    batches = [excerpts[i:i + EXCERPTS_PER_CALL]
+               for i in range(0, len(excerpts), EXCERPTS_PER_CALL)]
+
+    def ask(batch: Sequence[str]) -> list[dict[str, str]]:
+        return extraction_prompt(session.title, batch, memory_enabled=memories, speakers=people)
+
+    extractions, failures = await answer_pieces(generator, batches, ask, Extraction,
+                                                Extraction, EXTRACT_TOKENS, steps)
+    if failures and not extractions:
+        raise EngineError(failures[0])
+    texts = [t.text for t in turns]
+    checked = (check_assertion(i, people, texts) for i in merge_extractions(extractions))
+    return [standing_claim(i) for i in checked if i is not None][:MAX_EXTRACTED]
 
 
 # -- the service ---------------------------------------------------------------------------------
@@ -274,7 +391,9 @@ class Rememberer:
 
     ``generator()`` returns the language model, raising a BrainCueError (e.g.
     ModelNotInstalled) when there is none; it is called only when a model is needed.
-    ``settings()`` is read on every answer, so changed switches apply at once.
+    ``settings()`` is read on every answer, so changed switches apply at once. ``quiet()``
+    returns once no session is live and ``is_live()`` says whether one is: a keep waits on it
+    between its model calls (None: a rememberer without live capture never waits).
     """
 
     def __init__(
@@ -283,10 +402,14 @@ class Rememberer:
         *,
         generator: Callable[[], Generator],
         settings: Callable[[], Settings],
+        quiet: Quiet | None = None,
+        is_live: Callable[[], bool] = lambda: False,
     ) -> None:
         self.store = store
         self._generator = generator
         self._settings = settings
+        self._quiet = quiet
+        self._is_live = is_live
         self._lock = trio.Lock()
 
     async def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -319,6 +442,8 @@ class Rememberer:
             space = (None if session.space_id is None
                      else await self._db(self.store.get_space, session.space_id))
             status: Literal["kept", "later"] = "later" if answer == "later" else "kept"
+            if answer == "keep":  # first: a crash after the status is written still finishes it
+                await self._db(self.store.set_keep_state, session_id, "pending")
             # the answer is recorded before any model runs: a failure below never undoes it
             session = await self._db(self.store.update_session, session_id, status=status)
             outcome = Remembered(session_id=session_id, answer=answer, status=status,
@@ -327,8 +452,62 @@ class Rememberer:
                 outcome.notes.append("nothing was remembered: the session stays undecided "
                                      "(keep or discard it later)")
             else:
-                await self._keep(session, space, outcome, progress)
+                await self._tracked_keep(session, space, outcome, progress)
             return outcome
+
+    async def finish_interrupted(self) -> None:
+        """Finish the keeps that a stop or a crash interrupted (pending or running when the
+        daemon starts), one at a time, the oldest first. A keep whose assertions were already
+        written when it stopped is only marked done."""
+        unfinished = await self._db(self.store.keep_states, statuses=("pending", "running"))
+        for state in unfinished:
+            if state.attempts >= MAX_KEEP_ATTEMPTS:
+                log.warning("the keep of session %d was interrupted %d times: given up",
+                            state.session_id, state.attempts)
+                await self._db(self.store.set_keep_state, state.session_id, "failed",
+                               f"interrupted {state.attempts} times (the daemon stopped or "
+                               "crashed each time)")
+                continue
+            if await self._db(self._wrote_assertions_since, state):
+                log.info("the keep of session %d had written everything before it stopped",
+                         state.session_id)
+                await self._db(self.store.set_keep_state, state.session_id, "done")
+                continue
+            log.info("finishing the keep of session %d, interrupted when %s", state.session_id,
+                     state.status)
+            try:
+                outcome = await self.remember(state.session_id, "keep")
+            except BrainCueError as e:  # e.g. the session is gone
+                log.warning("could not finish the keep of session %d: %s", state.session_id, e)
+                continue
+            log.info("keep of session %d finished: %s", state.session_id,
+                     outcome.keep_status or "nothing to do")
+
+    def _wrote_assertions_since(self, state: KeepState) -> bool:
+        return state.status == "running" and any(
+            a.source == "extracted" and a.recorded_at >= state.since
+            for a in self.store.list_assertions(session_id=state.session_id,
+                                                include_invalidated=True))
+
+    async def _tracked_keep(self, session: Session, space: Space | None, out: Remembered,
+                            progress: Progress | None) -> None:
+        """:meth:`_keep`, its state recorded (a cancelled keep stays pending or running, to be
+        finished at the next start) and what it stored summed up in ``out``."""
+        before = {a.id for a in await self._db(self.store.list_assertions,
+                                               session_id=session.id, include_invalidated=True)}
+        try:
+            status, reason = await self._keep(session, space, out, progress)
+        except Exception as e:
+            await self._db(self.store.set_keep_state, session.id, "failed", _why(e))
+            raise
+        await self._db(self.store.set_keep_state, session.id, status, reason)
+        out.keep_status = status
+        stored = await self._db(self.store.list_assertions, session_id=session.id,
+                                about_person=False)
+        new = sorted((a for a in stored if a.id not in before), key=lambda a: a.id)
+        for a in new:
+            out.stored[a.kind] = out.stored.get(a.kind, 0) + 1
+        out.decisions = [a.text for a in new if a.kind == "decision"]
 
     async def _refuse_unfiling_what_is_remembered(self, session: Session) -> None:
         """Out of every Space, an archive and assertions would be recalled everywhere — the
@@ -359,19 +538,21 @@ class Rememberer:
         return outcome
 
     async def _keep(self, session: Session, space: Space | None, out: Remembered,
-                    progress: Progress | None) -> None:
+                    progress: Progress | None) -> tuple[KeepStatus | None, str | None]:
+        """Run the passes the switches ask for; where the keep ends up and why it failed (no
+        status: nothing needed the model)."""
         settings = self._settings()
         if space is None:
             out.notes.append(NO_SPACE)
-            return
+            return None, None
         if not space.memory_enabled:
             out.notes.append(f"the Space {space.name} is set to be forgotten: nothing was "
                              "summarised or extracted")
-            return
+            return None, None
         if session.practice:
             out.notes.append("a practice session is never archived: nothing was summarised or "
                              "extracted")
-            return
+            return None, None
         archive_on = settings.session_archive_enabled
         memory_on = settings.memory_enabled
         if not archive_on:
@@ -381,41 +562,63 @@ class Rememberer:
             out.notes.append("memory is off (memory_enabled): no memories about you were "
                              "proposed")
         if not (archive_on or memory_on):
-            return
+            return None, None
         turns = await self._db(self.store.turns, session.id)
         if not turns:
             out.notes.append("nothing was said: there is nothing to summarise")
-            return
+            return None, None
         try:
-            generator = self._generator()
+            model = self._generator()
         except BrainCueError as e:
             out.notes.append(f"nothing was summarised or extracted: {e}")
-            return
+            return "failed", f"no language model: {e}"
+        await self._db(self.store.set_keep_state, session.id, "running")
+        generator = self._behind_live(model, session.id)
+        failed = []
         context = settings.llm_context
+        # what the model writes is checked for the secrets said in the session, however it
+        # phrases them (seed 000 §4.1): one gate for the archive, assertions and candidates
+        gate = Gate.of(t.text for t in turns)
         if archive_on:
             try:
                 await self._archive(generator, context, session, turns, out,
-                                    stage_steps(progress, "archive"))
+                                    stage_steps(progress, "archive"), gate)
             except Exception as e:  # a failure to summarise never breaks the keep
                 _log_unexpected(e)
-                out.notes.append(f"the archive failed: {_why(e)}")
+                failed.append(f"the archive failed: {_why(e)}")
+                out.notes.append(failed[-1])
         try:
-            await self._extract(generator, context, session, turns, out, progress,
+            await self._extract(generator, context, session, turns, out, progress, gate,
                                 assertions=archive_on, memories=memory_on)
         except Exception as e:
             _log_unexpected(e)
-            out.notes.append(f"extraction failed: {_why(e)}")
+            failed.append(f"extraction failed: {_why(e)}")
+            out.notes.append(failed[-1])
+        return ("failed", "; ".join(failed)) if failed else ("done", None)
+
+    def _behind_live(self, generator: Generator, session_id: int) -> Generator:
+        if self._quiet is None:
+            return generator
+
+        async def paused(waiting: bool) -> None:
+            await self._db(self.store.note_keep, session_id,
+                           PAUSED_WHILE_LIVE if waiting else None)
+
+        return BehindLive(generator, self._quiet,
+                          lambda: self._settings().keep_pauses_while_live, is_live=self._is_live,
+                          paused=paused)
 
     # -- archive -------------------------------------------------------------------------------
 
     async def _archive(self, generator: Generator, context: int, session: Session,
-                       turns: Sequence[Turn], out: Remembered, steps: Steps) -> None:
+                       turns: Sequence[Turn], out: Remembered, steps: Steps,
+                       gate: Gate) -> None:
         fmt = archive.format_for(session.activity)
         built = await summarise(generator, context, session, turns, steps=steps)
         if not (built.topic or built.summary or any(built.sections.values()) or built.quotes):
             out.notes.append("the archive came back empty: nothing was archived")
             return
-        gated = redact(archive.render(built, fmt))
+        gated = gate.redact(archive.render(built, fmt))
         await self._db(self.store.put_archive, session.id, gated.text)
         out.archived = True
         out.redactions += gated.count
@@ -423,8 +626,8 @@ class Rememberer:
     # -- assertions and memory candidates --------------------------------------------------------
 
     async def _extract(self, generator: Generator, context: int, session: Session,
-                       turns: Sequence[Turn], out: Remembered, progress: Progress | None, *,
-                       assertions: bool, memories: bool) -> None:
+                       turns: Sequence[Turn], out: Remembered, progress: Progress | None,
+                       gate: Gate, *, assertions: bool, memories: bool) -> None:
         items = await extract(generator, context, session, turns, memories=memories,
                               steps=stage_steps(progress, "extraction"))
 
@@ -434,6 +637,7 @@ class Rememberer:
         facts: list[tuple[NewAssertion, int]] = []
         people: list[tuple[NewAssertion, int]] = []
         unanchored = 0
+        credentials = 0
         for item in items:
             # without consent no claim about the person is stored, not even as a plain fact
             if (item.about_person and not memories) or (not item.about_person and not assertions):
@@ -442,15 +646,23 @@ class Rememberer:
             if anchor is None:
                 unanchored += 1
                 continue
-            cleaned, found = redact_extracted(item)
+            if gate.holds_secret(item.text):  # its point was the secret: "[redacted]" says nothing
+                credentials += 1
+                continue
+            cleaned, found = redact_extracted(item, gate)
             new = to_new_assertion(cleaned, by_id[anchor], session)
             (people if new.about_person else facts).append((new, found))
         if unanchored:
             out.notes.append(f"{_plural(unanchored, 'extracted statement')} dropped: nothing "
                              "in the transcript supports them")
+        if credentials:
+            out.redactions += credentials
+            out.notes.append(f"{_plural(credentials, 'extracted statement')} dropped: "
+                             f"{'it' if credentials == 1 else 'they'} held a credential said "
+                             "in the session")
 
         candidates = await self._unasked(people, session.space_id, out)
-        inserts, links, restated = await self._reconcile(
+        inserts, links, restated, closures = await self._reconcile(
             generator, facts, session, out, stage_steps(progress, "reconciliation"))
         written = await self._db(self.store.add_assertions,
                                  [new for new, _ in inserts + candidates])
@@ -458,9 +670,11 @@ class Rememberer:
         out.candidates = len(candidates)
         out.redactions += sum(found for _, found in inserts + candidates)
         for index, old_id in links:
+            closure = closures.get(old_id)
             try:
-                await self._db(self.store.supersede, old_id, written[index].id)
+                await self._db(self.store.supersede, old_id, written[index].id, closure=closure)
                 out.superseded += 1
+                out.closed += closure is not None
             except BrainCueError as e:  # e.g. superseded meanwhile: both stay current
                 out.notes.append(f"assertion {written[index].id} kept beside {old_id}: {e}")
         try:
@@ -496,12 +710,14 @@ class Rememberer:
         session: Session,
         out: Remembered,
         steps: Steps,
-    ) -> tuple[list[tuple[NewAssertion, int]], list[tuple[int, int]], list[NewRestatement]]:
-        """Which new assertions to insert, (index among them, old id) supersede links, and the
-        stored assertions this session said again (duplicates); each statement checked is a
-        step."""
+    ) -> tuple[list[tuple[NewAssertion, int]], list[tuple[int, int]], list[NewRestatement],
+               dict[int, ItemClosure]]:
+        """Which new assertions to insert, (index among them, old id) supersede links, the
+        stored assertions this session said again (duplicates), and the open items the links
+        close (by old id: a statement that closes one is written as its closed version); each
+        statement checked is a step."""
         if not facts:
-            return [], [], []
+            return [], [], [], {}
         steps(0, len(facts))
         space_id = session.space_id
         scope = Scope(space_id=space_id, person_memory=False)
@@ -517,6 +733,8 @@ class Rememberer:
         accepted: list[int] = []  # indexes into facts, in order
         replaces: dict[int, int] = {}  # index into facts -> the stored id it supersedes
         restated: dict[int, NewRestatement] = {}  # by stored id: the first time it was said
+        closures: dict[int, ItemClosure] = {}  # by the open item's id
+        shown: dict[int, Assertion] = {}  # the stored assertions shown to the model, by id
         failed = 0
 
         def said_again(stored_id: int, new: NewAssertion) -> None:
@@ -536,9 +754,14 @@ class Rememberer:
             if vectors is not None:
                 hits = await self._db(self.store.vector_assertions, vectors[i], scope,
                                       RECONCILE_CANDIDATES)
-                close = await self._db(self.store.get_assertions,
-                                       [h.id for h in hits if h.score >= nearest])
-                similar += [Existing(a.id, a.kind, a.text, _day(a.occurred_at))
+                found = await self._db(self.store.get_assertions, [h.id for h in hits])
+                still_open = await self._db(open_items.open_ids, self.store, found)
+                score = {h.id: h.score for h in hits}
+                close = [a for a in found if score[a.id] >= nearest - (
+                    open_items.CLOSING_SLACK if a.id in still_open else 0.0)]
+                shown.update((a.id, a) for a in close)
+                similar += [Existing(a.id, a.kind, a.text, _day(a.occurred_at),
+                                     open=a.id in still_open)
                             for a in close
                             if a.space_id == space_id and a.id not in replaces.values()]
                 # earlier statements of this same keep, not stored yet: negative ids
@@ -558,7 +781,7 @@ class Rememberer:
                 failed += 1
                 accepted.append(i)
                 continue
-            plan = plan_from_ruling(ruling, similar)
+            plan = plan_from_ruling(ruling, similar, new.kind)
             if plan.action == "skip":
                 log.info("duplicate of assertion %s: %r", plan.target, new.text)
                 if plan.target is not None and plan.target > 0:
@@ -575,6 +798,10 @@ class Rememberer:
                         replaces[i] = replaces.pop(earlier)
                 else:
                     replaces[i] = plan.target
+                    if plan.closes is not None:
+                        facts[i] = (open_items.closing_version(new, shown[plan.target]),
+                                    facts[i][1])
+                        closures[plan.target] = await self._closure(new, plan.closes)
         steps(len(facts), len(facts))
         if failed:
             out.notes.append(f"reconciliation failed for {_plural(failed, 'assertion')}: "
@@ -582,7 +809,15 @@ class Rememberer:
         position = {index: n for n, index in enumerate(accepted)}
         return ([facts[i] for i in accepted],
                 [(position[i], old) for i, old in replaces.items()],
-                list(restated.values()))
+                list(restated.values()), closures)
+
+    async def _closure(self, statement: NewAssertion,
+                       status: Literal["done", "dropped"]) -> ItemClosure:
+        """The closure a statement makes, with the turn of its chunk that said it."""
+        turns = ([] if statement.anchor_chunk_id is None
+                 else await self._db(self.store.turns_of_chunk, statement.anchor_chunk_id))
+        said = open_items.evidence_turn(statement.text, turns)
+        return ItemClosure(status=status, evidence_turn_id=None if said is None else said.id)
 
 
 def _log_unexpected(error: Exception) -> None:

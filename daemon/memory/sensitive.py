@@ -15,10 +15,11 @@ Detectors, each precise by construction rather than by a guess:
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 MARKER = "[redacted {kind}]"
@@ -201,7 +202,10 @@ def find_sensitive(text: str) -> list[Finding]:
 
 def redact(text: str) -> Redacted:
     """Replace every sensitive span with a marker naming its kind."""
-    findings = find_sensitive(text)
+    return _replace(text, find_sensitive(text))
+
+
+def _replace(text: str, findings: Sequence[Finding]) -> Redacted:
     if not findings:
         return Redacted(text)
     parts: list[str] = []
@@ -211,3 +215,87 @@ def redact(text: str) -> Redacted:
         pos = f.end
     parts.append(text[pos:])
     return Redacted("".join(parts), tuple(findings))
+
+
+# -- following the secret ------------------------------------------------------------------------
+#
+# The detectors above need a cue ("the password is …") or a recognisable shape. A model that
+# summarises a transcript drops the cue ("Vendor will use deploy and Tangerine-Walrus-4417 for the
+# staging database"), so what was found in the *source* turns is followed as a value into
+# everything written from them: the same characters, ignoring case and any separators between
+# them ("tangerine walrus 4417", "T-A-N-G-…"), and for a secret of three or more parts any two
+# consecutive parts ("Tangerine-Walrus").
+
+_SEPARATORS = r"[\s\-_.,:;/|'\"*+]*"
+_PART = re.compile(r"[A-Za-z0-9]+")
+MIN_VALUE_CHARS = 3  # shorter values (a two-digit "code") would match everywhere
+
+
+@dataclass(frozen=True)
+class Secret:
+    kind: str
+    value: str
+
+
+def _spelled(chars: str) -> str:
+    """A pattern matching ``chars`` (letters and digits) with any separators between them."""
+    return _SEPARATORS.join(re.escape(c) for c in chars)
+
+
+def _patterns(secret: Secret) -> list[re.Pattern[str]]:
+    parts = _PART.findall(secret.value)
+    if sum(map(len, parts)) < MIN_VALUE_CHARS:
+        return []
+    wanted = ["".join(parts)]
+    if len(parts) >= 3:  # a paraphrase may keep only some of its words
+        wanted += [a + b for a, b in itertools.pairwise(parts)
+                   if min(len(a), len(b)) >= 3]
+    # one part alone when it cannot be an ordinary word: random-looking, or long with digits
+    wanted += [p for p in parts if (len(p) >= 6 and _looks_random(p))
+               or (len(p) >= 8 and any(c.isdigit() for c in p))]
+    return [re.compile(rf"(?i)(?<![A-Za-z0-9]){_spelled(w)}(?![A-Za-z0-9])")
+            for w in dict.fromkeys(wanted)]
+
+
+def secrets_in(texts: Iterable[str]) -> list[Secret]:
+    """The secret values the detectors find in ``texts`` (the source turns), each once."""
+    found: dict[str, Secret] = {}
+    for text in texts:
+        for f in find_sensitive(text):
+            value = text[f.start : f.end].strip("\"'")
+            found.setdefault(value.lower(), Secret(f.kind, value))
+    return list(found.values())
+
+
+class Gate:
+    """The gate for what is written from one source: the detectors, plus the secret values
+    found in that source however they are phrased (see above)."""
+
+    def __init__(self, secrets: Iterable[Secret] = ()) -> None:
+        self.secrets = tuple(secrets)
+        self._patterns = [(s.kind, p) for s in self.secrets for p in _patterns(s)]
+
+    @classmethod
+    def of(cls, source_texts: Iterable[str]) -> Gate:
+        return cls(secrets_in(source_texts))
+
+    def find(self, text: str) -> list[Finding]:
+        taken = find_sensitive(text)
+        for kind, pattern in self._patterns:
+            for m in pattern.finditer(text):
+                if not any(m.start() < t.end and t.start < m.end() for t in taken):
+                    taken.append(Finding(kind, m.start(), m.end()))
+        return sorted(taken, key=lambda f: f.start)
+
+    def holds_secret(self, text: str) -> bool:
+        return bool(self.find(text))
+
+    def redact(self, text: str) -> Redacted:
+        return _replace(text, self.find(text))
+
+
+def mask_lines(texts: Sequence[str]) -> list[str]:
+    """``texts`` (the turns of one passage) as retrieval shows them: every secret found in any
+    of them masked in all of them."""
+    gate = Gate.of(texts)
+    return [gate.redact(t).text for t in texts]

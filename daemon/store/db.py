@@ -6,6 +6,12 @@ so writers never meet ``BusyError`` and a failed ``fn`` rolls back as a whole. R
 caller's thread with a read-only connection of its own (WAL: readers never wait for the writer)
 inside one read transaction, so a reader sees one consistent snapshot.
 
+With a key (:mod:`daemon.store.keys`) every connection is encrypted with SQLite3 Multiple
+Ciphers (the ``apsw-sqlite3mc`` build of apsw): ChaCha20-Poly1305 pages, the WAL included. The
+key is already 256 random (or scrypt-stretched) bits, so the cipher's own key derivation is
+one round. A wrong key, a missing key or a damaged file is an error naming the cause, before
+anything is written: never a new empty database in the file's place.
+
 Migrations are an ordered list of small functions, each applied once in its own transaction and
 recorded by name in the ``migrations`` table (the sqlite-utils / llm style). They only go forward:
 a database that records a migration this code does not know was written by a newer version.
@@ -13,7 +19,9 @@ a database that records a migration this code does not know was written by a new
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -24,6 +32,7 @@ import apsw
 import apsw.bestpractice
 
 from daemon.errors import BrainCueError, StoreError
+from daemon.store.keys import DatabaseKey
 from daemon.worker import WorkerThread
 
 T = TypeVar("T")
@@ -33,26 +42,91 @@ log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5000  # another process (a CLI opening the store directly) may hold the lock
 
+CIPHER = "chacha20"
+KDF_ITERATIONS = 1  # the key is not a password: see the module docstring
+
 _bestpractice_lock = threading.Lock()
 _bestpractice_applied = False
 
 
-def _apply_bestpractice() -> None:
-    """WAL, busy timeout, foreign keys, … for every connection (apsw applies it process-wide)."""
+def _apply_bestpractice(conn: apsw.Connection) -> None:
+    """WAL, busy timeout, foreign keys, … (apsw's recommendations) for one connection — after
+    its key, since they read the database; SQLite's log goes to logging once per process."""
     global _bestpractice_applied
     with _bestpractice_lock:
         if not _bestpractice_applied:
-            apsw.bestpractice.apply(apsw.bestpractice.recommended)
+            apsw.bestpractice.library_logging()
             _bestpractice_applied = True
+    for practice in apsw.bestpractice.recommended:
+        if practice.__name__.startswith("connection_"):
+            practice(conn)
+
+
+def connect(path: Path | str, key: DatabaseKey | None, *,
+            flags: int | None = None) -> apsw.Connection:
+    """A connection to ``path``, keyed when ``key`` is given; raises StoreError when the key
+    does not open it (or it is not a database). A new file is the user's alone (0600 — SQLite
+    gives its WAL the same mode), whatever the umask."""
+    if flags is None:
+        create_private(Path(path))
+    conn = (apsw.Connection(str(path)) if flags is None
+            else apsw.Connection(str(path), flags=flags))
+    try:
+        if key is not None:
+            apply_key(conn, key)
+        _apply_bestpractice(conn)
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()  # checks the key
+    except apsw.Error as e:
+        conn.close()
+        raise unreadable(path, key, e) from e
+    return conn
+
+
+def create_private(path: Path) -> None:
+    """Create ``path`` empty with mode 0600 unless it exists."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def apply_key(conn: apsw.Connection, key: DatabaseKey, pragma: str = "hexkey") -> None:
+    """Key ``conn`` (``hexrekey``: re-encrypt it with ``key``)."""
+    conn.pragma("cipher", CIPHER)
+    conn.pragma("kdf_iter", KDF_ITERATIONS)
+    if conn.pragma(pragma, key.hex) != "ok":
+        raise StoreError("this apsw has no SQLite3 Multiple Ciphers: encryption is unavailable",
+                         fix="reinstall BrainCue (it needs the apsw-sqlite3mc package)")
+
+
+def encryption_available() -> bool:
+    return hasattr(apsw, "mc_version")
+
+
+def unreadable(path: Path | str, key: DatabaseKey | None, error: apsw.Error) -> StoreError:
+    """The error for a database that does not open: the cause, in one line."""
+    if isinstance(error, apsw.NotADBError | apsw.CorruptError):
+        why = (f"it does not open with the key from {key.where} (a wrong key, or the file is "
+               "damaged)" if key is not None else "it is encrypted or damaged")
+        return CorruptDatabase(f"cannot open the database {path}: {why}")
+    return StoreError(f"cannot open the database {path}: {error}",
+                      fix="check the file's permissions and free disk space")
+
+
+class CorruptDatabase(StoreError):
+    """The database file cannot be read as a database (or fails its quick check)."""
 
 
 class Database:
     """A profile's database file: ``write`` on the writer thread, ``read`` on any other."""
 
-    def __init__(self, path: Path, migrations: Sequence[Migration]) -> None:
-        _apply_bestpractice()
+    def __init__(self, path: Path, migrations: Sequence[Migration], *,
+                 key: DatabaseKey | None = None,
+                 before_migrating: Callable[[apsw.Connection, list[str]], None] | None = None,
+                 ) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self.key = key
+        self._before_migrating = before_migrating
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._closed = False
         self._readers: list[apsw.Connection] = []
         self._readers_lock = threading.Lock()
@@ -140,8 +214,7 @@ class Database:
     def _reader(self) -> apsw.Connection:
         conn: apsw.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
-            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            conn = connect(self.path, self.key, flags=apsw.SQLITE_OPEN_READONLY)
             self._local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)
@@ -180,18 +253,26 @@ class Database:
 
     def _open_writer(self, migrations: Sequence[Migration]) -> apsw.Connection:
         self._writer_ident = threading.get_ident()
+        conn = connect(self.path, self.key)
         try:
-            conn = apsw.Connection(str(self.path))
-            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            check = conn.execute("PRAGMA quick_check").fetchall()
+            if check != [("ok",)]:
+                raise CorruptDatabase(f"the database {self.path} is damaged (quick_check: "
+                                      f"{'; '.join(str(r[0]) for r in check[:3])})")
             # deleting is the user's explicit act: overwrite freed content instead of leaving it
             conn.pragma("secure_delete", True)
             self._conn = conn
+            if self._before_migrating is not None:
+                pending = pending_migrations(conn, migrations)
+                if pending:
+                    self._before_migrating(conn, pending)
             migrate(conn, migrations)
         except apsw.Error as e:
-            raise StoreError(
-                f"cannot open the database {self.path}: {e}",
-                fix="check the file's permissions and free disk space",
-            ) from e
+            conn.close()
+            raise unreadable(self.path, self.key, e) from e
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _close_writer(self) -> None:
@@ -199,6 +280,14 @@ class Database:
             self._conn.pragma("optimize")
         finally:
             self._conn.close()
+
+
+def pending_migrations(conn: apsw.Connection, migrations: Sequence[Migration]) -> list[str]:
+    """The migrations a database with tables has not seen (none for a new database)."""
+    if not conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'migrations'").get:
+        return []
+    applied = {name for (name,) in conn.execute("SELECT name FROM migrations")}
+    return [m.__name__ for m in migrations if m.__name__ not in applied]
 
 
 def migrate(conn: apsw.Connection, migrations: Sequence[Migration]) -> list[str]:

@@ -11,7 +11,9 @@ at most ``per_group`` items from one session (one long meeting must not crowd ou
 else), at most ``archives`` session-archive chunks (archives accumulate and would otherwise
 push out the source material), and no item twice through a cross-link (an assertion and the
 chunk it was extracted from show each other). Callers over-fetch, so a slot freed by a cap goes
-to the next real alternative rather than shrinking the result.
+to the next real alternative rather than shrinking the result; and where no alternative is left
+(a Space with one kept session), :func:`fill` gives the free slots to the items the caps held
+back, in rank order, after the capped ones: a cap makes room, it never shrinks a result.
 """
 
 from __future__ import annotations
@@ -129,6 +131,30 @@ def select(
             per_group_count[fact.group] += 1
         archive_count += fact.archive
     return taken
+
+
+def fill(
+    ranked: Sequence[Fused],
+    facts: Mapping[ItemKey, ItemFacts],
+    taken: Sequence[Fused],
+    k: int,
+) -> list[Fused]:
+    """``taken`` (what :func:`select` chose) topped up to ``k`` items with the ones its caps
+    left out, in the order of ``ranked``; an item cross-linked to one already shown is still
+    skipped."""
+    result = list(taken)
+    shown = {item.key for item in taken}
+    for item in taken:
+        shown.update(facts.get(item.key, _NO_FACTS).links)
+    for item in ranked:
+        if len(result) >= k:
+            break
+        if item.key in shown:
+            continue
+        result.append(item)
+        shown.add(item.key)
+        shown.update(facts.get(item.key, _NO_FACTS).links)
+    return result
 
 
 def scaled_cap(cap_at_5: int, k: int) -> int:

@@ -22,6 +22,8 @@ AssertionKind = Literal["decision", "fact", "commitment", "preference", "task"]
 ReviewStatus = Literal["pending", "approved", "rejected", "archived"]
 AssertionSource = Literal["extracted", "user", "agent"]
 OwnerKind = Literal["chunk", "assertion", "turn"]  # what an embedding belongs to
+ItemStatus = Literal["open", "done", "dropped"]  # of a commitment or task
+ITEM_KINDS = ("commitment", "task")
 
 
 class Space(msgspec.Struct, frozen=True):
@@ -45,6 +47,23 @@ class Session(msgspec.Struct, frozen=True):
     practice: bool  # a rehearsal: never archived
     participants: tuple[str, ...]
     turn_count: int = 0
+
+
+KEEP_STATUSES = ("pending", "running", "done", "failed")
+KeepStatus = Literal["pending", "running", "done", "failed"]
+
+
+class KeepState(msgspec.Struct, frozen=True):
+    """Where the model's work for a kept session stands: ``pending`` (asked for, waiting for
+    its turn), ``running``, ``done`` or ``failed`` (``reason`` says what failed). ``since``:
+    when it entered that status (a running keep: when it started); ``attempts``: how many times
+    it started running since it was last done or failed."""
+
+    session_id: int
+    status: KeepStatus
+    reason: str | None
+    since: float
+    attempts: int = 0
 
 
 class NewTurn(msgspec.Struct, frozen=True, kw_only=True):
@@ -154,6 +173,14 @@ class Assertion(msgspec.Struct, frozen=True):
     @property
     def current(self) -> bool:
         return self.invalidated_at is None
+
+
+class ItemClosure(msgspec.Struct, frozen=True, kw_only=True):
+    """How an open commitment or task was closed: done, or dropped (no longer needed), and the
+    turn that said so (None: closed by hand). Belongs to the closed version of the item."""
+
+    status: Literal["done", "dropped"]
+    evidence_turn_id: int | None = None
 
 
 class NewRestatement(msgspec.Struct, frozen=True, kw_only=True):

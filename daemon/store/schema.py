@@ -195,7 +195,44 @@ def m006_restatements(conn: apsw.Connection) -> None:
     )
 
 
-def m007_voices(conn: apsw.Connection) -> None:
+def m007_keep_state(conn: apsw.Connection) -> None:
+    """Where the keep of a session stands (see :class:`daemon.store.records.KeepState`): a
+    keep interrupted by a stop or a crash is found ``pending``/``running`` at the next start
+    and finished then; ``failed`` keeps the reason shown by ``sessions`` and ``show``. NULL: no
+    keep ran (or needed) a model. ``keep_attempts``: how many times it started running since it
+    was asked for (a keep that crashes the daemon each time is given up). Columns of
+    ``sessions``, so they go with it when deleted."""
+    conn.execute(
+        """
+        ALTER TABLE sessions ADD COLUMN keep_status TEXT
+            CHECK (keep_status IN ('pending', 'running', 'done', 'failed'));
+        ALTER TABLE sessions ADD COLUMN keep_reason TEXT;
+        ALTER TABLE sessions ADD COLUMN keep_since REAL;
+        ALTER TABLE sessions ADD COLUMN keep_attempts INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX sessions_keep_status ON sessions (keep_status)
+            WHERE keep_status IN ('pending', 'running');
+        """
+    )
+
+
+def m008_item_closures(conn: apsw.Connection) -> None:
+    """Open items: a commitment or task is open while its current version has no closure row.
+    Closing one (done, or dropped: no longer needed) supersedes it with a new version that has
+    a closure row, naming the turn that said so (``evidence_turn_id``, provenance like an
+    anchor: None when closed by hand). The row lives and dies with that version."""
+    conn.execute(
+        """
+        CREATE TABLE item_closures (
+            assertion_id INTEGER PRIMARY KEY REFERENCES assertions (id),
+            status TEXT NOT NULL CHECK (status IN ('done', 'dropped')),
+            evidence_turn_id INTEGER
+        );
+        CREATE INDEX assertions_kind ON assertions (kind);
+        """
+    )
+
+
+def m009_voices(conn: apsw.Connection) -> None:
     conn.execute(
         """
         -- voices the user named: the only voiceprints kept across sessions (biometric data;
@@ -223,5 +260,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m004_embeddings,
     m005_search_indexes,
     m006_restatements,
-    m007_voices,
+    m007_keep_state,
+    m008_item_closures,
+    m009_voices,
 )

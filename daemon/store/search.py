@@ -8,7 +8,8 @@ archives and documents by their whole text. The query is embedded once, beside t
 legs. The legs are fused by weighted Reciprocal Rank Fusion (:mod:`daemon.store.fusion`); when
 the query asks about time, a bounded additive bonus for items that fit it follows
 (:mod:`daemon.store.recency`); then the caps pick ``k`` items out of the over-fetched ranking —
-at most 2 of 5 from one session, at most 2 of 5 session archives — and cross-links fold an
+at most 2 of 5 from one session, at most 2 of 5 session archives, the items they held back
+filling the free slots in rank order when no alternative is left — and cross-links fold an
 assertion and its anchor chunk into one result that shows both.
 
 What a search may see is the scope rule (:mod:`daemon.store.scope`): the current Space plus
@@ -160,12 +161,20 @@ def search(
     depth = options.depth
     legs, vector = _run_legs(store, query, scope, options.legs, depth, None)
     while True:
-        results = _assemble(store, query, scope, k, legs, options, explain, now)
+        fused, facts = _rank(store, query, scope, legs, options, now)
+        chosen = fusion.select(
+            fused,
+            facts,
+            k,
+            per_group=fusion.scaled_cap(options.per_session, k),
+            archives=fusion.scaled_cap(options.archives, k),
+        )
         # the caps can starve the result when one session fills every leg's page (a flood of
-        # matching chunks): then look deeper, so freed slots go to real alternatives
-        starved = len(results) < k and any(len(ranked) >= depth for ranked in legs.values())
+        # matching chunks): then look deeper, so freed slots go to real alternatives; when
+        # there are none, the capped items fill the free slots
+        starved = len(chosen) < k and any(len(ranked) >= depth for ranked in legs.values())
         if not starved or depth >= MAX_DEPTH:
-            return results
+            return _results(store, fusion.fill(fused, facts, chosen, k), scope, explain)
         depth = min(MAX_DEPTH, depth * 4)
         legs, vector = _run_legs(store, query, scope, options.legs, depth, vector)
 
@@ -252,27 +261,25 @@ class _Rows(msgspec.Struct):
     linked: dict[int, list[Assertion]]  # chunk id -> its in-scope assertions
 
 
-def _assemble(
+def _rank(
     store: Store,
     query: str,
     scope: Scope,
-    k: int,
     legs: dict[str, Ranked],
     options: SearchOptions,
-    explain: bool,
     now: float | None,
-) -> list[SearchResult]:
+) -> tuple[list[Fused], dict[ItemKey, ItemFacts]]:
+    """The fused ranking of the items that still exist (recency applied), and their facts."""
     fused = fusion.fuse(legs, k=options.rrf_k, weights=options.weights)
     candidates = _candidates(store, fused)
     fused = [f for f in fused if f.key in candidates]  # deleted since a leg found it
     fused = _with_recency(query, fused, candidates, scope, options, now)
-    chosen = fusion.select(
-        fused,
-        {key: c.facts for key, c in candidates.items()},
-        k,
-        per_group=fusion.scaled_cap(options.per_session, k),
-        archives=fusion.scaled_cap(options.archives, k),
-    )
+    return fused, {key: c.facts for key, c in candidates.items()}
+
+
+def _results(
+    store: Store, chosen: Sequence[Fused], scope: Scope, explain: bool
+) -> list[SearchResult]:
     rows = _load(store, chosen, scope)
     sessions: dict[int, Session | None] = {}
     return [_result(store, f, rows, sessions, explain) for f in chosen if _exists(f.key, rows)]

@@ -37,19 +37,26 @@ import msgspec
 import numpy as np
 
 from daemon.errors import InvalidInput, NotFound
-from daemon.store import chunking, documents, fts, sql, turnviews, writes
-from daemon.store.db import Database
+from daemon.memory.sensitive import mask_lines
+from daemon.store import backup, chunking, documents, fts, sql, turnviews, writes
+from daemon.store.db import CorruptDatabase, Database, encryption_available
 from daemon.store.documents import DocumentText
+from daemon.store.keys import DatabaseKey, KeyStore, key_for
 from daemon.store.records import (
     ACTIVITIES,
+    KEEP_STATUSES,
     REVIEW_STATUSES,
     SESSION_STATUSES,
     Assertion,
+    AssertionSource,
     Chunk,
     ChunkKind,
     Deleted,
     Document,
     Hit,
+    ItemClosure,
+    KeepState,
+    KeepStatus,
     NewAssertion,
     NewRestatement,
     NewTurn,
@@ -96,13 +103,26 @@ class Store:
         live_reembed_chars: int = LIVE_REEMBED_CHARS,
         chunk_limit: int = chunking.DEFAULT_LIMIT,
         clock: Callable[[], float] = time.time,
+        key: DatabaseKey | None = None,
+        backups_kept: int = backup.KEEP,
     ) -> None:
         self.data_dir = data_dir
         self.embedder = embedder
         self.live_reembed_chars = live_reembed_chars
         self.chunk_limit = chunk_limit
+        self.key = key
         self._clock = clock
-        self.db = Database(data_dir / DB_FILE, MIGRATIONS)
+
+        def before_migrating(conn: apsw.Connection, pending: list[str]) -> None:
+            log.info("backing up the database before migrations %s", ", ".join(pending))
+            backup.make_backup(conn, data_dir, key, reason="before-migration",
+                               keep=backups_kept)
+
+        try:
+            self.db = Database(data_dir / DB_FILE, MIGRATIONS, key=key,
+                               before_migrating=before_migrating)
+        except CorruptDatabase as e:  # never written to: say what restores it
+            raise CorruptDatabase(str(e), fix=backup.restore_advice(data_dir)) from e
         self._indexes: dict[str, VectorIndex] = {}
         try:
             if embedder is not None:
@@ -112,6 +132,7 @@ class Store:
                         owner_kind=kind,
                         model_id=embedder.model_id,
                         dims=embedder.dimensions,
+                        key=None if key is None else key.raw,
                     )
                     self.db.read(index.open)
                     self._indexes[kind] = index
@@ -120,10 +141,31 @@ class Store:
             raise
 
     @classmethod
-    def open(cls, paths: Paths, embedder: Embedder | None = None) -> Store:
-        """The store of the profile ``paths`` names (its data directory is created if needed)."""
-        paths.data_dir.mkdir(parents=True, exist_ok=True)
-        return cls(paths.data_dir, embedder)
+    def open(cls, paths: Paths, embedder: Embedder | None = None, *, encrypt: bool = True,
+             backups_kept: int = backup.KEEP) -> Store:
+        """The store of the profile ``paths`` names (its data directory is created if needed),
+        with its key from the key store (:mod:`daemon.store.keys`); a new database is
+        encrypted when ``encrypt``."""
+        paths.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        key = key_for(paths, paths.data_dir / DB_FILE,
+                      encrypt=encrypt and encryption_available())
+        try:
+            return cls(paths.data_dir, embedder, key=key, backups_kept=backups_kept)
+        except CorruptDatabase:
+            keys = KeyStore(paths)
+            staged = keys.staged()
+            if key is None or staged is None:
+                raise
+            # a re-encryption stopped after the file had moved to its new key: finish it
+            store = cls(paths.data_dir, embedder, key=staged, backups_kept=backups_kept)
+            keys.keep(staged.hex)
+            keys.unstage()
+            log.warning("finished an interrupted re-encryption: the new key is now kept")
+            return store
+
+    def make_backup(self, *, reason: str = "manual", keep: int = backup.KEEP) -> backup.Backup:
+        """An online backup of the database (see :mod:`daemon.store.backup`)."""
+        return backup.backup_file(self.db.path, self.key, reason=reason, keep=keep)
 
     @property
     def model_id(self) -> str | None:
@@ -459,6 +501,72 @@ class Store:
 
         return self._write(txn)
 
+    # -- where a keep stands ---------------------------------------------------------------------
+
+    def set_keep_state(
+        self, session_id: int, status: KeepStatus | None, reason: str | None = None
+    ) -> KeepState | None:
+        """Record where the keep of ``session_id`` stands, since now (None: no keep needs the
+        model, e.g. a session in no Space). Running counts an attempt; pending keeps the count;
+        done, failed and None start it again."""
+        if status is not None:
+            _check_choice("keep status", status, KEEP_STATUSES)
+        since = None if status is None else self._clock()
+        attempts = {"running": "keep_attempts + 1", "pending": "keep_attempts"}.get(
+            status or "", "0")
+
+        def txn(conn: apsw.Connection, _: writes.IndexChanges) -> None:
+            sql.require(conn, "sessions", session_id, "session")
+            conn.execute(
+                "UPDATE sessions SET keep_status = ?, keep_reason = ?, keep_since = ?,"
+                f" keep_attempts = {attempts} WHERE id = ?",
+                (status, reason, since, session_id),
+            )
+
+        self._write(txn)
+        return self.keep_state(session_id)
+
+    def note_keep(self, session_id: int, reason: str | None) -> None:
+        """Say why the keep of ``session_id`` stands where it does (e.g. a running keep that
+        waits for a call to end), its status and time unchanged."""
+
+        def txn(conn: apsw.Connection, _: writes.IndexChanges) -> None:
+            conn.execute("UPDATE sessions SET keep_reason = ? WHERE id = ?", (reason, session_id))
+
+        self._write(txn)
+
+    def keep_state(self, session_id: int) -> KeepState | None:
+        found = self.keep_states([session_id])
+        return found[0] if found else None
+
+    def keep_states(
+        self,
+        session_ids: Sequence[int] | None = None,
+        *,
+        statuses: Iterable[KeepStatus] | None = None,
+    ) -> list[KeepState]:
+        """The keep states of ``session_ids`` (of every session when None) that have one,
+        optionally only some statuses; the oldest first."""
+        where = ["keep_status IS NOT NULL"]
+        params: list[Any] = []
+        if session_ids is not None:
+            where.append("id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(list(session_ids)))
+        if statuses is not None:
+            wanted = list(statuses)
+            for status in wanted:
+                _check_choice("keep status", status, KEEP_STATUSES)
+            where.append("keep_status IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(wanted))
+        rows = self.db.read(lambda conn: sql.rows(
+            conn,
+            "SELECT id, keep_status, keep_reason, keep_since, keep_attempts FROM sessions"
+            f" WHERE {' AND '.join(where)} ORDER BY keep_since, id",
+            params,
+        ))
+        return [KeepState(session_id=r[0], status=r[1], reason=r[2], since=r[3], attempts=r[4])
+                for r in rows]
+
     def delete_all(self) -> Deleted:
         """Empty the profile: every Space, session, document, assertion and vector."""
 
@@ -477,7 +585,8 @@ class Store:
                 changes.removed[kind].append(key)
             conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")
             conn.execute("DELETE FROM assertions_fts")
-            tables = ("restatements", "embeddings", "assertions", "chunks", "turns", "sessions")
+            tables = ("restatements", "item_closures", "embeddings", "assertions", "chunks",
+                      "turns", "sessions")
             for table in tables:
                 conn.execute(f"DELETE FROM {table}")
             conn.execute("DELETE FROM documents")
@@ -499,8 +608,22 @@ class Store:
         )
         return [sql.turn_from(r) for r in rows]
 
+    def get_turns(self, ids: Sequence[int]) -> list[Turn]:
+        """Turns by id, in the order asked; ids that no longer exist are left out."""
+        rows = self.db.read(
+            lambda conn: sql.rows(
+                conn,
+                f"SELECT {sql.TURN_COLUMNS} FROM turns"
+                " WHERE id IN (SELECT value FROM json_each(?))",
+                (sql.json_ids(ids),),
+            )
+        )
+        by_id = {r[0]: sql.turn_from(r) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
     def turns_of_chunk(self, chunk_id: int) -> list[Turn]:
-        """The turns a transcript chunk covers (empty for archives and documents)."""
+        """The turns a transcript chunk covers (empty for archives and documents), as
+        retrieval hands them out: a secret said in them masked, like the chunk's body."""
         rows = self.db.read(
             lambda conn: sql.rows(
                 conn,
@@ -511,7 +634,10 @@ class Store:
                 {"c": chunk_id},
             )
         )
-        return [sql.turn_from(r) for r in rows]
+        turns = [sql.turn_from(r) for r in rows]
+        masked = mask_lines([t.text for t in turns])
+        return [t if t.text == text else msgspec.structs.replace(t, text=text)
+                for t, text in zip(turns, masked, strict=True)]
 
     def chunks(
         self,
@@ -752,11 +878,14 @@ class Store:
     def add_assertion(self, new: NewAssertion) -> Assertion:
         return self.add_assertions([new])[0]
 
-    def supersede(self, old_id: int, new: NewAssertion | int) -> Assertion:
+    def supersede(
+        self, old_id: int, new: NewAssertion | int, *, closure: ItemClosure | None = None
+    ) -> Assertion:
         """Replace a current assertion: ``new`` (written now, or an existing current id) takes
         its place and the old one gets ``invalidated_at`` (when the new one was said, never
         before the old one was) and ``superseded_by``, all in one transaction. Returns the new
-        assertion."""
+        assertion. With ``closure`` the old one is an open commitment or task and the new one
+        is its closed version (see :meth:`close_item`)."""
         vectors = None
         if isinstance(new, NewAssertion):
             _check_assertion(new)
@@ -797,6 +926,7 @@ class Store:
                     is not None
                 ):
                     raise InvalidInput(f"assertion {new_id} is no longer current")
+            writes.carry_closure(conn, old_id, new_id, closure)
             said = conn.execute("SELECT occurred_at FROM assertions WHERE id = ?", (new_id,)).get
             conn.execute(
                 "UPDATE assertions SET invalidated_at = ?, superseded_by = ? WHERE id = ?",
@@ -1047,6 +1177,63 @@ class Store:
             )
         )
         return [sql.assertion_from(r) for r in rows]
+
+    # -- open items: commitments and tasks not yet done or dropped ------------------------------
+
+    def open_items(self, scope: Scope | None = None) -> list[Assertion]:
+        """The commitments and tasks still open, oldest first: those ``scope`` may see (as of
+        its ``as_of``: what was open then), or with None the current ones of every Space."""
+        params: dict[str, Any] = {}
+        if scope is None:
+            where = "a.invalidated_at IS NULL AND a.review_status = 'approved'"
+        else:
+            where, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
+        rows = self.db.read(
+            lambda conn: sql.rows(
+                conn,
+                f"SELECT {sql.ASSERTION_COLUMNS} FROM assertions a WHERE {where}"
+                f" AND a.kind IN {writes.ITEM_KINDS_SQL} AND NOT EXISTS"
+                " (SELECT 1 FROM item_closures c WHERE c.assertion_id = a.id)"
+                " ORDER BY a.occurred_at, a.id",
+                params,
+            )
+        )
+        return [sql.assertion_from(r) for r in rows]
+
+    def item_closures(self, ids: Sequence[int]) -> dict[int, ItemClosure]:
+        """The closure of each of these assertions that is the closed version of an item."""
+        rows = self.db.read(
+            lambda conn: sql.rows(
+                conn,
+                "SELECT assertion_id, status, evidence_turn_id FROM item_closures"
+                " WHERE assertion_id IN (SELECT value FROM json_each(?))",
+                (sql.json_ids(ids),),
+            )
+        )
+        return {r[0]: ItemClosure(status=r[1], evidence_turn_id=r[2]) for r in rows}
+
+    def close_item(
+        self,
+        item_id: int,
+        closure: ItemClosure,
+        *,
+        source: AssertionSource = "user",
+        session_id: int | None = None,
+        anchor_chunk_id: int | None = None,
+        occurred_at: float | None = None,
+        text: str | None = None,
+    ) -> Assertion:
+        """Close an open commitment or task (done, or dropped): a new version — its text,
+        owner and due date unless ``text`` says otherwise, said at ``occurred_at`` (default
+        now) — supersedes it with the closure recorded; the open version stays in the
+        history. Returns the closed version."""
+        item = self.get_assertion(item_id)
+        closed = NewAssertion(
+            kind=item.kind, text=text or item.text, source=source, space_id=item.space_id,
+            session_id=session_id, anchor_chunk_id=anchor_chunk_id, occurred_at=occurred_at,
+            owner=item.owner, due=item.due,
+        )
+        return self.supersede(item_id, closed, closure=closure)
 
     # -- search legs (for fusion search) -------------------------------------------------------
 

@@ -12,6 +12,11 @@ id, sha256 of the index file). On open it is checked against the database and:
   between a commit and the next save. Embedding rows are never updated in place — re-embedding
   writes a new row with a new id — so comparing the sets of ids is enough.
 
+With a key (the database's, when it is encrypted) the index file is never written in the clear
+(vectors can be inverted towards their text): the serialised index is sealed with AES-256-GCM
+under a key derived from the database key, and opened the same way; a file that does not open
+with the key is rebuilt like a corrupt one.
+
 usearch cannot filter while searching, so :func:`scoped_search` over-fetches from the index and
 keeps the keys the caller allows, falling back to an exact search over the allowed rows' vectors
 when the index is small or the over-fetch runs short.
@@ -31,6 +36,10 @@ import apsw
 import msgspec
 import numpy as np
 import numpy.typing as npt
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from usearch.index import Index
 
 log = logging.getLogger(__name__)
@@ -56,6 +65,7 @@ class IndexMeta(msgspec.Struct, frozen=True):
     count: int
     max_id: int
     sha256: str
+    encrypted: bool = False
 
 
 def to_blob(vector: npt.ArrayLike) -> bytes:
@@ -91,8 +101,10 @@ def exact_search(
 class VectorIndex:
     """The usearch cache of one owner kind's vectors under one embedding model."""
 
-    def __init__(self, path: Path, *, owner_kind: str, model_id: str, dims: int) -> None:
+    def __init__(self, path: Path, *, owner_kind: str, model_id: str, dims: int,
+                 key: bytes | None = None) -> None:
         self.path = path
+        self._sealer = None if key is None else AESGCM(_index_key(key))
         self.meta_path = path.with_suffix(".json")
         self.owner_kind = owner_kind
         self.model_id = model_id
@@ -175,24 +187,44 @@ class VectorIndex:
         checksum mismatch, never a silently wrong index)."""
         tmp = self.path.with_suffix(".usearch.tmp")
         meta_tmp = self.meta_path.with_suffix(".json.tmp")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with self._save_lock:
             with self._lock:
-                self._index.save(str(tmp))
+                if self._sealer is None:
+                    self._index.save(str(tmp))
+                else:
+                    serialised = self._index.save()
+                    assert serialised is not None  # no path: the index as bytes
+                    self._write_sealed(tmp, bytes(serialised))
                 keys = np.asarray(self._index.keys)
                 self._unsaved = 0
+            os.chmod(tmp, 0o600)
             meta = IndexMeta(
                 model_id=self.model_id,
                 dims=self.dims,
                 count=len(keys),
                 max_id=int(keys.max()) if len(keys) else 0,
                 sha256=_sha256(tmp),
+                encrypted=self._sealer is not None,
             )
             meta_tmp.write_bytes(msgspec.json.encode(meta))
+            os.chmod(meta_tmp, 0o600)
             os.replace(tmp, self.path)
             os.replace(meta_tmp, self.meta_path)
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _write_sealed(self, path: Path, data: bytes) -> None:
+        assert self._sealer is not None
+        nonce = os.urandom(12)
+        sealed = self._sealer.encrypt(nonce, data, self.owner_kind.encode())
+        with path.open("wb") as f:
+            f.write(nonce + sealed)
+
+    def _read_sealed(self) -> bytes:
+        assert self._sealer is not None
+        data = self.path.read_bytes()
+        return self._sealer.decrypt(data[:12], data[12:], self.owner_kind.encode())
 
     def _new_index(self) -> Index:
         return Index(ndim=self.dims, metric="cos", dtype="bf16", expansion_search=EXPANSION_SEARCH)
@@ -213,8 +245,14 @@ class VectorIndex:
             return f"it holds {meta.dims}-dimensional vectors, the model makes {self.dims}"
         if _sha256(self.path) != meta.sha256:
             return "the index file is corrupt (checksum mismatch)"
+        if meta.encrypted != (self._sealer is not None):
+            return ("it is encrypted and the database is not" if meta.encrypted
+                    else "it was written in the clear and the database is encrypted")
         try:
-            index = Index.restore(str(self.path))
+            index = Index.restore(str(self.path) if self._sealer is None
+                                  else self._read_sealed())
+        except InvalidTag:
+            return "the index file does not open with the database's key"
         except (ValueError, RuntimeError, OSError) as e:
             return f"the index file cannot be loaded ({e})"
         if index is None or index.ndim != self.dims or len(index) != meta.count:
@@ -321,6 +359,19 @@ def _add_blobs(index: Index, keys: list[int], blobs: list[bytes], dims: int) -> 
     if keys:
         matrix = np.stack([from_blob(b, dims) for b in blobs])
         index.add(np.asarray(keys, dtype=np.uint64), normalise(matrix))
+
+
+def remove_index_files(data_dir: Path) -> None:
+    """Delete the index files of a profile (after its database was replaced or re-keyed):
+    they are rebuilt from the database at the next open."""
+    for path in (*data_dir.glob("vectors-*.usearch"), *data_dir.glob("vectors-*.json")):
+        path.unlink(missing_ok=True)
+
+
+def _index_key(database_key: bytes) -> bytes:
+    """The index files' key: derived from the database key, never equal to it."""
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
+                info=b"braincue vector index").derive(database_key)
 
 
 def _sha256(path: Path) -> str:

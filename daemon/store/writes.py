@@ -21,9 +21,11 @@ import apsw
 from daemon.errors import InvalidInput, NotFound
 from daemon.store import chunking, sql
 from daemon.store.records import (
+    ITEM_KINDS,
     Assertion,
     ChunkKind,
     Deleted,
+    ItemClosure,
     NewAssertion,
     NewRestatement,
     NewTurn,
@@ -312,6 +314,42 @@ def insert_assertion(conn: apsw.Connection, a: NewAssertion, now: float) -> int:
     return assertion_id
 
 
+ITEM_KINDS_SQL = "(" + ", ".join(f"'{k}'" for k in ITEM_KINDS) + ")"
+
+
+def carry_closure(conn: apsw.Connection, old_id: int, new_id: int,
+                  closure: ItemClosure | None) -> None:
+    """``new_id`` supersedes ``old_id``: with ``closure``, it closes the open item ``old_id``;
+    without, it inherits the closure ``old_id`` may have (a correction of a closed item leaves
+    it closed)."""
+    if closure is not None:
+        insert_closure(conn, old_id, new_id, closure)
+        return
+    conn.execute(
+        "INSERT INTO item_closures (assertion_id, status, evidence_turn_id)"
+        " SELECT ?, status, evidence_turn_id FROM item_closures WHERE assertion_id = ?",
+        (new_id, old_id),
+    )
+
+
+def insert_closure(conn: apsw.Connection, item_id: int, closed_id: int,
+                   closure: ItemClosure) -> None:
+    """Record that ``closed_id`` is the closed version of the open item ``item_id``."""
+    kind = sql.require(conn, "assertions", item_id, "assertion", "kind")
+    if kind not in ITEM_KINDS:
+        raise InvalidInput(f"assertion {item_id} is a {kind}: only a commitment or a task is "
+                           "open or done", fix="`braincue open` lists the open ones")
+    if sql.row(conn, "SELECT 1 FROM item_closures WHERE assertion_id = ?", (item_id,)):
+        raise InvalidInput(f"assertion {item_id} is already closed",
+                           fix="`braincue open` lists the open ones")
+    if closure.status not in ("done", "dropped"):
+        raise InvalidInput(f"status: unknown value {closure.status!r}", fix="done or dropped")
+    conn.execute(
+        "INSERT INTO item_closures (assertion_id, status, evidence_turn_id) VALUES (?, ?, ?)",
+        (closed_id, closure.status, closure.evidence_turn_id),
+    )
+
+
 def reindex_assertion(conn: apsw.Connection, assertion_id: int) -> None:
     """Index an edited assertion's text afresh (the old words are erased, not tombstoned)."""
     row = sql.row(
@@ -457,6 +495,10 @@ def delete_assertions(
         (listed,),
     )
     deleted.restatements += conn.changes()
+    conn.execute(
+        "DELETE FROM item_closures WHERE assertion_id IN (SELECT value FROM json_each(?))",
+        (listed,),
+    )
     deleted.vectors += drop_vectors(conn, changes, "assertion", list(doomed))
     fts_erase(
         conn,

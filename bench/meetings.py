@@ -1,0 +1,442 @@
+"""What `keep` writes on real meetings: archive quality, decision coverage, hygiene, speed.
+
+    .venv/bin/python -m bench.meetings --data ../shared/bench/qmsum-dev
+        [--model NAME ...] [--models-dir DIR] [--only ES2006c ...] [--context TOKENS]
+        [--threads N] [--json FILE]
+
+The data is QMSum-shaped (``../shared/bench/README.md``): one directory per series, each meeting
+in BrainCue's transcript import format, and ``queries.json`` with the gold general summary and
+specific queries per meeting. Each series is imported into its own Space (activity ``project``)
+of a fresh store, and its meetings are kept in order with the real language and embedding
+models — exactly ``Rememberer.remember(session, "keep")``. Per meeting and overall it prints:
+
+- keep time, tokens generated, peak RSS (this process, reset before each keep), and whether the
+  archive and the extraction pass each succeeded;
+- ROUGE-1/2/Lsum F1 of the rendered archive against the gold general summary (``rouge-score``
+  with stemming, QMSum's setting; Lsum over lines);
+- decision coverage: for the specific queries about decisions, the ROUGE-1 recall of the gold
+  answer by the meeting's *Decided* section plus its decision assertions;
+- hygiene counts (deterministic, see :func:`hygiene`).
+
+``--model`` may be given several times: the models run one after the other over the same
+meetings and the overall lines are printed side by side. ``--only`` restricts the run to
+series or meetings (``ES2006``, ``ES2006c``); a meeting's series is still kept in order up to it
+only when the earlier meetings are named too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from daemon.memory.archive import FORMATS
+
+DECISION_QUERY = re.compile(r"\b(decid\w*|decision\w*|agree\w*|conclu\w*)\b", re.I)
+COPY_WORDS = 12  # an assertion sharing a run of more words with one turn is a copy
+SHORT_ITEM_WORDS = 3  # a section item of at most this many words is a label, not a statement
+PLACEHOLDER_OWNERS = {"me", "them"}
+_WORD = re.compile(r"[^\W_]+")
+
+
+# -- pure scoring ------------------------------------------------------------------------------
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.casefold())
+
+
+def norm(text: str) -> str:
+    return " ".join(words(text))
+
+
+def sentence_lines(text: str) -> str:
+    """One sentence per line: rougeLsum scores summary-level LCS over lines."""
+    lines = []
+    for line in text.splitlines():
+        lines += [s.strip() for s in re.split(r"(?<=[.!?])\s+", line) if s.strip()]
+    return "\n".join(lines)
+
+
+_SCORER: Any = None
+
+
+def rouge(prediction: str, reference: str) -> dict[str, dict[str, float]]:
+    """ROUGE-1/2/Lsum precision, recall and F1 (percent), rouge-score with the Porter stemmer."""
+    global _SCORER
+    if _SCORER is None:
+        from rouge_score import rouge_scorer  # type: ignore[import-untyped]
+
+        _SCORER = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeLsum"], use_stemmer=True)
+    scores = _SCORER.score(sentence_lines(reference), sentence_lines(prediction))
+    return {name: {"p": 100 * s.precision, "r": 100 * s.recall, "f": 100 * s.fmeasure}
+            for name, s in scores.items()}
+
+
+def decision_queries(queries: Iterable[Mapping[str, Any]], meeting: str) -> list[str]:
+    """The gold answers of ``meeting``'s specific queries about decisions."""
+    return [q["answer"] for q in queries
+            if q["meeting"] == meeting and q["kind"] == "specific"
+            and DECISION_QUERY.search(q["query"])]
+
+
+def decision_coverage(decided_text: str, answers: Sequence[str]) -> float | None:
+    """Mean ROUGE-1 recall (percent) of the gold ``answers`` by ``decided_text``; None without
+    a decision query."""
+    if not answers:
+        return None
+    return statistics.fmean(rouge(decided_text, a)["rouge1"]["r"] for a in answers)
+
+
+def archive_sections(text: str) -> tuple[list[str], dict[str, list[str]]]:
+    """(participants, {section title: items}) of a rendered archive."""
+    participants: list[str] = []
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("Who: "):
+            participants = [p.strip() for p in line[5:].split(",") if p.strip()]
+            current = None
+        elif line.startswith("- ") and current is not None:
+            current.append(line[2:])
+        elif line.endswith(":") and not line.startswith("- "):
+            title = line[:-1]
+            current = None if title == "In their own words" else sections.setdefault(title, [])
+        else:
+            current = None
+    return participants, sections
+
+
+def scaffolding_patterns() -> list[re.Pattern[str]]:
+    """What of the prompts must never be stored: piece labels, schema keys, the hints."""
+    keys = {s.key for f in FORMATS.values() for s in f.sections if "_" in s.key}
+    keys |= {"key_quotes", "about_person", "action_items"}
+    hints = {s.hint for f in FORMATS.values() for s in f.sections}
+    patterns = [re.compile(r"\bpart \d+ of \d+\b", re.I),
+                re.compile(r"\b(" + "|".join(sorted(keys)) + r")\b"),
+                re.compile(r"\b(an empty list if nothing fits|copied exactly|word for word|"
+                           r"matching this json schema|one turn per line)\b", re.I)]
+    patterns += [re.compile(re.escape(h), re.I) for h in sorted(hints)]
+    return patterns
+
+
+@dataclass(frozen=True)
+class StoredAssertion:
+    kind: str
+    text: str
+    chosen: str = ""
+    alternatives: tuple[str, ...] = ()
+    reasoning: str = ""
+    owner: str = ""
+
+
+def copied_run(text: str, turns: Sequence[str], limit: int = COPY_WORDS) -> bool:
+    """Whether ``text`` shares a run of more than ``limit`` consecutive words with one turn."""
+    mine = words(text)
+    n = limit + 1
+    if len(mine) < n:
+        return False
+    grams = {tuple(mine[i:i + n]) for i in range(len(mine) - n + 1)}
+    for turn in turns:
+        theirs = words(turn)
+        if any(tuple(theirs[i:i + n]) in grams for i in range(len(theirs) - n + 1)):
+            return True
+    return False
+
+
+def hygiene(archive_text: str, assertions: Sequence[StoredAssertion], speakers: Iterable[str],
+            turns: Sequence[str]) -> dict[str, int]:
+    """The deterministic hygiene counts of one kept meeting (every one should be 0)."""
+    people = {norm(s) for s in speakers}
+    owners = people | PLACEHOLDER_OWNERS
+    participants, sections = archive_sections(archive_text)
+    seen: dict[str, str] = {}
+    repeated = 0
+    for title, items in sections.items():
+        for item in items:
+            key = norm(item)
+            if key in seen and seen[key] != title:
+                repeated += 1
+            seen.setdefault(key, title)
+    stored = [archive_text] + [" ".join([a.text, a.chosen, a.reasoning, *a.alternatives])
+                               for a in assertions]
+    return {
+        "repeated_items": repeated,
+        "label_items": sum(len(words(i)) <= SHORT_ITEM_WORDS
+                           for items in sections.values() for i in items),
+        "foreign_participants": sum(norm(p) not in people for p in participants),
+        "decisions_without_chosen": sum(a.kind == "decision" and not a.chosen.strip()
+                                        for a in assertions),
+        "owners_not_participants": sum(a.kind in ("commitment", "task")
+                                       and norm(a.owner) not in owners for a in assertions),
+        "verbatim_copies": sum(copied_run(a.text, turns) for a in assertions),
+        "scaffolding": sum(len(p.findall(t)) for p in scaffolding_patterns() for t in stored),
+    }
+
+
+def decided_text(archive_text: str, assertions: Sequence[StoredAssertion]) -> str:
+    """The *Decided* section and the decision assertions: what decision coverage reads."""
+    _, sections = archive_sections(archive_text)
+    parts = list(sections.get("Decided", []))
+    for a in assertions:
+        if a.kind == "decision":
+            parts += [a.text, a.chosen, a.reasoning, *a.alternatives]
+    return "\n".join(p for p in parts if p)
+
+
+@dataclass
+class MeetingResult:
+    model: str
+    meeting: str
+    turns: int
+    chars: int
+    keep_s: float
+    cpu_s: float  # this process's CPU time during the keep: what a busy machine cannot change
+    tokens: int
+    peak_rss_mib: float
+    archive_ok: bool
+    extraction_ok: bool
+    rouge1: float
+    rouge2: float
+    rougeLsum: float
+    coverage: float | None
+    assertions: int
+    kinds: dict[str, int]
+    hygiene: dict[str, int]
+    notes: list[str] = field(default_factory=list)
+    archive: str = ""
+    stored: list[dict[str, Any]] = field(default_factory=list)
+
+
+def overall(results: Sequence[MeetingResult]) -> dict[str, Any]:
+    """Means (coverage over the meetings that have decision queries) and hygiene totals."""
+    covered = [r.coverage for r in results if r.coverage is not None]
+    totals: dict[str, int] = {}
+    for r in results:
+        for k, v in r.hygiene.items():
+            totals[k] = totals.get(k, 0) + v
+    return {
+        "meetings": len(results),
+        "keep_s": sum(r.keep_s for r in results),
+        "cpu_s": sum(r.cpu_s for r in results),
+        "tokens": sum(r.tokens for r in results),
+        "peak_rss_mib": max((r.peak_rss_mib for r in results), default=0.0),
+        "failed_passes": sum((not r.archive_ok) + (not r.extraction_ok) for r in results),
+        "rouge1": statistics.fmean(r.rouge1 for r in results) if results else 0.0,
+        "rouge2": statistics.fmean(r.rouge2 for r in results) if results else 0.0,
+        "rougeLsum": statistics.fmean(r.rougeLsum for r in results) if results else 0.0,
+        "coverage": statistics.fmean(covered) if covered else None,
+        "hygiene": totals,
+    }
+
+
+HYGIENE_SHORT = {"repeated_items": "rep", "label_items": "lbl", "foreign_participants": "who",
+                 "decisions_without_chosen": "nochs", "owners_not_participants": "own",
+                 "verbatim_copies": "copy", "scaffolding": "scaf"}
+
+
+def row(name: str, keep_s: float, cpu_s: float, tokens: int, rss: float, passes: str,
+        r1: float, r2: float, rl: float, coverage: float | None, hyg: Mapping[str, int]) -> str:
+    cov = "-" if coverage is None else f"{coverage:.1f}"
+    counts = " ".join(f"{hyg.get(k, 0):>{len(v)}}" for k, v in HYGIENE_SHORT.items())
+    return (f"{name:<18} {keep_s:>7.1f} {cpu_s:>7.1f} {tokens:>6} {rss:>6.0f} {passes:>5} "
+            f"{r1:>5.1f} {r2:>5.1f} {rl:>5.1f} {cov:>5} {counts}")
+
+
+def header() -> str:
+    counts = " ".join(HYGIENE_SHORT.values())
+    return (f"{'meeting':<18} {'keep s':>7} {'CPU s':>7} {'tokens':>6} {'RSS MB':>6} "
+            f"{'pass':>5} {'R-1':>5} {'R-2':>5} {'R-Ls':>5} {'dcov':>5} {counts}")
+
+
+def result_row(r: MeetingResult) -> str:
+    passes = ("A" if r.archive_ok else "-") + ("E" if r.extraction_ok else "-")
+    return row(r.meeting, r.keep_s, r.cpu_s, r.tokens, r.peak_rss_mib, passes, r.rouge1,
+               r.rouge2, r.rougeLsum, r.coverage, r.hygiene)
+
+
+def overall_row(name: str, o: Mapping[str, Any]) -> str:
+    return row(name, o["keep_s"], o.get("cpu_s", 0.0), o["tokens"], o["peak_rss_mib"],
+               f"{o['failed_passes']}x", o["rouge1"], o["rouge2"], o["rougeLsum"],
+               o["coverage"], o["hygiene"])
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Meeting:
+    series: str
+    name: str
+    path: Path
+    queries: tuple[Mapping[str, Any], ...]
+
+
+def load(data: Path, only: Sequence[str] = ()) -> list[Meeting]:
+    """The meetings under ``data`` in series and meeting order, those named in ``only``."""
+    meetings = []
+    for series in sorted(p for p in data.iterdir() if (p / "queries.json").is_file()):
+        queries = tuple(json.loads((series / "queries.json").read_text()))
+        for path in sorted(series.glob("*.json")):
+            if path.name == "queries.json":
+                continue
+            if only and not any(path.stem.startswith(o) for o in only):
+                continue
+            meetings.append(Meeting(series.name, path.stem, path, queries))
+    return meetings
+
+
+def _reset_peak_rss() -> None:
+    with contextlib.suppress(OSError):  # Linux: resets VmHWM, the peak RSS
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def _peak_rss_mib() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
+              ) -> list[MeetingResult]:
+    import trio
+
+    from bench.remember import CountingGenerator
+    from daemon.config import Settings
+    from daemon.ipc.store import import_transcript
+    from daemon.llm import LlamaEmbedder
+    from daemon.memory.remember import Rememberer
+    from daemon.models.registry import model_path
+    from daemon.store.store import Store
+    from daemon.store.transcript import parse_transcript
+
+    generator = CountingGenerator(model_path(model, args.models_dir), threads=args.threads,
+                                  n_ctx=args.context)
+    embedder = LlamaEmbedder(model_path(args.embed_model, args.models_dir),
+                             threads=args.threads, batch=32)
+    settings = Settings(llm_context=args.context, llm_threads=args.threads)
+    results = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            store = Store(Path(tmp), embedder)
+            try:
+                rememberer = Rememberer(store, generator=lambda: generator,
+                                        settings=lambda: settings)
+                for m in meetings:
+                    if m.series not in {s.name for s in store.list_spaces()}:
+                        store.create_space(m.series, activity="project")
+                    transcript = parse_transcript(m.path.read_bytes())
+                    session, turns, _ = import_transcript(store, transcript, m.series)
+                    generator.usage.clear()
+                    _reset_peak_rss()
+                    started, cpu = time.perf_counter(), time.process_time()
+                    outcome = trio.run(rememberer.remember, session.id, "keep")
+                    elapsed = time.perf_counter() - started
+                    cpu = time.process_time() - cpu
+                    rss = _peak_rss_mib()
+                    chunks = store.archive(session.id)
+                    text = chunks[0].body if chunks else ""
+                    stored = [StoredAssertion(a.kind, a.text, a.chosen or "", a.alternatives,
+                                              a.reasoning or "", a.owner or "")
+                              for a in store.list_assertions(session_id=session.id)]
+                    result = score(model, m, [t.speaker for t in turns],
+                                   [t.text for t in turns], text, stored)
+                    result.keep_s = elapsed
+                    result.cpu_s = cpu
+                    result.tokens = sum(u.completion_tokens for u in generator.usage.values())
+                    result.peak_rss_mib = rss
+                    result.archive_ok = outcome.archived
+                    result.extraction_ok = not any(n.startswith("extraction failed")
+                                                   for n in outcome.notes)
+                    result.notes = list(outcome.notes)
+                    results.append(result)
+                    print(result_row(result), flush=True)
+            finally:
+                store.close()
+    finally:
+        generator.close()
+        embedder.close()
+    return results
+
+
+def score(model: str, meeting: Meeting, speakers: Sequence[str], turns: Sequence[str],
+          archive_text: str, stored: Sequence[StoredAssertion]) -> MeetingResult:
+    """The quality figures of one kept meeting (timing fields left 0 for the caller)."""
+    gold = next(q["answer"] for q in meeting.queries
+                if q["meeting"] == meeting.name and q["kind"] == "general")
+    scores = rouge(archive_text, gold)
+    kinds: dict[str, int] = {}
+    for a in stored:
+        kinds[a.kind] = kinds.get(a.kind, 0) + 1
+    return MeetingResult(
+        model=model, meeting=meeting.name, turns=len(turns), chars=sum(map(len, turns)),
+        keep_s=0.0, cpu_s=0.0, tokens=0, peak_rss_mib=0.0, archive_ok=bool(archive_text),
+        extraction_ok=True, rouge1=scores["rouge1"]["f"], rouge2=scores["rouge2"]["f"],
+        rougeLsum=scores["rougeLsum"]["f"],
+        coverage=decision_coverage(decided_text(archive_text, stored),
+                                   decision_queries(meeting.queries, meeting.name)),
+        assertions=len(stored), kinds=kinds,
+        hygiene=hygiene(archive_text, stored, speakers, turns),
+        archive=archive_text, stored=[asdict(a) for a in stored],
+    )
+
+
+def main() -> None:
+    from bench.common import default_models_dir, machine
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True, help="a QMSum-shaped directory")
+    parser.add_argument("--models-dir", type=Path, default=default_models_dir(),
+                        help="models directory (default: BRAINCUE_MODELS or the user's)")
+    parser.add_argument("--model", action="append", help="language model (repeatable)")
+    parser.add_argument("--embed-model", default="all-minilm-l6-v2")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--context", type=int, default=None,
+                        help="the model's context tokens (default: the settings' llm_context)")
+    parser.add_argument("--only", nargs="*", default=[], help="series or meetings to keep")
+    parser.add_argument("--json", type=Path, help="write every figure, archive and assertion")
+    args = parser.parse_args()
+    if args.context is None:
+        from daemon.config import Settings
+
+        args.context = Settings().llm_context
+    models = args.model or ["qwen2.5-coder-0.5b"]
+    meetings = load(args.data, args.only)
+    print(f"{machine()} at start; {len(meetings)} meetings; threads {args.threads}, "
+          f"context {args.context}")
+    print("hygiene: " + ", ".join(f"{v} {k}" for k, v in HYGIENE_SHORT.items()))
+    everything: dict[str, Any] = {"models": {}, "machine": machine(), "context": args.context}
+    summaries = {}
+    for model in models:
+        print(f"\n{model}")
+        print(header())
+        results = run_model(model, meetings, args)
+        summaries[model] = overall(results)
+        print(overall_row("overall", summaries[model]))
+        print(f"{machine()} after {model}")
+        everything["models"][model] = {"overall": summaries[model],
+                                       "meetings": [asdict(r) for r in results]}
+        if args.json:
+            args.json.write_text(json.dumps(everything, indent=1))
+    if len(models) > 1:
+        print("\n" + header())
+        for model, o in summaries.items():
+            print(overall_row(model[-18:], o))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""What a model wrote must be before it is stored: the content rules, enforced deterministically.
+
+A small model fills every field it is given — with transcript fragments, small talk, the roles
+of the people present, the prompt's own wording — so nothing it writes is trusted as it comes:
+
+- a statement (an assertion, an archive item) says what was established: a sentence of a few
+  content words, not a question, not filler or small talk, not a run of more than
+  :data:`COPY_WORDS` words copied from one turn, not looping (:func:`is_statement`);
+- a decision has a ``chosen`` option that is more than "yes" / "no" (:func:`check_assertion`);
+- a commitment or a task has an owner who spoke in the session, or "me" / "them";
+- participants are the transcript's speakers, never the model's list (:func:`speakers`);
+- no item appears in two sections, nor twice in one (near-same wording counts:
+  :func:`same_item`);
+- nothing of the prompt's scaffolding — piece labels, schema keys, the hints — is stored
+  (:func:`scrub`).
+
+Pure: no model, no database.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+
+from daemon.store.fts import STOP_WORDS
+
+COPY_WORDS = 12  # a statement sharing a longer run of words with one turn is a copied fragment
+MIN_WORDS = 4  # "Design project", "Project Manager": a label, not a statement
+MIN_ASSERTION_WORDS = 3  # "Likes morning meetings." says something; an assertion has a kind
+NEAR_SAME = 0.8  # share of content words two items have in common to be one item
+PLACEHOLDER_OWNERS = ("me", "them")
+PLACEHOLDER_CHOICES = {"yes", "no", "maybe", "none", "n a", "true", "false", "unknown",
+                       "not specified", "not mentioned", "tbd", "ok", "okay"}
+
+_WORD = re.compile(r"[^\W_]+")
+# What people say that states nothing: fillers, backchannels, greetings and pleasantries.
+FILLER = frozenset([
+    "um", "uh", "er", "ah", "eh", "hmm", "mm", "mhm", "hm", "huh", "wow", "oh", "yeah", "yes",
+    "yep", "yup", "no", "nope", "okay", "ok", "well", "so", "like", "right", "sure", "alright",
+    "cool", "great", "nice", "good", "fine", "thanks", "thank", "you", "hi", "hello", "hey",
+    "bye", "goodbye", "please", "sorry", "just", "really", "actually", "basically", "kind",
+    "sort", "gonna", "wanna", "mean", "know", "guess", "think",
+])
+SMALL_TALK = re.compile(
+    r"\b(nice to meet|how are you|good (morning|afternoon|evening)|see you|have a (good|nice)|"
+    r"my name is|i'?m (super )?(hyped|excited|glad|happy)|can(no|')t wait|"
+    r"thank(s| you) (so much|for))\b", re.I)
+PIECE_LABEL = re.compile(r"\s*\(?\bpart \d+ of \d+( of the transcript)?\b\)?", re.I)
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def norm(text: str) -> str:
+    """The form in which two names or items count as the same words."""
+    return " ".join(words(text))
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in words(text) if len(w) >= 3 and w not in STOP_WORDS and w not in FILLER}
+
+
+def speakers(names: Iterable[str]) -> list[str]:
+    """The distinct speakers, in order of first appearance: an archive's participants."""
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        key = norm(name)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(name.strip())
+    return out
+
+
+def copied_run(text: str, turns: Sequence[str], limit: int = COPY_WORDS) -> bool:
+    """Whether ``text`` shares a run of more than ``limit`` consecutive words with one turn."""
+    mine = words(text)
+    n = limit + 1
+    if len(mine) < n:
+        return False
+    grams = {tuple(mine[i:i + n]) for i in range(len(mine) - n + 1)}
+    for turn in turns:
+        theirs = words(turn)
+        if any(tuple(theirs[i:i + n]) in grams for i in range(len(theirs) - n + 1)):
+            return True
+    return False
+
+
+def looping(text: str) -> bool:
+    """A model that ran on repeating itself: a three-word run said three times or more, or
+    fewer than a third distinct words in a long text."""
+    ws = words(text)
+    if len(ws) >= 12 and len(set(ws)) < len(ws) / 3:
+        return True
+    counts: dict[tuple[str, ...], int] = {}
+    for i in range(len(ws) - 2):
+        gram = tuple(ws[i:i + 3])
+        counts[gram] = counts.get(gram, 0) + 1
+        if counts[gram] >= 3:
+            return True
+    return False
+
+
+def scaffolding(vocabulary: Iterable[str]) -> re.Pattern[str]:
+    """A pattern matching prompt wording (schema keys, hints) in a model's answer."""
+    alternatives = sorted({re.escape(v) for v in vocabulary if v}, key=len, reverse=True)
+    return re.compile(r"\b(" + "|".join(alternatives) + r")\b" if alternatives else r"(?!x)x",
+                      re.I)
+
+
+def scrub(text: str) -> str:
+    """``text`` without piece labels ("part 2 of 3 of the transcript"), whitespace collapsed."""
+    return " ".join(PIECE_LABEL.sub("", text).split())
+
+
+def is_statement(text: str, turns: Sequence[str] = (),
+                 prompt_words: re.Pattern[str] | None = None, *, questions: bool = False,
+                 min_words: int = MIN_WORDS) -> bool:
+    """Whether ``text`` states something established (see the module's rules); with
+    ``questions``, an open question counts too (an archive's "Still open")."""
+    ws = words(text)
+    if len(ws) < min_words or len(content_words(text)) < 2:
+        return False
+    if (text.rstrip().endswith("?") and not questions) or SMALL_TALK.search(text):
+        return False
+    if sum(w in FILLER for w in ws) > len(ws) / 2:
+        return False
+    if prompt_words is not None and prompt_words.search(text):
+        return False
+    return not (looping(text) or copied_run(text, turns))
+
+
+def owner_of(owner: str, people: Sequence[str]) -> str | None:
+    """The speaker ``owner`` names (as that speaker is written), "me"/"them", or None."""
+    key = norm(owner)
+    if not key:
+        return None
+    for person in people:
+        if norm(person) == key:
+            return person
+    for placeholder in PLACEHOLDER_OWNERS:
+        if key == placeholder:
+            return placeholder
+    return None
+
+
+def real_choice(chosen: str, text: str = "") -> bool:
+    """A decision's chosen option: something, not "yes", "no" or a placeholder."""
+    key = norm(chosen)
+    return bool(key) and key not in PLACEHOLDER_CHOICES and len(key) >= 2
+
+
+def same_item(a: str, b: str) -> bool:
+    """Two items that say the same: the same words, or nearly all content words shared."""
+    if norm(a) == norm(b):
+        return True
+    wa, wb = content_words(a), content_words(b)
+    if not wa or not wb:
+        return False
+    return len(wa & wb) / min(len(wa), len(wb)) >= NEAR_SAME and \
+        len(wa & wb) / max(len(wa), len(wb)) >= NEAR_SAME - 0.2
+
+
+def unique_items(items: Iterable[str], taken: list[str] | None = None) -> list[str]:
+    """``items`` without (near-)duplicates of each other or of ``taken`` (which the kept ones
+    join, so that a later section cannot repeat an earlier one)."""
+    taken = [] if taken is None else taken
+    kept = []
+    for item in items:
+        if any(same_item(item, t) for t in taken):
+            continue
+        taken.append(item)
+        kept.append(item)
+    return kept

@@ -1,0 +1,101 @@
+"""bench/meetings.py's pure scoring: ROUGE, decision coverage, the hygiene counts."""
+
+from __future__ import annotations
+
+from bench.meetings import (
+    StoredAssertion,
+    archive_sections,
+    copied_run,
+    decided_text,
+    decision_coverage,
+    decision_queries,
+    hygiene,
+    rouge,
+)
+from daemon.memory.archive import FORMATS
+
+ARCHIVE = """Topic: remote control design
+Summary: The team chose a curved case. Part 1 of 3 of the transcript.
+Who: Project Manager, Marketing, ES2006a
+Decided:
+- The remote will have a curved rubber case.
+- Project Manager
+Action items:
+- The remote will have a curved rubber case.
+- Marketing will send the survey by Friday.
+In their own words:
+- Marketing: "a curved one"
+"""
+SPEAKERS = ["Project Manager", "Marketing"]
+TURNS = ["Okay so we go for the curved case then because the users in the survey said they "
+         "want something that fits in the hand nicely.", "Mm-hmm."]
+
+
+def test_archive_sections_reads_the_rendered_archive() -> None:
+    who, sections = archive_sections(ARCHIVE)
+    assert who == ["Project Manager", "Marketing", "ES2006a"]
+    assert sections == {
+        "Decided": ["The remote will have a curved rubber case.", "Project Manager"],
+        "Action items": ["The remote will have a curved rubber case.",
+                         "Marketing will send the survey by Friday."],
+    }
+
+
+def test_hygiene_counts_every_rule() -> None:
+    stored = [
+        StoredAssertion("decision", "They went with the curved case."),  # no chosen
+        StoredAssertion("decision", "The case is curved.", chosen="curved case"),
+        StoredAssertion("task", "Send the survey.", owner="Bob"),  # not a speaker
+        StoredAssertion("commitment", "Marketing sends the survey.", owner="marketing"),
+        StoredAssertion("commitment", "Call the vendor.", owner="me"),
+        StoredAssertion("fact", "so we go for the curved case then because the users in the "
+                                "survey said they want it"),  # 13+ words copied
+    ]
+    counts = hygiene(ARCHIVE, stored, SPEAKERS, TURNS)
+    assert counts == {
+        "repeated_items": 1, "label_items": 1, "foreign_participants": 1,
+        "decisions_without_chosen": 1, "owners_not_participants": 1, "verbatim_copies": 1,
+        "scaffolding": 1,
+    }
+    clean = "Topic: design\nWho: Marketing\nDecided:\n- The case will be curved and rubber."
+    assert set(hygiene(clean, stored[1:2], SPEAKERS, TURNS).values()) == {0}
+
+
+def test_scaffolding_catches_schema_keys_and_hints() -> None:
+    hint = FORMATS["meeting"].sections[0].hint
+    text = f"Topic: x\nDecided:\n- action_items are listed\n- {hint}"
+    assert hygiene(text, [], [], [])["scaffolding"] == 2
+
+
+def test_a_copy_is_more_than_twelve_words_of_one_turn() -> None:
+    twelve = "we go for the curved case then because the users in the"
+    assert not copied_run(twelve, TURNS)
+    assert copied_run(twelve + " survey", TURNS)
+    assert not copied_run("in the hand nicely. Mm-hmm. okay so we go for the curved case", TURNS)
+
+
+def test_rouge_uses_stemming_and_is_symmetric_in_f() -> None:
+    same = rouge("The teams decided on curved cases.", "the team decides on a curved case")
+    assert same["rouge1"]["r"] > 80  # teams/team, decided/decides, cases/case match when stemmed
+    assert rouge("", "anything")["rouge1"]["f"] == 0.0
+
+
+def test_decision_coverage_reads_decided_and_decision_assertions() -> None:
+    queries = [
+        {"meeting": "M1", "kind": "general", "query": "Summarize the whole meeting.",
+         "answer": "x"},
+        {"meeting": "M1", "kind": "specific", "query": "What did the group decide about the case?",
+         "answer": "A curved rubber case."},
+        {"meeting": "M1", "kind": "specific", "query": "What did Marketing propose?",
+         "answer": "A survey."},
+        {"meeting": "M2", "kind": "specific", "query": "What was agreed on buttons?",
+         "answer": "Few buttons."},
+    ]
+    answers = decision_queries(queries, "M1")
+    assert answers == ["A curved rubber case."]
+    text = decided_text(ARCHIVE, [StoredAssertion("decision", "Rubber it is.", chosen="rubber"),
+                                  StoredAssertion("fact", "Buttons are few.")])
+    assert "Buttons" not in text and "rubber" in text
+    coverage = decision_coverage(text, answers)
+    assert coverage is not None and coverage == 100.0
+    assert decision_coverage(text, []) is None

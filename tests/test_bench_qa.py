@@ -1,0 +1,40 @@
+"""The scores of bench.qa: the LoCoMo paper's token F1, ROUGE as QMSum reports it, span hits."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.common import percentile
+from bench.qa import locomo_f1, rouge_f1, span_scores, token_f1, without_citations
+
+
+def test_token_f1_normalises_case_punctuation_articles_and_stems() -> None:
+    assert token_f1("The Adoption agencies!", "adoption agency") == 1.0
+    assert token_f1("in May 2023", "7 May 2023") == pytest.approx(2 / 3)
+    assert token_f1("nothing alike", "7 May 2023") == 0.0
+
+
+def test_multi_hop_scores_each_gold_part_by_its_best_predicted_part() -> None:
+    # gold parts "pottery", "camping"; predicted parts "camping", "painting"
+    assert locomo_f1("camping, painting", "pottery, camping", 1) == pytest.approx(0.5)
+    assert locomo_f1("Sweden", "Sweden; she moved from there", 3) == 1.0  # open-domain: cut at ;
+    assert locomo_f1("Sweden", "Sweden; she moved from there", 4) < 1.0
+
+
+def test_rouge_uses_stemming_and_citations_are_not_scored() -> None:
+    answer = without_citations("They wanted batteries [1]. It is cheap [2, 3] [unverified].")
+    assert answer == "They wanted batteries. It is cheap."
+    scores = rouge_f1(answer, "They want a battery. It is cheap.")
+    assert scores["rouge1"] > 80 and set(scores) == {"rouge1", "rouge2", "rougeLsum"}
+
+
+def test_a_search_hits_when_a_gold_turn_is_among_its_results_turns() -> None:
+    assert span_scores([["m:1", "m:2"], ["m:9"]], ["m:2", "m:3"]) == (True, pytest.approx(1 / 3))
+    assert span_scores([["m:1"]], ["m:2"]) == (False, 0.0)
+    assert span_scores([], ["m:2"]) == (False, 0.0)
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 21)]
+    assert percentile(values, 0.5) == 10.0 and percentile(values, 0.95) == 19.0
+    assert percentile([3.0], 0.95) == 3.0

@@ -1,0 +1,246 @@
+"""The content rules a model's output must pass before it is stored (pure), and the merge of
+the pieces of a long keep through summarise() and extract() with a scripted model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from daemon.errors import EngineError
+from daemon.llm.generate import AnswerCutOff, ChatMessage, ScriptedGenerator
+from daemon.memory import validate
+from daemon.memory.extract import (
+    ExtractedAssertion,
+    check_assertion,
+    excerpt,
+    extraction_prompt,
+    find_cues,
+)
+from daemon.memory.remember import extract, summarise
+from daemon.store.records import Session, Turn
+
+TURNS = ["So we go for the rubber case then because the users in the survey said they want "
+         "something soft in the hand.", "Mm-hmm.", "I'll send the survey results by Friday."]
+PEOPLE = ["Project Manager", "Marketing", "Industrial Designer"]
+
+
+# -- statements --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    "Project Manager",  # a role
+    "Design project",  # a heading
+    "I'm Jen. Yeah. Mm-hmm.",  # a copied fragment of small talk
+    "I'm super hyped to explore different game genres",  # small talk
+    "Nice to meet you all, see you next week.",
+    "Should we use a rubber case?",  # a question is not established
+    "the case the case the case the case the case",  # a loop
+    "we go for the rubber case then because the users in the survey said they want",  # a copy
+])
+def test_what_is_not_a_statement(text: str) -> None:
+    assert not validate.is_statement(text, TURNS)
+
+
+@pytest.mark.parametrize("text", [
+    "The team chose a rubber case for the remote.",
+    "Marketing will send the survey results by Friday.",
+    "The remote will sell for 25 euros.",
+])
+def test_what_is_a_statement(text: str) -> None:
+    assert validate.is_statement(text, TURNS)
+
+
+def test_an_open_question_is_a_statement_only_where_questions_belong() -> None:
+    question = "Who will maintain the remote's firmware after launch?"
+    assert not validate.is_statement(question)
+    assert validate.is_statement(question, questions=True)
+
+
+def test_a_copy_is_more_than_twelve_words_of_one_turn() -> None:
+    twelve = "we go for the rubber case then because the users in the"
+    assert not validate.copied_run(twelve, TURNS)
+    assert validate.copied_run(twelve + " survey", TURNS)
+    # twelve words across two turns are not a copy of one
+    assert not validate.copied_run("soft in the hand. Mm-hmm. I'll send the survey results by "
+                                   "Friday now", TURNS)
+
+
+def test_prompt_wording_and_piece_labels() -> None:
+    words = validate.scaffolding(["action_items", "who will do what"])
+    assert words.search("see action_items below") and words.search("Who will do what, when.")
+    assert not validate.is_statement("The action_items list has three entries.", (), words)
+    assert validate.scrub("The team met (part 2 of 3 of the transcript) twice.") == \
+        "The team met twice."
+
+
+# -- owners, choices, speakers, duplicates -----------------------------------------------------
+
+
+def test_an_owner_is_a_speaker_or_me_or_them() -> None:
+    assert validate.owner_of("marketing", PEOPLE) == "Marketing"
+    assert validate.owner_of(" Them ", PEOPLE) == "them"
+    assert validate.owner_of("me", PEOPLE) == "me"
+    assert validate.owner_of("Jen", PEOPLE) is None
+    assert validate.owner_of("", PEOPLE) is None
+
+
+def test_a_chosen_option_is_more_than_yes_or_no() -> None:
+    assert validate.real_choice("rubber case")
+    assert not any(validate.real_choice(c) for c in ("Yes", "no", "N/A", "", "maybe"))
+
+
+def test_participants_are_the_distinct_speakers_in_order() -> None:
+    assert validate.speakers(["Marketing", "Project Manager", "marketing ", "me"]) == [
+        "Marketing", "Project Manager", "me"]
+
+
+def test_near_same_items_are_one_item() -> None:
+    taken: list[str] = ["The team chose a rubber case for the remote."]
+    kept = validate.unique_items(["the team chose the rubber case for the remote",
+                                  "The remote gets a yellow case.",
+                                  "The remote gets a yellow case"], taken)
+    assert kept == ["The remote gets a yellow case."]
+    assert not validate.same_item("The remote costs 25 euros.", "The remote has a rubber case.")
+
+
+# -- assertions --------------------------------------------------------------------------------
+
+
+def item(kind: str, text: str, **fields: Any) -> ExtractedAssertion:
+    return msgspec.convert({"kind": kind, "text": text, **fields}, ExtractedAssertion)
+
+
+def test_a_decision_needs_a_real_chosen_option() -> None:
+    assert check_assertion(item("decision", "The team decided on the case."), PEOPLE, TURNS) \
+        is None
+    assert check_assertion(item("decision", "The team decided on the case.", chosen="Yes",
+                                alternatives=["No", "Maybe"]), PEOPLE, TURNS) is None
+    kept = check_assertion(item("decision", "The team chose a rubber case.",
+                                chosen="rubber case", alternatives=["Rubber case", "plastic",
+                                                                    "No"],
+                                reasoning="The team chose a rubber case."), PEOPLE, TURNS)
+    assert kept is not None
+    assert (kept.chosen, kept.alternatives, kept.reasoning) == ("rubber case", ["plastic"], "")
+
+
+def test_a_commitment_whose_owner_did_not_speak_is_a_fact() -> None:
+    kept = check_assertion(item("commitment", "Marketing will send the results by Friday.",
+                                owner="marketing", due="Friday"), PEOPLE, TURNS)
+    assert kept is not None and (kept.kind, kept.owner, kept.due) == (
+        "commitment", "Marketing", "Friday")
+    fact = check_assertion(item("task", "Jen will draw the case by Monday.", owner="Jen",
+                                due="Monday"), PEOPLE, TURNS)
+    assert fact is not None and (fact.kind, fact.owner, fact.due) == ("fact", "", "")
+
+
+def test_copies_small_talk_and_scaffolding_are_not_assertions() -> None:
+    for text in ("I'm Jen. Yeah. Mm-hmm.",
+                 "So we go for the rubber case then because the users in the survey said",
+                 "The about_person field is false for this item.",
+                 "Nice to meet you all today."):
+        assert check_assertion(item("fact", text), PEOPLE, TURNS) is None, text
+
+
+# -- extract, then abstract --------------------------------------------------------------------
+
+
+def test_cues_are_the_turns_that_carry_a_decision_or_a_commitment() -> None:
+    texts = ["Hello everyone, welcome to the meeting today.",
+             "Okay.",
+             "I think we should go with the rubber case for the remote.",
+             "Mm-hmm.",
+             "The weather was lovely at the weekend, by the way.",
+             "Right, and I'll send everyone the survey results by Friday.",
+             "So we decided on yellow, we agreed on it, we'll go with yellow.",
+             "Yeah.", "Yeah.", "Yeah.",
+             "Let's keep the price at 25 euros then, that is what we agreed."]
+    assert find_cues(texts, 10) == [2, 6, 10]  # 5 is within an excerpt of 6 (the stronger)
+    assert find_cues(texts, 1) == [6]
+    marked = excerpt([("A", t) for t in texts], 6)
+    assert marked.splitlines()[2].startswith(">> A: So we decided")
+    assert len(marked.splitlines()) == 4
+
+
+# -- the merge of pieces, through summarise() and extract() ------------------------------------
+
+
+def session() -> Session:
+    return Session(id=1, space_id=1, title="Remote design", activity="project", status="kept",
+                   started_at=0.0, ended_at=900.0, participants=("A", "B"), practice=False)
+
+
+def long_turns() -> list[Turn]:
+    texts = [f"Point {i}: the case needs a review of the drawings and the budget owner signs "
+             "it off soon." + (" So we decided to go with the rubber case." if i % 15 == 3
+                               else "") for i in range(90)]
+    return [Turn(id=i + 1, session_id=1, seq=i, speaker="A" if i % 2 else "B", source="import",
+                 start=10.0 * i, end=10.0 * i + 8, text=t, ref=None)
+            for i, t in enumerate(texts)]
+
+
+def archive_answer(decided: list[str], summary: str = "The team reviewed the drawings.") -> dict:
+    return {"topic": "Remote design", "summary": summary,
+            "sections": {"decided": decided, "action_items": [], "still_open": [],
+                         "changed_since_last_time": []},
+            "key_quotes": []}
+
+
+async def test_pieces_merge_without_duplicates_beside_a_cut_off_and_a_degenerate_piece() -> None:
+    answers: list[object] = [
+        archive_answer(["The team chose a rubber case for the remote."]),
+        # cut off with nothing complete: asked again in two halves, the halves answer
+        AnswerCutOff(1024, '{"topic": "Remote design", "summ'),
+        archive_answer(["The team chose the rubber case for the remote"]),  # near-same
+        archive_answer(["The budget owner signs off the drawings soon."]),
+        # degenerate: a loop, labels and the prompt's wording
+        archive_answer(["A", "Project Manager", "the case the case the case the case the case"],
+                       summary="the case the case the case the case the case the case."),
+        # cut off after a complete section item: salvaged
+        AnswerCutOff(1024, '{"topic": "x", "summary": "The yellow colour was picked.", '
+                           '"sections": {"decided": ["The remote will be yellow and round.", '
+                           '"The remote will be yel'),
+    ]
+    generator = ScriptedGenerator(answers)
+    built = await summarise(generator, 2600, session(), long_turns())
+    assert len(generator.calls) == len(answers)  # 4 pieces, the second asked again in halves
+    assert built.sections["decided"] == ["The team chose a rubber case for the remote.",
+                                         "The budget owner signs off the drawings soon.",
+                                         "The remote will be yellow and round."]
+    assert "the case the case" not in built.summary
+    assert built.summary.startswith("The team reviewed the drawings.")
+    assert built.summary.count("The team reviewed the drawings.") == 1  # said by three pieces
+    assert built.participants == ["B", "A"]
+
+
+async def test_the_archive_fails_only_when_every_piece_fails() -> None:
+    generator = ScriptedGenerator(lambda messages: "not json")
+    with pytest.raises(EngineError, match="not a valid"):
+        await summarise(generator, 2600, session(), long_turns())
+
+
+async def test_extraction_states_each_cue_and_keeps_what_holds() -> None:
+    def respond(messages: list[ChatMessage]) -> object:
+        prompt = messages[-1].content
+        assert prompt.count("\n>> ") == prompt.count("So we decided")  # the cue turns
+        return {"assertions": [
+            {"kind": "decision", "text": "The team chose the rubber case for the remote.",
+             "chosen": "rubber case", "alternatives": ["plastic case"]},
+            {"kind": "decision", "text": "The team chose a rubber case for the remote",
+             "chosen": "rubber"},  # near-same
+            {"kind": "decision", "text": "The budget owner signs it off.", "chosen": "yes"},
+            {"kind": "commitment", "text": "B will update the drawings next week.",
+             "owner": "b"},
+            {"kind": "task", "text": "Carol will order the samples.", "owner": "Carol"},
+        ]}
+
+    generator = ScriptedGenerator(respond)
+    items = await extract(generator, 4096, session(), long_turns(), memories=False)
+    assert len(generator.calls) == 1
+    assert [(i.kind, i.text, i.owner) for i in items] == [
+        ("decision", "The team chose the rubber case for the remote.", ""),
+        ("commitment", "B will update the drawings next week.", "B"),
+        ("fact", "Carol will order the samples.", ""),
+    ]
+    assert extraction_prompt("x", ["a"], memory_enabled=False)[1]["content"].count("[1]") == 1
