@@ -22,6 +22,10 @@ as one session. Printed:
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the daemon runs numpy (daemon/__main__)
+
 import argparse
 import time
 from collections import defaultdict
