@@ -199,7 +199,7 @@ def fast_grammar_llama(model_path: str, **kwargs: Any) -> Any:
             )
             sampler.add_grammar(self._model, grammar)
             if temp == 0.0:
-                sampler.add_greedy()
+                sampler.add_greedy()  # type: ignore[no-untyped-call]
                 return sampler
             sampler.add_top_k(kw.get("top_k", 40))
             sampler.add_typical(kw.get("typical_p", 1.0), 1)
