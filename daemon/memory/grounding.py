@@ -164,10 +164,7 @@ _ROLES: dict[Framing, str] = {
 USER_LABELS: dict[Framing, str] = {"interview": "Me (the candidate)", "conversation": "You"}
 
 # Repeated last, right before the answer: a small model follows the instruction it read last.
-ANSWER_FORMAT = (
-    "Answer in three or four sentences: who said what, what was decided and why, citing the "
-    "sources as [1]."
-)
+ANSWER_FORMAT = "Answer in two or three short sentences, citing the sources as [1]."
 
 
 def system_prompt(framing: Framing) -> str:
