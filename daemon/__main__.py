@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-import logging
 import os
+
+# numpy's OpenBLAS, one thread (unless set): its threads spin while waiting for each other, so
+# beside whisper and llama.cpp on a small machine two threads ran the voice encoder 10x slower
+# than one (bench.diarize at load 22: RTF 1.36 with two, 0.126 with one). Read when numpy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import logging
 import sys
 
 import click

@@ -100,3 +100,12 @@ def test_segments_go_to_the_voice_that_spoke_most_of_them() -> None:
     assert [(s.speaker, s.text) for s in said] == [
         ("Them 1", "Shall we ship it?"), ("Them 2", "Yes, on Friday.")]
     assert said[1].start == 4.1 and said[1].voice == "Them 2"
+
+
+def test_a_burst_too_short_to_tell_joins_the_nearest_voice_instead_of_starting_one() -> None:
+    voices = SessionVoices(DiarizeConfig())
+    voices.label_utterance(ToneEncoder(), speech(("ann", 4.0)))
+    burst = voices.label_utterance(ToneEncoder(), speech(("bob", 0.8)))
+    assert [p.label for p in burst] == ["Them 1"] and len(voices.voices) == 1
+    longer = voices.label_utterance(ToneEncoder(), speech(("bob", 2.0)))
+    assert [p.label for p in longer] == ["Them 2"]

@@ -69,3 +69,19 @@ async def test_without_a_voice_model_transcription_goes_on_and_says_why_once(
     assert "\n" not in error and "corrupt" in error and "models install resemblyzer" in error
     assert voices.status().startswith("unavailable: the voice model")
     store.close()
+
+
+async def test_with_voices_switched_off_the_loopback_is_them_and_nothing_is_held(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    settings = Settings(auto_start=False, voices_enabled=False)
+    voices = Voices(store, lambda: settings, Path("/nonexistent-models"),
+                    encoder=ToneEncoder(PITCHES))
+    async with running(store, settings=settings, voices=voices) as rig:
+        started = await rig.live.start(Start())
+        mic, loop = dialogue(("loopback", 330), ("loopback", 550))
+        await rig.play(mic, loop)
+        await rig.live.stop()
+    assert [t.speaker for t in store.turns(started.session_id)] == ["them", "them"]
+    assert voices.heard() == [] and voices.status() == "off (voices_enabled is false)"
+    store.close()

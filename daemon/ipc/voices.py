@@ -49,7 +49,7 @@ def register_voices(handlers: Handlers, voices: Voices) -> None:
                 voices=[voice_info(v) for v in list_voices(voices.store)],
                 heard=[HeardVoiceInfo(session_id=h.session_id, label=h.label, name=h.name,
                                       seconds=h.seconds) for h in voices.heard()],
-                voices_enabled=voices.enabled() or not voices.status().startswith("off"),
+                voices_enabled=voices.switched_on,
                 state=voices.status(),
             )
 

@@ -40,6 +40,9 @@ class DiarizeConfig:
     min_piece_s: float = 0.8  # shorter pieces join their more alike neighbour
     same_voice: float = 0.80  # a piece at least this alike to a session voice is that voice
     named_voice: float = 0.80  # a session voice at least this alike to a named one is named
+    # a piece shorter than this joins the nearest voice rather than start one: less than one
+    # 1.6 s window of speech is too little to tell a new voice from noise or a cough
+    min_new_voice_s: float = 1.2
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,8 @@ class SessionVoices:
             k = int(np.argmax(sims))
             if sims[k] >= self.config.same_voice:
                 best = self.voices[k]
+        if best is None and self.voices and seconds < self.config.min_new_voice_s:
+            best = self.voices[int(np.argmax(sims))]
         if best is None:
             best = SessionVoice(len(self.voices) + 1, np.zeros_like(voice), 0.0)
             self.voices.append(best)

@@ -117,11 +117,17 @@ class Voices:
                 log.error("speakers are not told apart: %s", e)
         return self._encoder
 
+    @property
+    def switched_on(self) -> bool:
+        """The ``voices_enabled`` setting."""
+        return self._settings().voices_enabled
+
     def enabled(self) -> bool:
-        return self._settings().voices_enabled and self.encoder() is not None
+        """Switched on and the voice model loads."""
+        return self.switched_on and self.encoder() is not None
 
     def status(self) -> str:
-        if not self._settings().voices_enabled:
+        if not self.switched_on:
             return "off (voices_enabled is false)"
         self.encoder()
         return f"unavailable: {self._model_error}" if self._model_error else "on"
