@@ -152,12 +152,14 @@ class BackgroundKeep:
         self.started = time.monotonic()
         self._thread = threading.Thread(target=keep, daemon=True)
         self._thread.start()
-        wait_until(lambda: self.state(client) == "running", 120)
+        wait_until(lambda: self.state(client).startswith("running"), 120)
 
     def state(self, client: Client) -> str:
+        """The keep's status, with its reason when it has one (e.g. paused during a call)."""
         for session in client.request(ListSessions()).sessions:
             if session.id == self.session_id:
-                return session.keep_status or "none"
+                reason = f" ({session.keep_reason})" if session.keep_reason else ""
+                return (session.keep_status or "none") + reason
         return "missing"
 
 

@@ -1,7 +1,7 @@
 """What `keep` writes on real meetings: archive quality, decision coverage, hygiene, speed.
 
     .venv/bin/python -m bench.meetings --data ../shared/bench/qmsum-dev
-        [--model NAME ...] [--models-dir DIR] [--only ES2006c ...] [--context TOKENS]
+        [--model NAME ...] [--models-dir DIR ...] [--only ES2006c ...] [--context TOKENS]
         [--threads N] [--json FILE]
 
 The data is QMSum-shaped (``../shared/bench/README.md``): one directory per series, each meeting
@@ -317,6 +317,7 @@ def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
 
     from bench.remember import CountingGenerator
     from daemon.config import Settings
+    from daemon.errors import ModelNotInstalled
     from daemon.ipc.store import import_transcript
     from daemon.llm import LlamaEmbedder
     from daemon.memory.remember import Rememberer
@@ -324,10 +325,14 @@ def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
     from daemon.store.store import Store
     from daemon.store.transcript import parse_transcript
 
-    generator = CountingGenerator(model_path(model, args.models_dir), threads=args.threads,
-                                  n_ctx=args.context)
-    embedder = LlamaEmbedder(model_path(args.embed_model, args.models_dir),
-                             threads=args.threads, batch=32)
+    def installed(name: str) -> Path:  # in the first models directory that has it
+        for directory in args.models_dir[:-1]:
+            with contextlib.suppress(ModelNotInstalled):
+                return model_path(name, directory)
+        return model_path(name, args.models_dir[-1])
+
+    generator = CountingGenerator(installed(model), threads=args.threads, n_ctx=args.context)
+    embedder = LlamaEmbedder(installed(args.embed_model), threads=args.threads, batch=32)
     settings = Settings(llm_context=args.context, llm_threads=args.threads)
     results = []
     try:
@@ -400,8 +405,9 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="a QMSum-shaped directory")
-    parser.add_argument("--models-dir", type=Path, default=default_models_dir(),
-                        help="models directory (default: BRAINCUE_MODELS or the user's)")
+    parser.add_argument("--models-dir", type=Path, action="append",
+                        help="a models directory, repeatable: each model is taken from the "
+                             "first that has it (default: BRAINCUE_MODELS or the user's)")
     parser.add_argument("--model", action="append", help="language model (repeatable)")
     parser.add_argument("--embed-model", default="all-minilm-l6-v2")
     parser.add_argument("--threads", type=int, default=2)
@@ -410,6 +416,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=[], help="series or meetings to keep")
     parser.add_argument("--json", type=Path, help="write every figure, archive and assertion")
     args = parser.parse_args()
+    args.models_dir = [*(args.models_dir or []), default_models_dir()]
     if args.context is None:
         from daemon.config import Settings
 

@@ -4,8 +4,10 @@ A client may import the protocol, the client library, settings and paths, and th
 commands are deliberately local and documented exceptions: `braincue models ...` manages model
 files on disk (it must work before any daemon runs, and the daemon needs its models), and
 `braincue transcribe FILE` runs the speech engine once, in the shell's own process, without a
-daemon (a check that a model works on this machine). Everything that touches the store goes
-through the daemon.
+daemon (a check that a model works on this machine), and `braincue security ...` / `backup ...`
+work on the profile's files (a restore or a change of key replaces the database file, which
+only a stopped daemon lets go of, and a damaged database keeps the daemon from starting at all).
+Everything else that touches the store goes through the daemon.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ ALLOWED = ("daemon.ipc.protocol", "daemon.ipc.client", "daemon.config", "daemon.
 EXCEPTIONS = {
     "clients/cli/models.py": ("daemon.models",),
     "clients/cli/audio.py": ("daemon.asr", "daemon.audio", "daemon.models.registry"),
+    "clients/cli/security.py": ("daemon.store", "daemon.ipc.runtime"),
 }
 
 

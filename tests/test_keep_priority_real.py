@@ -37,9 +37,11 @@ def thread_nices() -> dict[int, int]:
     return found
 
 
-async def threads_of(generator: LlamaGenerator) -> dict[int, int]:
-    """The threads that appeared while ``generator`` loaded and answered, with their nice."""
+async def threads_of(make: Callable[[], LlamaGenerator]) -> dict[int, int]:
+    """The threads that appeared while the generator ``make()`` returns started, loaded and
+    answered, with their nice values."""
     before = set(thread_nices())
+    generator = make()
     seen: dict[int, int] = {}
     stop = threading.Event()
 
@@ -52,10 +54,11 @@ async def threads_of(generator: LlamaGenerator) -> dict[int, int]:
     try:
         await generator.generate([ChatMessage("user", "Give one English word.")], Word,
                                  max_tokens=12)
+        seen.update({t: n for t, n in thread_nices().items() if t not in before})
     finally:
         stop.set()
         watcher.join()
-    seen.update({t: n for t, n in thread_nices().items() if t not in before})
+        generator.close()
     seen.pop(watcher.native_id or -1, None)
     return seen
 
@@ -65,18 +68,11 @@ async def test_the_background_engine_and_its_llama_threads_run_at_nice_19(
 ) -> None:
     base = os.getpriority(os.PRIO_PROCESS, 0)
     path = installed_model("qwen2.5-coder-0.5b")
-    background = LlamaGenerator(path, threads=2, n_ctx=512, nice=BACKGROUND_NICE)
-    try:
-        started = await threads_of(background)
-    finally:
-        background.close()
+    started = await threads_of(
+        lambda: LlamaGenerator(path, threads=2, n_ctx=512, nice=BACKGROUND_NICE))
     # the engine's own thread and at least one compute thread of llama.cpp (2 threads asked)
     assert len(started) >= 2, started
     assert set(started.values()) == {min(19, base + BACKGROUND_NICE)}, started
 
-    foreground = LlamaGenerator(path, threads=2, n_ctx=512)
-    try:
-        started = await threads_of(foreground)
-    finally:
-        foreground.close()
+    started = await threads_of(lambda: LlamaGenerator(path, threads=2, n_ctx=512))
     assert len(started) >= 2 and set(started.values()) == {base}, started

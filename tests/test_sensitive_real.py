@@ -102,6 +102,8 @@ def test_a_spoken_credential_reaches_no_archive_assertion_search_or_answer(
     finally:
         assert daemon.stop(signal.SIGTERM) == 0, daemon.log()
     everything = msgspec.json.encode(written).decode()
+    for reply in written["answers"]:
+        print("answer:", reply.answer)
     print(everything[:4000])
     assert kept.status == "kept"
     assert leaks(everything) == []

@@ -155,9 +155,9 @@ def fast_grammar_llama(model_path: str, **kwargs: Any) -> Any:
     llama.cpp checks a grammar against every token of the vocabulary before top-k (152k for
     Qwen, ~40% of the time of a constrained answer). Here the candidates are first cut to the
     :data:`GRAMMAR_CANDIDATES` likeliest plus every single-character token and the end tokens,
-    so some candidate is always grammatical (JSON can always go on with one character); top-k
-    after the grammar keeps 40, so the answer is the one the full check would give unless fewer
-    than 40 of the likeliest tokens are grammatical.
+    so some candidate is always grammatical (JSON can always go on with one character). A
+    greedy answer is the one the full check gives whenever one of the likeliest tokens is
+    grammatical; a sampled one differs only by the probability mass of the tokens left out.
     """
     import ctypes
 
@@ -181,7 +181,7 @@ def fast_grammar_llama(model_path: str, **kwargs: Any) -> Any:
             grammar = kw.get("grammar")
             temp = kw.get("temp", 0.8)
             if grammar is None or kw.get("logits_processor") or kw.get("mirostat_mode") \
-                    or temp <= 0.0:
+                    or temp < 0.0:
                 return super()._init_sampler(**kw)
             always = self._always
 
@@ -208,6 +208,9 @@ def fast_grammar_llama(model_path: str, **kwargs: Any) -> Any:
                 penalty_present=kw.get("presence_penalty", 0.0),
             )
             sampler.add_grammar(self._model, grammar)
+            if temp == 0.0:
+                sampler.add_greedy()  # type: ignore[no-untyped-call]
+                return sampler
             sampler.add_top_k(kw.get("top_k", 40))
             sampler.add_typical(kw.get("typical_p", 1.0), 1)
             sampler.add_top_p(kw.get("top_p", 0.95), 1)

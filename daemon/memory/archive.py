@@ -203,8 +203,7 @@ def prompt(fmt: ArchiveFormat, title: str, transcript: str,
 def prompt_words(fmt: ArchiveFormat) -> Any:
     """What of the archive prompt must never come back as content: keys and hints."""
     return validate.scaffolding(
-        [s.key for s in fmt.sections if "_" in s.key] + [s.hint for s in fmt.sections]
-        + ["key_quotes", "json schema", "copied exactly", "an empty list if nothing fits"])
+        [s.key for s in fmt.sections if "_" in s.key] + [s.hint for s in fmt.sections])
 
 
 def _clean_items(value: Any, cap: int) -> list[str]:
@@ -275,10 +274,12 @@ def build_archive(
     fmt: ArchiveFormat, envelope: ArchiveEnvelope, turns: Sequence[TranscriptTurn]
 ) -> Archive:
     """Validate what the summariser returned into an :class:`Archive`."""
+    words = prompt_words(fmt)
+    topic = validate.scrub(envelope.topic)[:200]
     return Archive(
         activity=fmt.activity,
-        topic=validate.scrub(envelope.topic)[:200],
-        summary=clean_summary(envelope.summary, prompt_words(fmt))[:MAX_SUMMARY_CHARS],
+        topic="" if words.search(topic) else topic,
+        summary=clean_summary(envelope.summary, words)[:MAX_SUMMARY_CHARS],
         participants=validate.speakers(t.speaker for t in turns)[:MAX_PARTICIPANTS],
         sections=take_sections(fmt, envelope.sections, [t.text for t in turns]),
         quotes=verify_quotes(envelope.key_quotes, turns),

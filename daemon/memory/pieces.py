@@ -1,10 +1,10 @@
 """Fitting a transcript into a small model's context, and putting the answers back together.
 
-The local model has a context of a few thousand tokens (4,096 for the default 0.5B), shared by
-the instructions, the JSON schema, the transcript and the answer. A transcript that does not
-fit is cut at turn boundaries into pieces that do (a single turn longer than a piece is cut at
-word boundaries); each piece is summarised or extracted on its own, and the answers are merged
-here without another model call:
+The local model's context (``llm_context``, 16,384 tokens by default: a 35-minute meeting in
+one piece) is shared by the instructions, the JSON schema, the transcript and the answer. A
+transcript that does not fit is cut at turn boundaries into pieces that do (a single turn
+longer than a piece is cut at word boundaries); each piece is summarised on its own, and the
+answers are merged here without another model call:
 
 - archives: the first topic, the piece summaries in order (clipped at a sentence boundary),
   participants and section items from every piece (taken in turns, piece by piece, so the caps

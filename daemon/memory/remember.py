@@ -29,8 +29,12 @@ ran — because where a session is kept decides where its archive and memories a
      not proposed again (``already_known``). Everything is embedded first and then written in
      one transaction; supersede links follow.
 
-Long transcripts are summarised and extracted in pieces that fit the model's context
-(:mod:`daemon.memory.pieces`). Keeps run one at a time: the model is one thread anyway, and
+Long transcripts are summarised in pieces that fit the model's context
+(:mod:`daemon.memory.pieces`); extraction reads only the few turns around each turn whose
+wording carries a decision, a commitment or a preference (extract, then abstract). Every
+answer passes the content rules of :mod:`daemon.memory.validate`; a piece that is cut off keeps
+its complete items, one that gives nothing is asked again in halves, and only a pass whose every
+piece failed fails. Keeps run one at a time: the model is one thread anyway, and
 pressing *Keep* twice must see the first keep's memories. A keep of a long meeting on a small
 model takes minutes, so it reports each stage's steps to a :data:`Progress` callback: the
 pieces summarised (``archive``), the pieces extracted (``extraction``) and the extracted

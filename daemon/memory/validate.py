@@ -103,9 +103,15 @@ def looping(text: str) -> bool:
     return False
 
 
+PROMPT_PHRASES = ("json schema", "copied exactly", "word for word", "one turn per line",
+                  "an empty list if nothing fits", "about_person", "key_quotes", "action_items")
+
+
 def scaffolding(vocabulary: Iterable[str]) -> re.Pattern[str]:
-    """A pattern matching prompt wording (schema keys, hints) in a model's answer."""
-    alternatives = sorted({re.escape(v) for v in vocabulary if v}, key=len, reverse=True)
+    """A pattern matching prompt wording (schema keys, hints, :data:`PROMPT_PHRASES`) in a
+    model's answer."""
+    alternatives = sorted({re.escape(v) for v in [*vocabulary, *PROMPT_PHRASES] if v},
+                          key=len, reverse=True)
     return re.compile(r"\b(" + "|".join(alternatives) + r")\b" if alternatives else r"(?!x)x",
                       re.I)
 

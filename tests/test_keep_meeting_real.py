@@ -1,0 +1,61 @@
+"""Keeping a real meeting (AMI TS3010a from the QMSum dev set, 121 turns) with the real default
+language model: whatever the model writes, what is stored holds the content rules — the
+deterministic hygiene counts of bench.meetings are all 0 — and the archive is written."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bench.meetings import StoredAssertion, archive_sections, hygiene
+from daemon.config import Settings
+from daemon.ipc.store import import_transcript
+from daemon.llm.embed import LlamaEmbedder
+from daemon.llm.generate import LlamaGenerator
+from daemon.memory.remember import Rememberer
+from daemon.store.store import Store
+from daemon.store.transcript import parse_transcript
+
+# A few model calls over a 5k-character meeting: about a minute on two idle cores, far more on
+# a shared CI machine; the timeout only guards against a hang.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+
+async def test_a_kept_real_meeting_holds_the_content_rules(
+    installed_model: Callable[[str], Path], shared_dir: Path, tmp_path: Path
+) -> None:
+    path = shared_dir / "bench" / "qmsum-dev" / "TS3010" / "TS3010a.json"
+    settings = Settings()
+    generator = LlamaGenerator(installed_model("qwen2.5-coder-0.5b"), threads=2,
+                               n_ctx=settings.llm_context)
+    embedder = LlamaEmbedder(installed_model("all-minilm-l6-v2"), threads=2, batch=16)
+    store = Store(tmp_path / "profile", embedder)
+    try:
+        store.create_space("TS3010", activity="project")
+        session, turns, _ = import_transcript(store, parse_transcript(path.read_bytes()),
+                                              "TS3010")
+        rememberer = Rememberer(store, generator=lambda: generator, settings=lambda: settings)
+
+        outcome = await rememberer.remember(session.id, "keep")
+
+        print(outcome)
+        assert outcome.archived, outcome.notes
+        assert not [n for n in outcome.notes if "failed" in n]
+        (chunk,) = store.archive(session.id)
+        print(chunk.body)
+        assert chunk.body.startswith("Topic: ")
+        who, _ = archive_sections(chunk.body)
+        assert who == list(dict.fromkeys(t.speaker for t in turns))
+        stored = [StoredAssertion(a.kind, a.text, a.chosen or "", a.alternatives,
+                                  a.reasoning or "", a.owner or "")
+                  for a in store.list_assertions(session_id=session.id)]
+        for a in stored:
+            print(a)
+        counts = hygiene(chunk.body, stored, [t.speaker for t in turns], [t.text for t in turns])
+        assert counts == dict.fromkeys(counts, 0), counts
+    finally:
+        store.close()
+        generator.close()
+        embedder.close()
