@@ -24,12 +24,6 @@ APP_NAME = "braincue"
 DEFAULT_PROFILE = "default"
 
 
-def _default_asr_threads() -> int:
-    # One core stays free for capture and the event loop (notes/platform.md: an oversubscribed
-    # whisper ran 10-20x slower).
-    return max(1, (os.cpu_count() or 2) - 1)
-
-
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Everything configurable, each with a sensible default.
 
@@ -40,11 +34,16 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     asr_model: str = ""
     llm_model: str = ""
     embed_model: str = ""
-    asr_threads: int = msgspec.field(default_factory=_default_asr_threads)
+    # 0: before each utterance, the cores other work leaves free (an oversubscribed whisper ran
+    # 10-20x slower, notes/platform.md); a number fixes it
+    asr_threads: int = 0
     llm_threads: int = msgspec.field(default_factory=lambda: max(1, os.cpu_count() or 2))
     llm_context: int = 4096
     llm_idle_unload_s: float = 300.0
     embed_batch: int = 32
+    # whisper's encoder sized to each utterance (cost in proportion to its length); false: the
+    # full 30 s window for every utterance, as whisper was trained (slower, for comparison)
+    asr_fit_context: bool = True
     # capture
     mic_device: str = ""  # empty: follow the system default
     loopback_device: str = ""  # empty: the monitor of the default output

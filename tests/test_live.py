@@ -216,6 +216,21 @@ async def test_silence_and_noise_give_no_turn_and_phantoms_are_dropped(
     assert rig.of(TurnEvent) == []
 
 
+async def test_a_quiet_source_is_still_heard_and_the_user_told_once(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    async with running(store) as rig:
+        started = await rig.live.start(Start())
+        soft = np.concatenate([tone(1.5, 220, amplitude=0.002), silence(2)])  # -54 dBFS peaks
+        await rig.play(mic=np.concatenate([soft, soft]), loopback=np.concatenate(
+            [tone(1.5, 330), silence(2)]))
+        await rig.live.stop()
+    assert [t.text for t in store.turns(started.session_id)] == [WORDS[220], WORDS[330],
+                                                                 WORDS[220]]
+    notes = [e.message for e in rig.of(StatusEvent) if "quiet" in e.message]
+    assert len(notes) == 1 and notes[0].startswith("mic input is very quiet")
+
+
 async def test_nothing_is_transcribed_or_stored_outside_a_session_without_auto_start(
     autojump_clock: trio.testing.MockClock, store: Store
 ) -> None:

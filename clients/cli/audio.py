@@ -9,6 +9,7 @@ import click
 import msgspec
 
 from daemon.asr import Segment, WhisperTranscriber
+from daemon.asr.level import level_warning
 from daemon.audio import load_audio
 from daemon.models.registry import resolve_model
 
@@ -35,7 +36,8 @@ def format_segment(segment: Segment) -> str:
               help="Speech model name (`braincue models list`); default: the asr_model setting, "
                    "else the best installed.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
-              help="CPU threads for whisper; default: the asr_threads setting.")
+              help="CPU threads for whisper; default: the asr_threads setting (0: the "
+                   "cores free).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array of {start, end, text} (seconds) instead of lines.")
 @click.pass_obj
@@ -45,6 +47,9 @@ def transcribe(context: Context, file: Path, model: str, threads: int | None,
     settings = context.config.settings
     model_file = resolve_model("asr", model or settings.asr_model, context.config.paths.models_dir)
     audio = load_audio(file)
+    warning = level_warning(audio, file.name)
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
     transcriber = WhisperTranscriber(model_file, threads=threads or settings.asr_threads)
     try:
         segments = transcriber.transcribe_sync(audio)
