@@ -13,7 +13,7 @@ import tomllib
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import platformdirs
@@ -44,6 +44,9 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # whisper's encoder sized to each utterance (cost in proportion to its length); false: the
     # full 30 s window for every utterance, as whisper was trained (slower, for comparison)
     asr_fit_context: bool = True
+    # what a multilingual speech model listens for: a language code ("en", "de", ...) or "auto"
+    # (detected per utterance); English-only models (".en") always hear English
+    asr_language: Annotated[str, msgspec.Meta(pattern=r"^(auto|[a-z]{2,3})$")] = "en"
     # capture
     mic_device: str = ""  # empty: follow the system default
     loopback_device: str = ""  # empty: the monitor of the default output

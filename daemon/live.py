@@ -129,7 +129,7 @@ class Live:
         self._call = call
         self._transcriber = transcriber
         self._own_transcriber = transcriber is None
-        self._transcriber_made_with: tuple[str, int, bool] | None = None
+        self._transcriber_made_with: tuple[str, int, bool, str] | None = None
         self._told_no_model = False
         self.vad = vad
         self.block_backlog = block_backlog
@@ -286,7 +286,8 @@ class Live:
 
     def _require_speech_model(self) -> Transcriber:
         settings = self._settings()
-        wanted = (settings.asr_model, settings.asr_threads, settings.asr_fit_context)
+        wanted = (settings.asr_model, settings.asr_threads, settings.asr_fit_context,
+                  settings.asr_language)
         if self._own_transcriber and self._transcriber_made_with not in (None, wanted):
             # a new speech model or thread count applies from the next utterance; the old
             # model leaves memory once nothing (an import running now) uses it any more
@@ -296,6 +297,7 @@ class Live:
         if self._transcriber is None:
             path = resolve_model("asr", settings.asr_model, self.models_dir)
             self._transcriber = WhisperTranscriber(path, threads=settings.asr_threads,
+                                                   language=settings.asr_language,
                                                    fit_context=settings.asr_fit_context)
             self._transcriber_made_with = wanted
             self._told_no_model = False

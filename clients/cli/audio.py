@@ -38,10 +38,13 @@ def format_segment(segment: Segment) -> str:
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="CPU threads for whisper; default: the asr_threads setting (0: the "
                    "cores free).")
+@click.option("--language", default="",
+              help='Language spoken: a code ("en", "de", ...) or "auto"; default: the '
+                   "asr_language setting. English-only models always hear English.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array of {start, end, text} (seconds) instead of lines.")
 @click.pass_obj
-def transcribe(context: Context, file: Path, model: str, threads: int | None,
+def transcribe(context: Context, file: Path, model: str, threads: int | None, language: str,
                as_json: bool) -> None:
     """Transcribe an audio FILE (WAV, FLAC, OGG, MP3) and print timed segments."""
     settings = context.config.settings
@@ -50,7 +53,9 @@ def transcribe(context: Context, file: Path, model: str, threads: int | None,
     warning = level_warning(audio, file.name)
     if warning is not None:
         click.echo(f"warning: {warning}", err=True)
-    transcriber = WhisperTranscriber(model_file, threads=threads or settings.asr_threads)
+    transcriber = WhisperTranscriber(model_file, threads=threads or settings.asr_threads,
+                                     language=language or settings.asr_language,
+                                     fit_context=settings.asr_fit_context)
     try:
         segments = transcriber.transcribe_sync(audio)
     finally:

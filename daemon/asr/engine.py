@@ -174,7 +174,8 @@ class WhisperTranscriber:
         self.model_path = model_path
         self.model_id = model_path.stem
         self.threads = threads
-        self.language = language
+        # an English-only model decodes English whatever it is told
+        self.language = "en" if self.model_id.endswith(".en") else language
         self.fit_context = fit_context
         self.leveled = leveled
         self.full_window_retries = 0  # fitted decodings that looked looped, redone in full
