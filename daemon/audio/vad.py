@@ -28,7 +28,9 @@ FRAME = 320  # 20 ms analysis frames
 
 @dataclass(frozen=True)
 class VadConfig:
-    end_silence_s: float = 0.6  # an utterance ends after this much silence
+    # an utterance ends after this much silence: it is most of the wait between a speaker
+    # stopping and the turn stored, and still longer than the pauses inside a sentence
+    end_silence_s: float = 0.5
     # ... or at this length, cut at the quietest point: a monologue is stored piece by piece,
     # each piece a turn as soon as it is cut, instead of all at once when it ends
     max_utterance_s: float = 10.0
