@@ -43,9 +43,9 @@ class VadConfig:
     # ... and above the dither of a real recording: a soft voice on a quiet line (FLEURS files
     # speak at -56 to -61 dBFS over a -85 dBFS floor) is speech; the floor, not a level, decides
     min_db: float = -80.0
-    # sound quieter than this (dBFS) must also rise and fall like syllables (its voiced frames
-    # spread over modulation_db): the onset of steady low noise stands above the floor for a
-    # few seconds too, until minimum statistics catch up, but it is flat
+    # sound quieter than this (dBFS) must also rise and fall like syllables (its levels spread
+    # over modulation_db): the onset of steady low noise stands above the floor for a few
+    # seconds too, until minimum statistics catch up, but it is flat
     quiet_db: float = -48.0
     modulation_db: float = 6.0
     floor_window_s: float = 3.0  # the noise floor is the quietest level over this window
