@@ -57,7 +57,7 @@ from daemon.ipc.protocol import (
     StopReply,
     TurnEvent,
 )
-from daemon.models.registry import resolve_model
+from daemon.models.registry import speech_model
 from daemon.sessions import (
     START_WINDOW_S,
     AutoStart,
@@ -295,7 +295,7 @@ class Live:
                      self._transcriber.model_id if self._transcriber else "")
             self._transcriber = self._transcriber_made_with = None
         if self._transcriber is None:
-            path = resolve_model("asr", settings.asr_model, self.models_dir)
+            path = speech_model(settings.asr_model, settings.asr_language, self.models_dir)
             self._transcriber = WhisperTranscriber(path, threads=settings.asr_threads,
                                                    language=settings.asr_language,
                                                    fit_context=settings.asr_fit_context)

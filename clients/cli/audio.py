@@ -11,7 +11,7 @@ import msgspec
 from daemon.asr import Segment, WhisperTranscriber
 from daemon.asr.level import level_warning
 from daemon.audio import load_audio
-from daemon.models.registry import resolve_model
+from daemon.models.registry import speech_model
 
 if TYPE_CHECKING:
     from clients.shell import Context
@@ -48,13 +48,15 @@ def transcribe(context: Context, file: Path, model: str, threads: int | None, la
                as_json: bool) -> None:
     """Transcribe an audio FILE (WAV, FLAC, OGG, MP3) and print timed segments."""
     settings = context.config.settings
-    model_file = resolve_model("asr", model or settings.asr_model, context.config.paths.models_dir)
+    language = language or settings.asr_language
+    model_file = speech_model(model or settings.asr_model, language,
+                              context.config.paths.models_dir)
     audio = load_audio(file)
     warning = level_warning(audio, file.name)
     if warning is not None:
         click.echo(f"warning: {warning}", err=True)
     transcriber = WhisperTranscriber(model_file, threads=threads or settings.asr_threads,
-                                     language=language or settings.asr_language,
+                                     language=language,
                                      fit_context=settings.asr_fit_context)
     try:
         segments = transcriber.transcribe_sync(audio)
