@@ -133,8 +133,8 @@ def test_the_chooser_measures_the_gap_between_calls() -> None:
     assert chooser.choose() == 1
 
 
-def test_niced_work_does_not_count_as_busy(tmp_path: Path) -> None:
+def test_busy_ticks_count_niced_work_and_not_waiting(tmp_path: Path) -> None:
     stat = tmp_path / "stat"
     stat.write_text("cpu  100 900 50 1000 10 0 5 0 0 0\ncpu0 1 2 3 4\n")
-    assert read_busy_ticks(stat) == (155, 2065)
+    assert read_busy_ticks(stat) == (1055, 2065)
     assert read_busy_ticks(tmp_path / "missing") is None

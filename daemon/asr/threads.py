@@ -5,7 +5,9 @@ another program stalls all of them: on two cores with one busy elsewhere, two th
 slower than one (notes/platform.md). Two threads on an idle machine halve the time of an
 utterance. So the count follows what the machine did while whisper was *not* running (the gap
 since its last call): that is the load whisper will compete with. Work at a lower priority
-(``nice``) is not counted — the scheduler gives whisper its core.
+(``nice``) counts too: on a shared machine whose other work ran at nice 5-19, two threads
+chosen as if it were not there ran slower than one (bench.live, real-time factor 1.85 against
+1.54).
 
 Linux reads ``/proc/stat``; elsewhere the chooser answers one thread less than the cores.
 """
@@ -37,7 +39,7 @@ def threads_for(cores: int, busy_elsewhere: float, cap: int | None = None) -> in
 
 
 def read_busy_ticks(stat: Path = PROC_STAT) -> tuple[int, int] | None:
-    """(busy, total) clock ticks of all CPUs since boot, niced work counted as idle."""
+    """(busy, total) clock ticks of all CPUs since boot (niced work is busy)."""
     try:
         line = stat.read_text().split("\n", 1)[0]
     except OSError:
@@ -47,8 +49,8 @@ def read_busy_ticks(stat: Path = PROC_STAT) -> tuple[int, int] | None:
         return None
     user, nice, system, idle, *rest = fields
     iowait, irq, softirq, steal = [*rest, 0, 0, 0, 0][:4]
-    busy = user + system + irq + softirq + steal
-    return busy, busy + nice + idle + iowait
+    busy = user + nice + system + irq + softirq + steal
+    return busy, busy + idle + iowait
 
 
 class ThreadChooser:
