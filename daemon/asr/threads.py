@@ -5,9 +5,9 @@ another program stalls all of them: on two cores with one busy elsewhere, two th
 slower than one (notes/platform.md). Two threads on an idle machine halve the time of an
 utterance. So the count follows what the machine did while whisper was *not* running (the gap
 since its last call): that is the load whisper will compete with. Work at a lower priority
-(``nice``) counts too: on a shared machine whose other work ran at nice 5-19, two threads
-chosen as if it were not there ran slower than one (bench.live, real-time factor 1.85 against
-1.54).
+(``nice``) counts too: nice 5 still takes a third of a core from whisper, and on a shared
+machine whose other work ran at nice 5-19, the live run that counted it as idle transcribed
+slower than one fixed thread (bench.live, real-time factor 1.85 against 1.54).
 
 Linux reads ``/proc/stat``; elsewhere the chooser answers one thread less than the cores.
 """
