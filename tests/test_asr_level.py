@@ -12,6 +12,7 @@ from daemon.asr.engine import (
     SAMPLE_RATE,
     Segment,
     audio_context,
+    fits_context,
     is_silent,
     looks_looped,
 )
@@ -94,6 +95,12 @@ def test_the_encoder_context_covers_the_audio_with_a_margin() -> None:
     assert audio_context(SAMPLE_RATE * 28) == 0  # no smaller than the full window
     assert audio_context(SAMPLE_RATE * 60) == 0
     assert audio_context(SAMPLE_RATE * 27) < FULL_CONTEXT
+
+
+def test_the_context_is_fitted_for_english_only() -> None:
+    assert fits_context(True, "en")
+    assert not fits_context(True, "de") and not fits_context(True, "auto")
+    assert not fits_context(False, "en")
 
 
 def test_a_looping_decoder_is_recognised() -> None:
