@@ -299,8 +299,7 @@ class Live:
             self._transcriber = WhisperTranscriber(path, threads=settings.asr_threads,
                                                    language=settings.asr_language,
                                                    fit_context=fits_context(
-                                                       settings.asr_fit_context,
-                                                       settings.asr_language))
+                                                       settings.asr_fit_context, path.stem))
             self._transcriber_made_with = wanted
             self._told_no_model = False
         return self._transcriber

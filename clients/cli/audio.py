@@ -59,7 +59,7 @@ def transcribe(context: Context, file: Path, model: str, threads: int | None, la
     transcriber = WhisperTranscriber(model_file, threads=threads or settings.asr_threads,
                                      language=language,
                                      fit_context=fits_context(settings.asr_fit_context,
-                                                              language))
+                                                              model_file.stem))
     try:
         segments = transcriber.transcribe_sync(audio)
     finally:
