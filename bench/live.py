@@ -1,27 +1,36 @@
 """Live capture figures: a two-voice dialogue played through virtual devices into a real daemon.
 
     .venv/bin/python -m bench.live [--models whisper-tiny.en,whisper-base] [--minutes 3]
-                                   [--threads N] [--with-keep TRANSCRIPT.json [--keep-beside]]
+                                   [--threads N] [--compare] [--set NAME=VALUE ...]
+                                   [--with-keep TRANSCRIPT.json [--keep-beside]]
 
 For each speech model: a private PulseAudio server (null sinks, as in the end-to-end test), a
 daemon subprocess capturing both sources, a session started over IPC, then about ``--minutes``
 of dialogue (espeak-ng en-us as "me" into the microphone sink, en-gb+f3 as "them" into the
-default output, 0.8 s between turns) played in real time, as a call would be. Printed:
+default output, 0.8 s between turns; replies of 1-2 s, sentences of 3-5 s and monologues of
+10-13 s) played in real time, as a call would be. Printed:
 
 - latency from the end of each utterance (when its playback finished) to its turn being stored
-  (the `turn` event, published right after the store commits), p50 and p95;
+  (the `turn` event, published right after the store commits), p50 and p95, overall and per
+  utterance length (< 3 s, 3-8 s, > 8 s);
 - the ASR real-time factor (transcription time / audio transcribed, from `status`);
 - the daemon's CPU use over the whole run (% of one core) and its peak RSS;
 - dropped blocks, and the word error rate of everything heard against the script.
 
-``--with-keep FILE`` runs each model twice, side by side: as above, then with a keep of the
-transcript FILE (e.g. ../shared/bench/qmsum-dev/ES2006/ES2006a.json) running in the same
-daemon — imported into a Space, kept, and the call started once the keep's model is working —
-and prints both latencies, the keep's state at the end of the call and the daemon's threads by
-CPU priority (the keep's llama.cpp threads run at nice 19). By default a keep waits between its
-model calls while a session is live; ``--keep-beside`` adds a run with that turned off
-(``keep_pauses_while_live = false``): the keep's model runs through the whole call and only its
-priority keeps it out of the way.
+``--compare`` first runs each model the way the daemon decoded before issue 19 (whisper's full
+30 s window, one thread: ``asr_fit_context = false``, ``asr_threads = 1``), then with the
+settings given (default: the daemon's), so both stand side by side from the same run.
+``--set NAME=VALUE`` adds a line to the daemon's config.toml (a TOML value: ``--set
+asr_threads=2``); that is also how a setting such as diarisation is switched on for a run.
+
+``--with-keep FILE`` adds, for each model, a run with a keep of the transcript FILE (e.g.
+../shared/bench/qmsum-dev/ES2006/ES2006a.json) going on in the same daemon — imported into a
+Space, kept, and the call started once the keep's model is working — beside the run without,
+with the keep's state at the end of the call and the daemon's threads by CPU priority (the
+keep's llama.cpp threads run at nice 19). By default a keep waits between its model calls while
+a session is live; ``--keep-beside`` adds a run with that turned off (``keep_pauses_while_live =
+false``): the keep's model runs through the whole call and only its priority keeps it out of the
+way.
 """
 
 from __future__ import annotations
@@ -30,10 +39,10 @@ import argparse
 import os
 import shutil
 import signal
-import statistics
 import tempfile
 import threading
 import time
+import wave
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,11 +72,19 @@ SCRIPT = [
     ("them", "Yes, but the payment page still needs more testing."),
     ("me", "I will ask Maria to test the payment page tomorrow."),
     ("them", "Perfect. Let us meet again on Friday morning."),
+    ("me", "Friday works."),
+    ("them", "One more thing about the website: the search page is still slow on mobile phones, "
+             "and the agency says it will take two more weeks to fix, which means the launch "
+             "might slip again unless we drop that feature for now."),
     ("me", "Before we finish, how is the hiring going for the support team?"),
     ("them", "We interviewed four people and two of them look very strong."),
     ("me", "Good. Please send me their notes by the end of the day."),
     ("them", "I will. Should we also talk about the office move?"),
     ("me", "Yes. The new office should be ready in the first week of June."),
+    ("them", "Sounds good to me."),
+    ("me", "The lease for the old office ends on the thirtieth of June, so we have about three "
+           "weeks to move everything, and I would like the servers to go first, because the "
+           "network team needs a few days to test the new connection."),
     ("them", "That is good news. Do we need new desks for everyone?"),
     ("me", "Most people want to keep their old desks, so only a few."),
     ("them", "Then I will order six desks and ten chairs this week."),
@@ -76,6 +93,11 @@ SCRIPT = [
     ("me", "People like the product, but they want faster delivery."),
     ("them", "We could open a second warehouse in the north."),
     ("me", "That is a big decision. Let us discuss it next month."),
+    ("them", "Right, next month then."),
+    ("them", "For the report I will compare the rent in three cities, the cost of hiring local "
+             "drivers, and how many days faster delivery would be for our largest customers in "
+             "the north, and then we can decide with real numbers."),
+    ("me", "Okay."),
     ("them", "Agreed. I will prepare a short report with the numbers."),
 ]
 
@@ -85,6 +107,7 @@ class Played:
     source: str
     text: str
     ended: float  # wall clock, when playback finished
+    seconds: float  # its length
 
 
 def cpu_seconds(pid: int) -> float:
@@ -163,19 +186,40 @@ class BackgroundKeep:
         return "missing"
 
 
-def run(model: str, voices: list[Path], minutes: float, threads: int | None,
-        keep: Path | None = None, keep_beside: bool = False) -> list[float]:
-    """One run (with a keep of ``keep`` in the background when given); the latencies."""
+BANDS = (("< 3 s", 0.0, 3.0), ("3-8 s", 3.0, 8.0), ("> 8 s", 8.0, float("inf")))
+BEFORE = ["asr_fit_context = false", "asr_threads = 1"]  # how the daemon decoded until issue 19
+
+
+@dataclass
+class Result:
+    label: str
+    asr_model: str
+    played: int
+    stored: int
+    unmatched: int
+    latencies: list[tuple[float, float]]  # (utterance seconds, end -> stored seconds)
+    rtf: float
+    cpu_percent: float
+    wall_s: float
+    rss_mb: float
+    dropped: int
+    wer: float
+    keep_state: str = ""  # with a keep in the background: how it stood at the end of the call
+    threads_by_nice: str = ""
+
+
+def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
+        label: str, keep: Path | None = None) -> Result:
+    """One run, with a keep of the transcript ``keep`` in the background when given."""
     pulse = PulseServer()
     home = short_home()
     daemon: DaemonProcess | None = None
     background = None if keep is None else BackgroundKeep(keep)
+    lengths = [wav_seconds(v) for v in voices]
     try:
         pulse.start()
         (home / "config").mkdir()
-        config = f'asr_model = "{model}"\n' + (f"asr_threads = {threads}\n" if threads else "")
-        if keep_beside:
-            config += "keep_pauses_while_live = false\n"
+        config = "\n".join([f'asr_model = "{model}"', *config_lines]) + "\n"
         (home / "config" / "config.toml").write_text(config)
         os.environ.update(BRAINCUE_HOME=str(home), BRAINCUE_CAPTURE="on",
                           XDG_RUNTIME_DIR=str(pulse.runtime_dir))
@@ -213,7 +257,8 @@ def run(model: str, voices: list[Path], minutes: float, threads: int | None,
         while time.monotonic() < deadline:
             who, text = SCRIPT[i % len(SCRIPT)]
             pulse.play(ME_SINK if who == "me" else THEM_SINK, voices[i % len(SCRIPT)])
-            played.append(Played("mic" if who == "me" else "loopback", text, time.time()))
+            played.append(Played("mic" if who == "me" else "loopback", text, time.time(),
+                                 lengths[i % len(SCRIPT)]))
             time.sleep(PAUSE_S)  # the dialogue's own pace, not a wait for the daemon
             i += 1
 
@@ -222,13 +267,14 @@ def run(model: str, voices: list[Path], minutes: float, threads: int | None,
             return live is not None and live.utterances_queued == 0
 
         wait_until(caught_up, 300)
+        priorities = threads_by_nice(daemon.pid)
+        keep_state = "" if background is None else (
+            f"{background.state(client)} after {time.monotonic() - background.started:.0f} s")
         status = client.request(Status())
         stopped = client.request(Stop())
         cpu = cpu_seconds(daemon.pid) - cpu_before
         wall = time.monotonic() - wall_before
         rss = peak_rss_mb(daemon.pid)
-        priorities = threads_by_nice(daemon.pid)
-        keep_state = "" if background is None else background.state(client)
         stop.set()
         collector.join(5)
         assert status.live is not None
@@ -240,32 +286,18 @@ def run(model: str, voices: list[Path], minutes: float, threads: int | None,
                           for received, e in turns if e.source == p.source
                           and abs(started.started_at + e.end - p.ended) < 2.5]
             if candidates:
-                latencies.append(min(candidates)[1] - p.ended)
+                latencies.append((p.seconds, min(candidates)[1] - p.ended))
             else:
                 unmatched += 1
         reference = " ".join(p.text for p in played)
         heard = " ".join(e.text for _, e in sorted(turns, key=lambda t: t[1].start))
-        beside = ("" if background is None else
-                  f"; with a keep of {keep.name if keep else ''} "
-                  + ("running beside the call" if keep_beside else "pausing during the call"))
-        print(f"\n{model} ({status.live.asr_model}{beside}; {len(played)} utterances played, "
-              f"{stopped.turns} turns stored, {unmatched} utterances without a turn)")
-        if latencies:
-            print(f"  end of utterance -> turn stored   p50 {percentile(latencies, 0.5):5.2f} s"
-                  f"   p95 {percentile(latencies, 0.95):5.2f} s"
-                  f"   (mean {statistics.mean(latencies):.2f} s)")
-        print(f"  ASR real-time factor              {status.live.asr_real_time_factor:.3f}")
-        print(f"  daemon CPU                        {100 * cpu / wall:5.1f} % of one core over "
-              f"{wall:.0f} s")
-        print(f"  daemon peak RSS                   {rss:5.0f} MB")
-        print(f"  dropped blocks                    {status.live.dropped_blocks}")
-        print(f"  word error rate (all turns)       {word_error_rate(reference, heard):.1%}")
-        if background is not None:
-            print(f"  the keep at the end of the call   {keep_state} "
-                  f"({time.monotonic() - background.started:.0f} s after it started)")
-            print("  daemon threads by nice value      "
-                  + ", ".join(f"{n} at {nice}" for nice, n in priorities.items()))
-        return latencies
+        return Result(label=label, asr_model=status.live.asr_model, played=len(played),
+                      stored=stopped.turns, unmatched=unmatched, latencies=latencies,
+                      rtf=status.live.asr_real_time_factor, cpu_percent=100 * cpu / wall,
+                      wall_s=wall, rss_mb=rss, dropped=status.live.dropped_blocks,
+                      wer=word_error_rate(reference, heard), keep_state=keep_state,
+                      threads_by_nice=", ".join(f"{n} at {nice}"
+                                                for nice, n in priorities.items()))
     finally:
         if daemon is not None:
             # a keep still running would hold a clean stop until its model call ends
@@ -274,15 +306,44 @@ def run(model: str, voices: list[Path], minutes: float, threads: int | None,
         shutil.rmtree(home, ignore_errors=True)
 
 
-def side_by_side(model: str, alone: list[float], with_keep: list[float]) -> None:
-    if not (alone and with_keep):
-        return
-    print(f"\n{model}: end of utterance -> turn stored, without and with the keep")
-    for name, q in (("p50", 0.5), ("p95", 0.95)):
-        a, b = percentile(alone, q), percentile(with_keep, q)
-        print(f"  {name}  {a:5.2f} s  {b:5.2f} s  ({100 * (b - a) / a:+.0f}%)")
-    a, b = statistics.mean(alone), statistics.mean(with_keep)
-    print(f"  mean {a:5.2f} s  {b:5.2f} s  ({100 * (b - a) / a:+.0f}%)")
+def wav_seconds(path: Path) -> float:
+    with wave.open(str(path)) as w:
+        return w.getnframes() / w.getframerate()
+
+
+def p50_p95(values: list[float]) -> str:
+    if not values:
+        return f"{'-':>13}"
+    return f"{percentile(values, 0.5):5.2f} / {percentile(values, 0.95):5.2f}"
+
+
+def report(results: list[Result]) -> None:
+    """One column per run: latency overall and per band, then the resource figures."""
+    width = max(22, *(len(r.label) + 2 for r in results))
+    print(f"\n{'':<34}" + "".join(f"{r.label:>{width}}" for r in results))
+
+    def row(name: str, cells: list[str]) -> None:
+        print(f"{name:<34}" + "".join(f"{c:>{width}}" for c in cells))
+
+    row("utterances played / turns stored", [f"{r.played} / {r.stored}" for r in results])
+    row("utterances without a turn", [str(r.unmatched) for r in results])
+    row("end -> stored p50 / p95 (s), all", [p50_p95([x for _, x in r.latencies])
+                                             for r in results])
+    for band, lo, hi in BANDS:
+        counts = [sum(lo <= n < hi for n, _ in r.latencies) for r in results]
+        row(f"  utterances {band} ({'/'.join(map(str, counts))})",
+            [p50_p95([x for n, x in r.latencies if lo <= n < hi]) for r in results])
+    row("  utterances up to 8 s", [p50_p95([x for n, x in r.latencies if n < 8.0])
+                                   for r in results])
+    row("ASR real-time factor", [f"{r.rtf:.3f}" for r in results])
+    row("daemon CPU (% of one core)", [f"{r.cpu_percent:.0f}% / {r.wall_s:.0f} s"
+                                       for r in results])
+    row("daemon peak RSS", [f"{r.rss_mb:.0f} MB" for r in results])
+    row("dropped blocks", [str(r.dropped) for r in results])
+    row("word error rate (all turns)", [f"{r.wer:.1%}" for r in results])
+    if any(r.keep_state for r in results):
+        row("the keep at the end of the call", [r.keep_state or "-" for r in results])
+        row("daemon threads by nice value", [r.threads_by_nice for r in results])
 
 
 def main() -> None:
@@ -290,28 +351,45 @@ def main() -> None:
     parser.add_argument("--models", default="whisper-tiny.en,whisper-base")
     parser.add_argument("--minutes", type=float, default=3.0)
     parser.add_argument("--threads", type=int, default=None,
-                        help="asr_threads for the daemon (default: its setting, cores - 1)")
+                        help="asr_threads for the daemon (default: its setting, 0 = the free "
+                             "cores before each utterance)")
+    parser.add_argument("--compare", action="store_true",
+                        help="run each model with the pre-issue-19 decoding first")
+    parser.add_argument("--set", dest="settings", action="append", default=[],
+                        metavar="NAME=VALUE", help="a config.toml line for the daemon")
     parser.add_argument("--with-keep", type=Path, default=None, metavar="TRANSCRIPT",
                         help="also run with a keep of this transcript in the background")
     parser.add_argument("--keep-beside", action="store_true",
                         help="with --with-keep: one more run, the keep not pausing during "
                              "the call (only its priority keeps it out of the way)")
     args = parser.parse_args()
+    lines = [f"{n.strip()} = {v.strip()}" for n, v in (s.split("=", 1) for s in args.settings)]
+    if args.threads:
+        lines.append(f"asr_threads = {args.threads}")
     print(f"BrainCue live capture ({machine()})")
+    results = []
     with tempfile.TemporaryDirectory() as folder:
         voices = [speak(text, "en-us" if who == "me" else "en-gb+f3", Path(folder) / f"{n}.wav")
                   for n, (who, text) in enumerate(SCRIPT)]
-        for model in args.models.split(","):
-            alone = run(model.strip(), voices, args.minutes, args.threads)
+        for model in (m.strip() for m in args.models.split(",")):
+            if args.compare:
+                results.append(run(model, voices, args.minutes, BEFORE,
+                                   f"{model} window, 1 thr"))
+                print(f"  ({machine()})", flush=True)
+            label = f"{model}" + (" " + " ".join(args.settings) if lines else "")
+            results.append(run(model, voices, args.minutes, lines, label))
+            print(f"  ({machine()})", flush=True)
             if args.with_keep is None:
                 continue
-            runs = {"pausing during the call": False}
+            results.append(run(model, voices, args.minutes, lines, f"{label}, keep pausing",
+                               args.with_keep))
+            print(f"  ({machine()})", flush=True)
             if args.keep_beside:
-                runs["running beside the call"] = True
-            figures = {how: run(model.strip(), voices, args.minutes, args.threads,
-                                args.with_keep, beside) for how, beside in runs.items()}
-            for how, with_keep in figures.items():
-                side_by_side(f"{model.strip()}, a keep {how}", alone, with_keep)
+                results.append(run(model, voices, args.minutes,
+                                   [*lines, "keep_pauses_while_live = false"],
+                                   f"{label}, keep beside", args.with_keep))
+                print(f"  ({machine()})", flush=True)
+    report(results)
     print(f"\n{machine()}")
 
 

@@ -15,7 +15,7 @@ import tomllib
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import platformdirs
@@ -30,12 +30,6 @@ PRIVATE_UMASK = 0o077
 log = logging.getLogger(__name__)
 
 
-def _default_asr_threads() -> int:
-    # One core stays free for capture and the event loop (notes/platform.md: an oversubscribed
-    # whisper ran 10-20x slower).
-    return max(1, (os.cpu_count() or 2) - 1)
-
-
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Everything configurable, each with a sensible default.
 
@@ -46,13 +40,22 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     asr_model: str = ""
     llm_model: str = ""
     embed_model: str = ""
-    asr_threads: int = msgspec.field(default_factory=_default_asr_threads)
+    # 0: before each utterance, the cores other work leaves free (an oversubscribed whisper ran
+    # 10-20x slower, notes/platform.md); a number fixes it
+    asr_threads: int = 0
     llm_threads: int = msgspec.field(default_factory=lambda: max(1, os.cpu_count() or 2))
     # tokens: a 35-minute meeting (~10k tokens) is archived in one piece, not seven (the Qwen
     # models take 32k; the cache costs ~12 KB a token on the 0.5B)
     llm_context: int = 16384
     llm_idle_unload_s: float = 300.0
     embed_batch: int = 32
+    # whisper's encoder sized to each utterance, for English-only models (cost in proportion to
+    # its length; multilingual base lost accuracy fitted, so it keeps the full window); false:
+    # the full 30 s window for every utterance, as whisper was trained (slower)
+    asr_fit_context: bool = True
+    # what a multilingual speech model listens for: a language code ("en", "de", ...) or "auto"
+    # (detected per utterance); English-only models (".en") always hear English
+    asr_language: Annotated[str, msgspec.Meta(pattern=r"^(auto|[a-z]{2,3})$")] = "en"
     # capture
     mic_device: str = ""  # empty: follow the system default
     loopback_device: str = ""  # empty: the monitor of the default output

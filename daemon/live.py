@@ -29,7 +29,8 @@ from typing import Any, TypeVar
 import numpy as np
 import trio
 
-from daemon.asr.engine import Segment, Transcriber, WhisperTranscriber
+from daemon.asr.engine import Segment, Transcriber, WhisperTranscriber, fits_context
+from daemon.asr.level import is_quiet, level_warning
 from daemon.audio.capture import (
     SAMPLE_RATE,
     SPEAKER,
@@ -60,7 +61,7 @@ from daemon.ipc.protocol import (
     TurnEvent,
 )
 from daemon.memory import open_items
-from daemon.models.registry import resolve_model
+from daemon.models.registry import speech_model
 from daemon.sessions import (
     START_WINDOW_S,
     AutoStart,
@@ -84,6 +85,7 @@ Publish = Callable[[Event], None]
 BLOCK_BACKLOG = 100  # blocks (10 s of audio over both sources) before the oldest are dropped
 SETTLE_TIMEOUT_S = 60.0  # a stop waits at most this long for the transcription to catch up
 SOURCES: tuple[Source, ...] = ("mic", "loopback")
+QUIET_NOTE_S = 600.0  # a quiet source is mentioned again after this long
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ class Live:
         self._call = call
         self._transcriber = transcriber
         self._own_transcriber = transcriber is None
-        self._transcriber_made_with: tuple[str, int] | None = None
+        self._transcriber_made_with: tuple[str, int, bool, str] | None = None
         self._told_no_model = False
         self.vad = vad
         self.block_backlog = block_backlog
@@ -163,6 +165,7 @@ class Live:
         self.turns = 0  # stored live
         self._unsaved: dict[int, list[NewTurn]] = {}  # by session: turns the store refused
         self.voices = voices  # tells "them" apart (None: every loopback turn is "them")
+        self._quiet_told: dict[Source, float] = {}  # when each source was last said quiet
 
     # -- running -------------------------------------------------------------------------------
 
@@ -300,7 +303,8 @@ class Live:
 
     def _require_speech_model(self) -> Transcriber:
         settings = self._settings()
-        wanted = (settings.asr_model, settings.asr_threads)
+        wanted = (settings.asr_model, settings.asr_threads, settings.asr_fit_context,
+                  settings.asr_language)
         if self._own_transcriber and self._transcriber_made_with not in (None, wanted):
             # a new speech model or thread count applies from the next utterance; the old
             # model leaves memory once nothing (an import running now) uses it any more
@@ -308,8 +312,11 @@ class Live:
                      self._transcriber.model_id if self._transcriber else "")
             self._transcriber = self._transcriber_made_with = None
         if self._transcriber is None:
-            path = resolve_model("asr", settings.asr_model, self.models_dir)
-            self._transcriber = WhisperTranscriber(path, threads=settings.asr_threads)
+            path = speech_model(settings.asr_model, settings.asr_language, self.models_dir)
+            self._transcriber = WhisperTranscriber(path, threads=settings.asr_threads,
+                                                   language=settings.asr_language,
+                                                   fit_context=fits_context(
+                                                       settings.asr_fit_context, path.stem))
             self._transcriber_made_with = wanted
             self._told_no_model = False
         return self._transcriber
@@ -320,6 +327,7 @@ class Live:
         return self.session is not None or self._settings().auto_start
 
     async def _on_text(self, heard: Heard, segments: list[Segment]) -> None:
+        self._tell_if_quiet(heard)
         text = text_of(segments)
         if is_phantom(text):
             self.phantoms += 1
@@ -334,6 +342,19 @@ class Live:
                     started_at = min(s.start for s in held)
                     session = await self._begin(None, "", "", started_at)
                     await self._keep(session, held)
+
+    def _tell_if_quiet(self, heard: Heard) -> None:
+        """A status event when a source speaks very quietly (at most every QUIET_NOTE_S): its
+        words are still heard, amplified, but the user may want to raise the level."""
+        if not is_quiet(heard.audio):
+            return
+        told = self._quiet_told.get(heard.source)
+        if told is not None and heard.end - told < QUIET_NOTE_S:
+            return
+        self._quiet_told[heard.source] = heard.end
+        warning = level_warning(heard.audio, f"{heard.source} input")
+        if warning is not None:
+            self._publish_status(warning)
 
     async def _keep(self, session: Session, said: Sequence[Said]) -> None:
         self._last_speech = max([self._last_speech or -math.inf, *(s.end for s in said)])
@@ -622,6 +643,11 @@ class Live:
             if request.stereo
             else [(request.speaker.strip(), channels.mean(axis=0))]
         )
+        warnings = [
+            w for name, audio in tracks
+            if (w := level_warning(audio, path.name if len(tracks) == 1
+                                   else f"the {name} channel of {path.name}")) is not None
+        ]
         utterances = await self._db(lambda: segment_tracks(tracks, self.vad))
         started_at = (
             request.started_at if request.started_at is not None
@@ -677,4 +703,5 @@ class Live:
             turns=turns,
             duration_s=duration,
             message=f"imported {turns} turns into session {session.id}: {summary}",
+            warnings=warnings,
         )

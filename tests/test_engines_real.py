@@ -79,6 +79,38 @@ def test_braincue_transcribe_prints_timed_lines(
     assert "fellow americans" in result.output.lower()
 
 
+def test_low_noise_gives_no_text(whisper_tiny: WhisperTranscriber) -> None:
+    noise = np.random.default_rng(0).normal(0, 0.003, 5 * SAMPLE_RATE).astype(np.float32)
+    assert whisper_tiny.transcribe_sync(noise) == []
+
+
+def test_a_quiet_recording_is_transcribed_with_a_warning(
+    installed_model: ModelPath, shared_dir: Path
+) -> None:
+    installed_model("whisper-tiny.en")
+    quiet = shared_dir / "audio" / "fleurs" / "fleurs-en-003.ogg"  # speech at -57 dBFS
+    result = CliRunner().invoke(cli, ["transcribe", str(quiet), "--model", "whisper-tiny.en"])
+    assert result.exit_code == 0, result.output
+    assert "warning: fleurs-en-003.ogg is very quiet" in result.stderr
+    heard = " ".join(line.split("] ", 1)[1] for line in result.stdout.splitlines())
+    assert word_error_rate(quiet.with_suffix(".txt").read_text(), heard) <= 0.2, heard
+
+
+def test_a_fitted_encoder_context_hears_what_the_full_window_hears(
+    installed_model: ModelPath, shared_dir: Path
+) -> None:
+    audio = load_audio(shared_dir / "audio" / "jfk.wav")
+    reference = (shared_dir / "audio" / "jfk.txt").read_text()
+    for fit in (False, True):
+        transcriber = WhisperTranscriber(installed_model("whisper-tiny.en"), threads=2,
+                                         fit_context=fit)
+        try:
+            heard = " ".join(s.text for s in transcriber.transcribe_sync(audio))
+        finally:
+            transcriber.close()
+        assert word_error_rate(reference, heard) <= 0.10, (fit, heard)
+
+
 # -- embeddings --------------------------------------------------------------------------------
 
 PARAPHRASES = [

@@ -50,3 +50,21 @@ async def test_an_imported_recording_becomes_a_searchable_session(
     assert [t.speaker for t in turns] and {t.speaker for t in turns} == {"Them 1"}
     heard = " ".join(t.text for t in turns)
     assert word_error_rate((jfk.with_suffix(".txt")).read_text(), heard) <= 0.1, heard
+
+
+async def test_a_quiet_recording_is_imported_with_a_warning(
+    home: Path, shared_dir: Path, installed_model: Callable[[str], Path]
+) -> None:
+    installed_model("whisper-tiny.en")
+    quiet = shared_dir / "audio" / "fleurs" / "fleurs-en-009.ogg"  # speech at -56 dBFS
+    async with trio.open_nursery() as nursery:
+        daemon: Daemon = await nursery.start(serve, Config.load())
+        result = await trio.to_thread.run_sync(
+            lambda: CliRunner().invoke(cli, ["import", str(quiet)]))
+        assert result.exit_code == 0, result.output
+        [session] = daemon.store.list_sessions()
+        turns = daemon.store.turns(session.id)
+        nursery.cancel_scope.cancel()
+    assert "warning: fleurs-en-009.ogg is very quiet" in result.stderr
+    heard = " ".join(t.text for t in turns)
+    assert word_error_rate(quiet.with_suffix(".txt").read_text(), heard) <= 0.2, heard

@@ -216,6 +216,39 @@ async def test_silence_and_noise_give_no_turn_and_phantoms_are_dropped(
     assert rig.of(TurnEvent) == []
 
 
+async def test_a_monologue_is_stored_piece_by_piece_while_it_goes_on(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    # 30 s of speech whose pauses (0.25 s) are too short to end an utterance
+    talk = np.concatenate([np.concatenate([tone(2.25, 220), tone(0.25, 220, amplitude=0.001)])
+                           for _ in range(12)])
+    async with running(store) as rig:
+        started = await rig.live.start(Start())
+        await rig.play(mic=talk[: 12 * SAMPLE_RATE])
+        first = store.turns(started.session_id)  # 12 s in, still talking
+        await rig.play(mic=np.concatenate([talk[12 * SAMPLE_RATE :], silence(2)]))
+        await rig.live.stop()
+    turns = store.turns(started.session_id)
+    assert len(first) == 1 and first[0].end <= 10.5
+    assert len(turns) >= 3 and all(t.end - t.start <= 10.0 + 1e-6 for t in turns)
+    assert turns[-1].end == pytest.approx(30.0, abs=0.5)
+
+
+async def test_a_quiet_source_is_still_heard_and_the_user_told_once(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    async with running(store) as rig:
+        started = await rig.live.start(Start())
+        soft = np.concatenate([tone(1.5, 220, amplitude=0.002), silence(2)])  # -54 dBFS peaks
+        await rig.play(mic=np.concatenate([soft, soft]), loopback=np.concatenate(
+            [tone(1.5, 330), silence(2)]))
+        await rig.live.stop()
+    assert [t.text for t in store.turns(started.session_id)] == [WORDS[220], WORDS[330],
+                                                                 WORDS[220]]
+    notes = [e.message for e in rig.of(StatusEvent) if "quiet" in e.message]
+    assert len(notes) == 1 and notes[0].startswith("mic input is very quiet")
+
+
 async def test_nothing_is_transcribed_or_stored_outside_a_session_without_auto_start(
     autojump_clock: trio.testing.MockClock, store: Store
 ) -> None:

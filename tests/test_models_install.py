@@ -49,6 +49,7 @@ from daemon.models.registry import (
     model_path,
     pick_installed,
     resolve_model,
+    speech_model,
 )
 
 # Read before the autouse fixture points BRAINCUE_MODELS at the shared directory.
@@ -427,6 +428,17 @@ def test_the_best_installed_model_of_a_role_is_picked(tmp_path: Path) -> None:
         pick_installed("llm", tmp_path, "all-minilm-l6-v2")
 
 
+def test_the_speech_model_is_picked_by_the_language_heard(tmp_path: Path) -> None:
+    for name in ("whisper-tiny.en", "whisper-base"):
+        (tmp_path / lookup(name).filename).write_bytes(b"")
+    assert speech_model("", "en", tmp_path).name == lookup("whisper-tiny.en").filename
+    assert speech_model("", "de", tmp_path).name == lookup("whisper-base").filename
+    assert speech_model("", "auto", tmp_path).name == lookup("whisper-base").filename
+    # a model named in the settings is used whatever the language
+    assert speech_model("whisper-tiny.en", "de", tmp_path).name == \
+        lookup("whisper-tiny.en").filename
+
+
 # --- the CLI ------------------------------------------------------------------------------------
 
 
@@ -483,8 +495,9 @@ def test_cli_list_marks_installed_and_in_use_models(cli_models: Path) -> None:
 
     assert result.exit_code == 0
     lines = {line.split()[0]: line for line in result.output.splitlines() if line}
-    assert "yes" in lines["whisper-tiny.en"] and "in use" not in lines["whisper-tiny.en"]
-    assert "yes" in lines["whisper-base"] and "<- asr in use" in lines["whisper-base"]
+    # English (the default asr_language): the English-only model
+    assert "yes" in lines["whisper-tiny.en"] and "<- asr in use" in lines["whisper-tiny.en"]
+    assert "yes" in lines["whisper-base"] and "in use" not in lines["whisper-base"]
     assert "yes" not in lines["whisper-base.en"]
     assert "wheels*" in lines["qwen2.5-coder-0.5b"]
 

@@ -62,6 +62,21 @@ def test_silence_and_steady_noise_give_no_utterance(signal: np.ndarray) -> None:
     assert segment(signal) == []
 
 
+@pytest.mark.parametrize("floor", [0.0, 5e-5], ids=["over digital silence", "over a -86 dBFS floor"])
+def test_quiet_speech_is_found(floor: float) -> None:
+    # a soft voice on a quiet line: -56 dBFS peaks, like the quiet FLEURS recordings
+    quiet = np.concatenate([silence(2), tone(2, amplitude=0.0016), silence(2)])
+    utterances = segment(quiet + noise(6, rms=floor) if floor else quiet)
+    assert len(utterances) == 1
+    assert utterances[0].start == pytest.approx(2.0, abs=0.3)
+
+
+def test_the_onset_of_quiet_steady_noise_is_not_an_utterance() -> None:
+    # the floor still remembers the silence for a few seconds; the noise is flat, not speech
+    signal = np.concatenate([silence(5), noise(20, rms=0.003)])
+    assert segment(signal) == []
+
+
 def test_speech_over_steady_noise_is_found() -> None:
     background = noise(8, rms=0.01)
     speech = np.concatenate([silence(4), tone(2, amplitude=0.15), silence(2)])
@@ -77,7 +92,7 @@ def test_long_speech_is_cut_at_the_maximum_at_a_quiet_point() -> None:
     signal = np.concatenate([*parts, silence(1)])
     utterances = segment(signal)
     assert len(utterances) >= 2
-    assert all(u.end - u.start <= 15.0 + 1e-6 for u in utterances)
+    assert all(u.end - u.start <= VadConfig().max_utterance_s + 1e-6 for u in utterances)
     # nothing lost: the pieces are contiguous
     for a, b in itertools.pairwise(utterances):
         assert b.start == pytest.approx(a.end, abs=0.05)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")  # letters of any script ("größer"), digits
 
 
 def words(text: str) -> list[str]:

@@ -9,8 +9,10 @@ import click
 import msgspec
 
 from daemon.asr import Segment, WhisperTranscriber
+from daemon.asr.engine import fits_context
+from daemon.asr.level import level_warning
 from daemon.audio import load_audio
-from daemon.models.registry import resolve_model
+from daemon.models.registry import speech_model
 
 if TYPE_CHECKING:
     from clients.shell import Context
@@ -35,17 +37,29 @@ def format_segment(segment: Segment) -> str:
               help="Speech model name (`braincue models list`); default: the asr_model setting, "
                    "else the best installed.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
-              help="CPU threads for whisper; default: the asr_threads setting.")
+              help="CPU threads for whisper; default: the asr_threads setting (0: the "
+                   "cores free).")
+@click.option("--language", default="",
+              help='Language spoken: a code ("en", "de", ...) or "auto"; default: the '
+                   "asr_language setting. English-only models always hear English.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array of {start, end, text} (seconds) instead of lines.")
 @click.pass_obj
-def transcribe(context: Context, file: Path, model: str, threads: int | None,
+def transcribe(context: Context, file: Path, model: str, threads: int | None, language: str,
                as_json: bool) -> None:
     """Transcribe an audio FILE (WAV, FLAC, OGG, MP3) and print timed segments."""
     settings = context.config.settings
-    model_file = resolve_model("asr", model or settings.asr_model, context.config.paths.models_dir)
+    language = language or settings.asr_language
+    model_file = speech_model(model or settings.asr_model, language,
+                              context.config.paths.models_dir)
     audio = load_audio(file)
-    transcriber = WhisperTranscriber(model_file, threads=threads or settings.asr_threads)
+    warning = level_warning(audio, file.name)
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
+    transcriber = WhisperTranscriber(model_file, threads=threads or settings.asr_threads,
+                                     language=language,
+                                     fit_context=fits_context(settings.asr_fit_context,
+                                                              model_file.stem))
     try:
         segments = transcriber.transcribe_sync(audio)
     finally:

@@ -121,6 +121,8 @@ def import_audio(context: Context, audio: Path, stereo: bool, speaker: str | Non
         started_at=None if date is None else date.timestamp(),
     )
     reply = _import_with_progress(context.profile, request, show=not as_json)
+    for warning in reply.warnings:
+        click.echo(f"warning: {warning}", err=True)
     if as_json:
         _echo_json(reply)
     else:

@@ -18,6 +18,7 @@ from daemon.models.registry import (
     lookup,
     model_path,
     pick_installed,
+    pick_speech_model,
 )
 
 
@@ -44,8 +45,10 @@ def list_models() -> None:
     models_dir = config.paths.models_dir
     in_use: dict[str, Role] = {}
     for role in ROLES:
+        wanted = getattr(config.settings, f"{role}_model", "")
         try:
-            picked = pick_installed(role, models_dir, getattr(config.settings, f"{role}_model", ""))
+            picked = (pick_speech_model(wanted, config.settings.asr_language, models_dir)
+                      if role == "asr" else pick_installed(role, models_dir, wanted))
         except ModelError:
             continue
         in_use[picked.name] = role

@@ -28,15 +28,26 @@ FRAME = 320  # 20 ms analysis frames
 
 @dataclass(frozen=True)
 class VadConfig:
-    end_silence_s: float = 0.6  # an utterance ends after this much silence
-    max_utterance_s: float = 15.0  # ... or at this length, cut at the quietest point
-    cut_window_s: float = 3.0  # where to look for that quiet point, before the maximum
+    # an utterance ends after this much silence: it is most of the wait between a speaker
+    # stopping and the turn stored, and still longer than the pauses inside a sentence
+    end_silence_s: float = 0.5
+    # ... or at this length, cut at the quietest point: a monologue is stored piece by piece,
+    # each piece a turn as soon as it is cut, instead of all at once when it ends
+    max_utterance_s: float = 10.0
+    cut_window_s: float = 4.0  # where to look for that quiet point, before the maximum
     min_speech_s: float = 0.25  # shorter bursts (clicks, coughs) are not utterances
     start_frames: int = 3  # consecutive voiced frames that start an utterance
     pre_roll_s: float = 0.2  # audio kept before the detected start (soft onsets)
     post_roll_s: float = 0.15  # audio kept after the last voiced frame
     margin_db: float = 12.0  # voiced = this far above the noise floor ...
-    min_db: float = -48.0  # ... and above this absolute level (dBFS)
+    # ... and above the dither of a real recording: a soft voice on a quiet line (FLEURS files
+    # speak at -56 to -61 dBFS over a -85 dBFS floor) is speech; the floor, not a level, decides
+    min_db: float = -80.0
+    # sound quieter than this (dBFS) must also rise and fall like syllables (its levels spread
+    # over modulation_db): the onset of steady low noise stands above the floor for a few
+    # seconds too, until minimum statistics catch up, but it is flat
+    quiet_db: float = -48.0
+    modulation_db: float = 6.0
     floor_window_s: float = 3.0  # the noise floor is the quietest level over this window
 
 
@@ -147,14 +158,21 @@ class Segmenter:
         smooth = np.convolve(window, np.ones(5) / 5, mode="same") if len(window) >= 5 else window
         return lo + int(np.argmin(smooth)) + 1
 
+    def _speech_like(self, levels: list[float]) -> bool:
+        """Loud enough to be taken as speech, or quiet but modulated like it (``levels``: from
+        its first voiced frame to its last)."""
+        loud, dip = np.percentile(levels, [90, 10])
+        return bool(loud >= self.config.quiet_db or loud - dip >= self.config.modulation_db)
+
     def _emit(self, cut: int) -> Utterance | None:
         cut = max(1, min(cut, len(self._buf)))
-        voiced = sum(self._voiced[:cut])
+        voiced = [i for i, v in enumerate(self._voiced[:cut]) if v]
         start = self._buf_start / SAMPLE_RATE
         audio = np.concatenate(self._buf[:cut])
         utterance = (
             Utterance(start=start, end=start + len(audio) / SAMPLE_RATE, audio=audio)
-            if voiced >= self._min_voiced
+            if len(voiced) >= self._min_voiced
+            and self._speech_like(self._levels[voiced[0] : voiced[-1] + 1])
             else None
         )
         # what follows the cut stays buffered: silence is dropped, a too-long utterance goes on

@@ -212,6 +212,7 @@ class ImportAudioReply(Reply):
     turns: int
     duration_s: float  # of the audio
     message: str
+    warnings: list[str] = []  # about the recording: silent, or so quiet it was amplified
 
 
 SettingValue = str | int | float | bool

@@ -421,7 +421,10 @@ WHEELS_EVEN_ONLINE: tuple[str, ...] = ("resemblyzer",)
 # Best first: what an empty model setting picks among the installed models. Embeddings prefer
 # all-MiniLM because stored vectors carry that model's id and mixing models means re-embedding.
 PREFERENCE: dict[Role, tuple[str, ...]] = {
-    "asr": ("whisper-base.en", "whisper-base", "whisper-tiny.en"),
+    # English-only models first: on real English speech tiny.en beat multilingual base (FLEURS
+    # en, mean WER 6.3% vs 9.7%, bench.asr) at half the cost; other languages skip them
+    # (speech_model below)
+    "asr": ("whisper-base.en", "whisper-tiny.en", "whisper-base"),
     "llm": ("qwen2.5-1.5b-instruct", "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2-135m"),
     "embed": ("all-minilm-l6-v2", "bge-small-en-v1.5"),
     "vad": ("silero-vad",),
@@ -487,6 +490,23 @@ def resolve_model(
 ) -> Path:
     """The file for a model setting (``Settings.asr_model`` ...); empty means the best installed."""
     return models_dir / pick_installed(role, models_dir, settings_name, entries).filename
+
+
+def pick_speech_model(
+    settings_name: str, language: str, models_dir: Path, entries: Sequence[Entry] = ENTRIES
+) -> Entry:
+    """The model for the ``asr_model`` setting: an empty name picks the best installed model
+    that hears ``language`` (English-only models only for "en")."""
+    if not settings_name and language != "en":
+        entries = [e for e in entries if not (e.role == "asr" and e.name.endswith(".en"))]
+    return pick_installed("asr", models_dir, settings_name, entries)
+
+
+def speech_model(
+    settings_name: str, language: str, models_dir: Path, entries: Sequence[Entry] = ENTRIES
+) -> Path:
+    """The file of :func:`pick_speech_model`."""
+    return models_dir / pick_speech_model(settings_name, language, models_dir, entries).filename
 
 
 def _names(role: Role, entries: Sequence[Entry]) -> list[str]:
