@@ -163,14 +163,14 @@ def test_output_schema_refuses_recursive_types() -> None:
         output_schema(Node)
 
 
-def test_schema_instruction_joins_an_existing_system_message_or_adds_one() -> None:
+def test_schema_instruction_ends_the_last_message_so_prompts_share_their_beginning() -> None:
     schema = output_schema(Task)
-    user = ChatMessage("user", "hi")
-    added = with_schema_instruction([user], schema)
-    assert [m.role for m in added] == ["system", "user"] and '"owner"' in added[0].content
-    joined = with_schema_instruction([ChatMessage("system", "Be brief."), user], schema)
-    assert [m.role for m in joined] == ["system", "user"]
-    assert joined[0].content.startswith("Be brief.") and '"owner"' in joined[0].content
+    system, user = ChatMessage("system", "Be brief."), ChatMessage("user", "hi")
+    joined = with_schema_instruction([system, user], schema)
+    assert joined[0] == system and joined[1].role == "user"
+    assert joined[1].content.startswith("hi") and '"owner"' in joined[1].content
+    alone = with_schema_instruction([], schema)
+    assert [m.role for m in alone] == ["user"] and '"owner"' in alone[0].content
 
 
 def test_decode_output_validates_against_the_type() -> None:
