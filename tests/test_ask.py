@@ -378,8 +378,10 @@ async def test_a_source_hook_adds_its_sources_beside_what_recall_found(store: St
     ask_it = Asker(store, generator=lambda: generator, settings=Settings, recall=fts_recall(store),
                    source_hooks=[open_items])
 
-    answer = await ask_it.ask("What is still open on the Atlas beta?", space="Atlas")
+    # (a question over open items, "what is still open ...?", is answered from the open items
+    # themselves before any hook: daemon.memory.open_items)
+    answer = await ask_it.ask("What about the Atlas beta notes?", space="Atlas")
 
-    assert asked == ["What is still open on the Atlas beta?"]
+    assert asked == ["What about the Atlas beta notes?"]
     assert [s.label for s in answer.sources][-1] == "open task"
     assert "Tom will send the beta notes." in prompt(generator)
