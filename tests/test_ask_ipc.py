@@ -280,3 +280,54 @@ async def test_the_shell_streams_the_answer_and_ctrl_c_cancels_it(
                 id="cli-2", question="When does the Atlas beta ship?", space="Atlas"), interrupt)
         with trio.fail_after(10):
             await generator.closed.wait()  # the answer was cancelled, the model left
+
+
+async def test_a_live_conversation_is_read_ahead_as_it_grows_and_only_then(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from daemon.ipc.ask import read_live_context_ahead
+
+    store = open_store(tmp_path / "data")
+    live = store.create_session(title="Atlas call", started_at=T0)
+    store.append_turns(live.id, [NewTurn(speaker="them", text="Shall we start?", start=0)])
+    generator = ScriptedGenerator([])
+    asker = Asker(store, generator=lambda: generator, settings=Settings,
+                  recall=lambda question, scope, k: [])
+    looks = 0  # how often the loop looked at the live session
+    looked = trio.Condition()
+    token = trio.lowlevel.current_trio_token()
+    turns = store.turns
+
+    async def notify() -> None:
+        async with looked:
+            looked.notify_all()
+
+    def counted(session_id: int) -> list[Any]:
+        nonlocal looks
+        looks += 1
+        token.run_sync_soon(lambda: trio.lowlevel.spawn_system_task(notify))
+        return turns(session_id)
+
+    async def after_looks(n: int) -> None:
+        with trio.fail_after(30):
+            async with looked:
+                target = looks + n
+                while looks < target:
+                    await looked.wait()
+
+    current: list[int | None] = [live.id]
+    async with trio.open_nursery() as nursery:
+        monkeypatch.setattr(store, "turns", counted)
+        nursery.start_soon(partial(read_live_context_ahead, asker, lambda: current[0],
+                                   period=0.001))
+        await after_looks(4)
+        assert len(generator.prefills) == 1  # read once; nothing new since
+        assert "Shall we start?" in generator.prefills[0][0].content
+
+        store.append_turns(live.id, [NewTurn(speaker="me", text="Yes, the budget first.",
+                                             start=4)])
+        await after_looks(4)
+        assert len(generator.prefills) == 2
+        assert "Yes, the budget first." in generator.prefills[1][0].content
+        nursery.cancel_scope.cancel()
+    store.close()

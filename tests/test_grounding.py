@@ -407,3 +407,19 @@ def test_an_echo_is_replaced_by_the_matching_passages_quoted_and_verified() -> N
     checked = check_answer(text, sources, question)
     assert checked.unverified == 0 and [c.source.n for c in checked.citations] == [1, 2]
     assert not echoes_question(checked.text, question)
+
+
+def test_a_matched_question_brings_the_turns_that_answer_it() -> None:
+    from daemon.memory.grounding import compact_turns
+
+    chat = [
+        Passage("I went to the adoption meeting last week.", "Caroline", "D1:1"),
+        Passage("Anything you're excited for in the adoption process?", "Melanie", "D1:2"),
+        Passage("Oh yes!", "Caroline", "D1:3"),
+        Passage("Creating a family for kids who need one.", "Caroline", "D1:4"),
+        Passage("That sounds wonderful.", "Melanie", "D1:5"),
+    ]
+    kept = compact_turns(chat, "What is Caroline excited about in the adoption process?",
+                         matched=1, neighbours=1)
+    # the two turns after it that say something ("Oh yes!" only acknowledges), none before
+    assert [p.ref for p in kept] == ["D1:2", "D1:4", "D1:5"]

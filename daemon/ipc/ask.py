@@ -72,7 +72,10 @@ async def register(daemon: Daemon) -> None:
     asker = Asker(daemon.store, generator=daemon.engines.generator,
                   settings=lambda: daemon.settings, recall=recall, live_session=live_session)
     register_ask(daemon.handlers, daemon.store, asker, lambda: daemon.settings, watch)
-    daemon.nursery.start_soon(read_live_context_ahead, asker, live_session)
+    def live_to_read() -> int | None:
+        return live_session() if daemon.settings.llm_read_ahead else None
+
+    daemon.nursery.start_soon(read_live_context_ahead, asker, live_to_read)
 
 
 async def read_live_context_ahead(

@@ -229,7 +229,9 @@ def compact_turns(
     The ``matched`` turns sharing most content words with the question (a turn shares none:
     not matched; when none does, the one saying most), each with up to ``neighbours`` turns
     either side that say something (a turn without a content word — "Mm-hmm.", "Okay." — is
-    no context and is skipped, not counted), in their order, within ``limit`` characters:
+    no context and is skipped, not counted; a matched turn that asks a question takes one
+    more turn after it instead of those before: its answer), in their order, within
+    ``limit`` characters:
     the best match first, then its neighbours, then the next match. A matched turn longer than
     :data:`MAX_TURN_CHARS` is cut around its matching words.
     """
@@ -257,9 +259,11 @@ def compact_turns(
     for i in order[:matched]:
         if not take(i, _cut_turn(turns[i], wanted)):
             break
-        for step in (-1, 1):
+        # a turn that asks is answered by the turns after it: they are its context
+        asks = is_question(_SENTENCE.findall(turns[i].text)[-1] if turns[i].text else "")
+        for step, wanted_here in ((-1, 0 if asks else neighbours), (1, neighbours + asks)):
             j, found = i + step, 0
-            while 0 <= j < len(turns) and found < neighbours:
+            while 0 <= j < len(turns) and found < wanted_here:
                 if words[j]:
                     found += 1
                     take(j, _cut_turn(turns[j], wanted))
