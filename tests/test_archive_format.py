@@ -75,7 +75,8 @@ def test_take_sections_keeps_only_the_format_keys_in_order_and_capped() -> None:
 def test_items_are_statements_each_in_one_section_and_without_scaffolding() -> None:
     fmt = FORMATS["project"]
     turns = ["So we go for the rubber case then because the users in the survey said they "
-             "want something soft in the hand."]
+             "want something soft in the hand.", "I'll send the survey results by Friday.",
+             "It was thirty euros; now it is twenty five."]
     raw = {
         "decided": ["Project Manager", "User Interface", "Design project",  # labels
                     "The team chose a rubber case for the remote.",

@@ -22,7 +22,8 @@ from daemon.memory.remember import extract, summarise
 from daemon.store.records import Session, Turn
 
 TURNS = ["So we go for the rubber case then because the users in the survey said they want "
-         "something soft in the hand.", "Mm-hmm.", "I'll send the survey results by Friday."]
+         "something soft in the hand.", "Mm-hmm.", "I'll send the survey results by Friday.",
+         "Jen can draw the case by Monday; it will sell for twenty five euros."]
 PEOPLE = ["Project Manager", "Marketing", "Industrial Designer"]
 
 
@@ -244,3 +245,36 @@ async def test_extraction_states_each_cue_and_keeps_what_holds() -> None:
         ("fact", "Carol will order the samples.", ""),
     ]
     assert extraction_prompt("x", ["a"], memory_enabled=False)[1]["content"].count("[1]") == 1
+
+
+# -- specifics the transcript does not say -----------------------------------------------------
+
+MEETING = ["Marketing: I will look at the survey results.",
+           "We could use the L_C_D_ screen and sell it for twenty five euros in March."]
+
+
+@pytest.mark.parametrize(("text", "unsupported"), [
+    ("Marketing will send the survey by Friday.", ["Friday"]),  # the prompt's example, copied
+    ("The team chose an LCD screen for 25 euros.", []),  # spelled-out letters and numbers count
+    ("The screen sells for 30 euros.", ["30"]),
+    ("They launch in March. Then Bob calls the shop.", ["Bob"]),  # sentence starts are not names
+    ("I think the team likes the screen.", []),
+])
+def test_names_dates_and_numbers_must_be_in_the_transcript(text: str,
+                                                            unsupported: list[str]) -> None:
+    assert validate.unsupported_specifics(text, MEETING, ["Marketing"]) == unsupported
+
+
+def test_a_statement_naming_what_was_not_said_is_not_stored() -> None:
+    assert not validate.is_statement("Marketing will send the survey by Friday.", MEETING,
+                                     names=["Marketing"])
+    assert validate.is_statement("Marketing will look at the survey results.", [],
+                                 names=["Marketing"])
+
+
+def test_an_owner_named_in_the_transcript_counts_while_them_is_one_voice() -> None:
+    turns = ["Priya will send the revised budget by Friday."]
+    assert validate.named_among_them("Priya", ["me", "them"], turns) == "Priya"
+    assert validate.named_among_them("Sam", ["me", "them"], turns) is None  # never named
+    # voices told apart (or a transcript with named speakers): the owner must be one of them
+    assert validate.named_among_them("Priya", ["me", "Them 1"], turns) is None

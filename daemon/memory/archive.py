@@ -216,7 +216,7 @@ def _clean_items(value: Any, cap: int) -> list[str]:
 
 
 def take_sections(fmt: ArchiveFormat, raw: Mapping[str, Any],
-                  turns: Sequence[str] = ()) -> dict[str, list[str]]:
+                  turns: Sequence[str] = (), names: Sequence[str] = ()) -> dict[str, list[str]]:
     """Keep the format's keys only, in its order, each a capped list of clean statements; an
     item already in an earlier section (or near-same) is not repeated."""
     words = prompt_words(fmt)
@@ -224,7 +224,8 @@ def take_sections(fmt: ArchiveFormat, raw: Mapping[str, Any],
     sections = {}
     for s in fmt.sections:
         items = [validate.scrub(i) for i in _clean_items(raw.get(s.key), MAX_ITEMS * 2)]
-        statements = [i for i in items if validate.is_statement(i, turns, words, questions=True)]
+        statements = [i for i in items
+                      if validate.is_statement(i, turns, words, questions=True, names=names)]
         sections[s.key] = validate.unique_items(statements, taken)[: s.cap]
     return sections
 
@@ -276,12 +277,14 @@ def build_archive(
     """Validate what the summariser returned into an :class:`Archive`."""
     words = prompt_words(fmt)
     topic = validate.scrub(envelope.topic)[:200]
+    texts = [t.text for t in turns]
+    names = validate.speakers(t.speaker for t in turns)
     return Archive(
         activity=fmt.activity,
         topic="" if words.search(topic) else topic,
-        summary=clean_summary(envelope.summary, words)[:MAX_SUMMARY_CHARS],
-        participants=validate.speakers(t.speaker for t in turns)[:MAX_PARTICIPANTS],
-        sections=take_sections(fmt, envelope.sections, [t.text for t in turns]),
+        summary=clean_summary(envelope.summary, words, texts, names)[:MAX_SUMMARY_CHARS],
+        participants=names[:MAX_PARTICIPANTS],
+        sections=take_sections(fmt, envelope.sections, texts, names),
         quotes=verify_quotes(envelope.key_quotes, turns),
     )
 
@@ -289,11 +292,16 @@ def build_archive(
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-def clean_summary(summary: str, words: Any = None) -> str:
-    """The summary without piece labels, prompt wording, and sentences that loop or repeat."""
+def clean_summary(summary: str, words: Any = None, turns: Sequence[str] = (),
+                  names: Sequence[str] = ()) -> str:
+    """The summary without piece labels, prompt wording, and sentences that loop, repeat, or
+    name what the transcript does not say."""
+    said = validate.transcript_vocabulary(turns, names) if turns else None
     kept: list[str] = []
     for sentence in _SENTENCE.split(validate.scrub(summary)):
         if not sentence or validate.looping(sentence):
+            continue
+        if said is not None and validate.unsupported_specifics(sentence, turns, said=said):
             continue
         if words is not None and words.search(sentence):
             continue

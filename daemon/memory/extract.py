@@ -115,6 +115,11 @@ def excerpt(turns: Sequence[tuple[str, str]], index: int) -> str:
     return "\n".join(lines)
 
 
+# The prompt's example sentences: a small model copies them as if the meeting had said them, so
+# they are scaffolding (never stored), and their specifics ("Friday") are not in any transcript.
+EXAMPLES = ("The team chose a rubber case.", "Marketing will send the survey by Friday.")
+
+
 def extraction_prompt(title: str, excerpts: Sequence[str], *, memory_enabled: bool,
                       speakers: Sequence[str] = ()) -> list[dict[str, str]]:
     """Chat messages asking the model to state what each excerpt establishes."""
@@ -138,7 +143,7 @@ def extraction_prompt(title: str, excerpts: Sequence[str], *, memory_enabled: bo
         '- "kind": "decision" (the group settled on something), "commitment" (someone will do '
         'something), "task", "preference" or "fact"\n'
         '- "text": one sentence in your own words saying who decided or will do what, e.g. '
-        '"The team chose a rubber case." or "Marketing will send the survey by Friday."\n'
+        f'"{EXAMPLES[0]}" or "{EXAMPLES[1]}"\n'
         '- for a decision: "chosen" (the option taken, a few words), "alternatives" (options '
         'not taken), "reasoning" (why, if said)\n'
         '- for a commitment or task: "owner" (the speaker who will do it, as named above) and '
@@ -151,7 +156,7 @@ def extraction_prompt(title: str, excerpts: Sequence[str], *, memory_enabled: bo
 
 PROMPT_WORDS = validate.scaffolding(
     ["about_person", "json schema", "a line marked", "excerpt", "your own words",
-     "the option taken", "options not taken"])
+     "the option taken", "options not taken", *EXAMPLES])
 
 
 def check_assertion(item: ExtractedAssertion, people: Sequence[str],
@@ -160,7 +165,7 @@ def check_assertion(item: ExtractedAssertion, people: Sequence[str],
     needs a real chosen option; a commitment or task whose owner did not speak is kept as a
     fact, without the owner."""
     text = validate.scrub(item.text)
-    if not validate.is_statement(text, turns, PROMPT_WORDS,
+    if not validate.is_statement(text, turns, PROMPT_WORDS, names=people,
                                  min_words=validate.MIN_ASSERTION_WORDS):
         return None
 
@@ -181,7 +186,8 @@ def check_assertion(item: ExtractedAssertion, people: Sequence[str],
         if len(validate.words(reasoning)) < 3 or validate.same_item(reasoning, text):
             reasoning = ""
     if kind in ("commitment", "task"):
-        owner = validate.owner_of(item.owner, people)
+        owner = (validate.owner_of(item.owner, people)
+                 or validate.named_among_them(item.owner, people, turns))
         if owner is None:
             kind = "fact"
         else:

@@ -7,7 +7,10 @@ of the people present, the prompt's own wording — so nothing it writes is trus
   content words, not a question, not filler or small talk, not a run of more than
   :data:`COPY_WORDS` words copied from one turn, not looping (:func:`is_statement`);
 - a decision has a ``chosen`` option that is more than "yes" / "no" (:func:`check_assertion`);
-- a commitment or a task has an owner who spoke in the session, or "me" / "them";
+- a commitment or a task has an owner who spoke in the session, or "me" / "them" (or, while
+  "them" is not told apart by voice, a person the transcript names: :func:`named_among_them`);
+- a name, a date or a number in a statement is one the transcript says: a small model copies
+  them from its prompt's examples or makes them up (:func:`unsupported_specifics`);
 - participants are the transcript's speakers, never the model's list (:func:`speakers`);
 - no item appears in two sections, nor twice in one (near-same wording counts:
   :func:`same_item`);
@@ -123,7 +126,7 @@ def scrub(text: str) -> str:
 
 def is_statement(text: str, turns: Sequence[str] = (),
                  prompt_words: re.Pattern[str] | None = None, *, questions: bool = False,
-                 min_words: int = MIN_WORDS) -> bool:
+                 min_words: int = MIN_WORDS, names: Sequence[str] = ()) -> bool:
     """Whether ``text`` states something established (see the module's rules); with
     ``questions``, an open question counts too (an archive's "Still open")."""
     ws = words(text)
@@ -135,7 +138,78 @@ def is_statement(text: str, turns: Sequence[str] = (),
         return False
     if prompt_words is not None and prompt_words.search(text):
         return False
+    if turns and unsupported_specifics(text, turns, names):
+        return False
     return not (looping(text) or copied_run(text, turns))
+
+
+_SENTENCE_START = re.compile(r"(?:^|[.!?;:]\s+|\n)\W*$")
+_CAPITALISED = re.compile(r"\b[A-Z][^\W_]*(?:['’][^\W_]+)?")
+_DIGITS = re.compile(r"\d+")
+_UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+          "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+          "eighteen", "nineteen")
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+
+
+_ORDINALS = {"one": "first", "two": "second", "three": "third", "five": "fifth",
+             "eight": "eighth", "nine": "ninth", "twelve": "twelfth"}
+
+
+def _number_words(n: int) -> set[str]:
+    """How a speech transcript may write ``n`` (whisper and AMI often spell numbers out),
+    cardinal and ordinal ("3", "three", "third")."""
+    if n < 20:
+        spoken = [_UNITS[n]]
+    elif n < 100:
+        spoken = [_TENS[n // 10 - 2], *([_UNITS[n % 10]] if n % 10 else [])]
+    else:
+        return {"hundred"} if n % 100 == 0 and n < 1000 else {"thousand"} if n == 1000 else set()
+    last = spoken[-1]
+    ordinal = _ORDINALS.get(last) or (last[:-1] + "ieth" if last.endswith("y") else last + "th")
+    return {*spoken, ordinal}
+
+
+def transcript_vocabulary(turns: Sequence[str], names: Sequence[str] = ()) -> set[str]:
+    """Every word the transcript (and its speakers' names) contains, casefolded; spelled-out
+    letters ("L_C_D_") also joined ("lcd")."""
+    said = set(words(" ".join([*turns, *names])))
+    said |= set(_DIGITS.findall(" ".join(turns)))  # "3rd" says 3
+    for turn in turns:
+        for token in turn.split():
+            joined = "".join(c for c in token if c.isalnum()).casefold()
+            if joined:
+                said.add(joined)
+    return said
+
+
+def unsupported_specifics(text: str, turns: Sequence[str], names: Sequence[str] = (), *,
+                          said: set[str] | None = None) -> list[str]:
+    """The names, dates and numbers in ``text`` that the transcript does not contain: a
+    capitalised word other than the first of a sentence, or a number (as digits or words)."""
+    said = transcript_vocabulary(turns, names) if said is None else said
+    missing = []
+    for match in _CAPITALISED.finditer(text):
+        word = match.group().casefold().replace("’", "'").split("'")[0]
+        if word == "i" or _SENTENCE_START.search(text[:match.start()]):
+            continue
+        if word not in said:
+            missing.append(match.group())
+    for match in _DIGITS.finditer(text):
+        digits = match.group()
+        if digits not in said and not (_number_words(int(digits[:6])) & said):
+            missing.append(digits)
+    return missing
+
+
+def named_among_them(owner: str, people: Sequence[str], turns: Sequence[str]) -> str | None:
+    """``owner`` when the session's other side is the undivided "them" and the transcript names
+    that person: until voices are told apart everyone on the call's audio speaks as "them"."""
+    name = " ".join(owner.split())
+    if not name or "them" not in {norm(p) for p in people} or len(words(name)) > 3:
+        return None
+    said = transcript_vocabulary(turns)
+    return name if all(w in said for w in words(name)) else None
 
 
 def owner_of(owner: str, people: Sequence[str]) -> str | None:
