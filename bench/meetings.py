@@ -370,6 +370,9 @@ def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
                     result.notes = list(outcome.notes)
                     results.append(result)
                     print(result_row(result), flush=True)
+                    if args.json:  # a long run's figures so far, readable while it goes on
+                        args.json.with_suffix(".partial.json").write_text(
+                            json.dumps([asdict(r) for r in results], indent=1))
             finally:
                 store.close()
     finally:
