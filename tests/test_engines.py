@@ -163,14 +163,15 @@ def test_output_schema_refuses_recursive_types() -> None:
         output_schema(Node)
 
 
-def test_schema_instruction_joins_an_existing_system_message_or_adds_one() -> None:
+def test_schema_instruction_ends_the_last_message_so_that_prompts_share_their_start() -> None:
     schema = output_schema(Task)
-    user = ChatMessage("user", "hi")
-    added = with_schema_instruction([user], schema)
-    assert [m.role for m in added] == ["system", "user"] and '"owner"' in added[0].content
-    joined = with_schema_instruction([ChatMessage("system", "Be brief."), user], schema)
+    system, user = ChatMessage("system", "Be brief."), ChatMessage("user", "hi")
+    joined = with_schema_instruction([system, user], schema)
+    assert joined[0] == system  # the same start as any other request about the same text
     assert [m.role for m in joined] == ["system", "user"]
-    assert joined[0].content.startswith("Be brief.") and '"owner"' in joined[0].content
+    assert joined[1].content.startswith("hi\n\n") and '"owner"' in joined[1].content
+    alone = with_schema_instruction([], schema)
+    assert [m.role for m in alone] == ["user"] and '"owner"' in alone[0].content
 
 
 def test_decode_output_validates_against_the_type() -> None:
