@@ -138,7 +138,7 @@ def extraction_prompt(title: str, excerpts: Sequence[str], *, memory_enabled: bo
         '- "kind": "decision" (the group settled on something), "commitment" (someone will do '
         'something), "task", "preference" or "fact"\n'
         '- "text": one sentence in your own words saying who decided or will do what, e.g. '
-        '"The team chose a rubber case." or "Marketing will send the survey by Friday."\n'
+        f'"{EXAMPLES[0]}" or "{EXAMPLES[1]}"\n'
         '- for a decision: "chosen" (the option taken, a few words), "alternatives" (options '
         'not taken), "reasoning" (why, if said)\n'
         '- for a commitment or task: "owner" (the speaker who will do it, as named above) and '
@@ -149,9 +149,10 @@ def extraction_prompt(title: str, excerpts: Sequence[str], *, memory_enabled: bo
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
+EXAMPLES = ("The team chose a rubber case.", "Marketing will send the survey by Friday.")
 PROMPT_WORDS = validate.scaffolding(
     ["about_person", "json schema", "a line marked", "excerpt", "your own words",
-     "the option taken", "options not taken"])
+     "the option taken", "options not taken", *(e.rstrip(".") for e in EXAMPLES)])
 
 
 def check_assertion(item: ExtractedAssertion, people: Sequence[str],
@@ -172,8 +173,8 @@ def check_assertion(item: ExtractedAssertion, people: Sequence[str],
     chosen = alternatives = reasoning = owner = due = None
     if kind == "decision":
         chosen = field(item.chosen)
-        if not validate.real_choice(chosen):
-            return None
+        if not validate.real_choice(chosen) or validate.owner_of(chosen, people):
+            return None  # "Yes", or a speaker's name: not an option that was chosen
         alternatives = validate.unique_items(
             a for a in map(field, item.alternatives)
             if validate.real_choice(a) and not validate.same_item(a, chosen))
