@@ -125,6 +125,10 @@ def scaffolding_patterns() -> list[re.Pattern[str]]:
                 re.compile(r"\b(an empty list if nothing fits|copied exactly|word for word|"
                            r"matching this json schema|one turn per line)\b", re.I)]
     patterns += [re.compile(re.escape(h), re.I) for h in sorted(hints)]
+    with contextlib.suppress(ImportError):  # the examples a prompt gives (newer code only)
+        from daemon.memory.extract import EXAMPLES  # type: ignore[attr-defined]
+
+        patterns += [re.compile(re.escape(e.rstrip(".")), re.I) for e in EXAMPLES]
     return patterns
 
 
@@ -370,6 +374,9 @@ def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
                     result.notes = list(outcome.notes)
                     results.append(result)
                     print(result_row(result), flush=True)
+                    if args.json:  # a long run's figures so far, readable while it goes on
+                        args.json.with_suffix(".partial.json").write_text(
+                            json.dumps([asdict(r) for r in results], indent=1))
             finally:
                 store.close()
     finally:

@@ -22,7 +22,7 @@ Decided:
 - Project Manager
 Action items:
 - The remote will have a curved rubber case.
-- Marketing will send the survey by Friday.
+- Marketing will post the survey on Friday.
 In their own words:
 - Marketing: "a curved one"
 """
@@ -37,7 +37,7 @@ def test_archive_sections_reads_the_rendered_archive() -> None:
     assert sections == {
         "Decided": ["The remote will have a curved rubber case.", "Project Manager"],
         "Action items": ["The remote will have a curved rubber case.",
-                         "Marketing will send the survey by Friday."],
+                         "Marketing will post the survey on Friday."],
     }
 
 

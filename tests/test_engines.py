@@ -163,12 +163,13 @@ def test_output_schema_refuses_recursive_types() -> None:
         output_schema(Node)
 
 
-def test_schema_instruction_ends_the_last_message_so_prompts_share_their_beginning() -> None:
+def test_schema_instruction_ends_the_last_message_so_that_prompts_share_their_start() -> None:
     schema = output_schema(Task)
     system, user = ChatMessage("system", "Be brief."), ChatMessage("user", "hi")
     joined = with_schema_instruction([system, user], schema)
-    assert joined[0] == system and joined[1].role == "user"
-    assert joined[1].content.startswith("hi") and '"owner"' in joined[1].content
+    assert joined[0] == system  # the same start as any other request about the same text
+    assert [m.role for m in joined] == ["system", "user"]
+    assert joined[1].content.startswith("hi\n\n") and '"owner"' in joined[1].content
     alone = with_schema_instruction([], schema)
     assert [m.role for m in alone] == ["user"] and '"owner"' in alone[0].content
 

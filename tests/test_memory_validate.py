@@ -118,10 +118,10 @@ def test_a_decision_needs_a_real_chosen_option() -> None:
         is None
     assert check_assertion(item("decision", "The team decided on the case.", chosen="Yes",
                                 alternatives=["No", "Maybe"]), PEOPLE, TURNS) is None
-    kept = check_assertion(item("decision", "The team chose a rubber case.",
+    kept = check_assertion(item("decision", "The group picked a rubber case.",
                                 chosen="rubber case", alternatives=["Rubber case", "plastic",
                                                                     "No"],
-                                reasoning="The team chose a rubber case."), PEOPLE, TURNS)
+                                reasoning="The group picked a rubber case."), PEOPLE, TURNS)
     assert kept is not None
     assert (kept.chosen, kept.alternatives, kept.reasoning) == ("rubber case", ["plastic"], "")
 
@@ -137,11 +137,15 @@ def test_a_commitment_whose_owner_did_not_speak_is_a_fact() -> None:
 
 
 def test_copies_small_talk_and_scaffolding_are_not_assertions() -> None:
-    for text in ("I'm Jen. Yeah. Mm-hmm.",
+    turns = TURNS
+    for text in ("The team chose a rubber case.",  # the prompt's own example
+                 "I'm Jen. Yeah. Mm-hmm.",
                  "So we go for the rubber case then because the users in the survey said",
                  "The about_person field is false for this item.",
                  "Nice to meet you all today."):
-        assert check_assertion(item("fact", text), PEOPLE, TURNS) is None, text
+        assert check_assertion(item("fact", text), PEOPLE, turns) is None, text
+    assert check_assertion(item("decision", "The remote gets a kinetic battery.",
+                                chosen="Project Manager"), PEOPLE, turns) is None  # a speaker
 
 
 # -- extract, then abstract --------------------------------------------------------------------
@@ -226,9 +230,9 @@ async def test_extraction_states_each_cue_and_keeps_what_holds() -> None:
         prompt = messages[-1].content
         assert prompt.count("\n>> ") == prompt.count("So we decided")  # the cue turns
         return {"assertions": [
-            {"kind": "decision", "text": "The team chose the rubber case for the remote.",
+            {"kind": "decision", "text": "The group picked the rubber case for the remote.",
              "chosen": "rubber case", "alternatives": ["plastic case"]},
-            {"kind": "decision", "text": "The team chose a rubber case for the remote",
+            {"kind": "decision", "text": "The group picked a rubber case for the remote",
              "chosen": "rubber"},  # near-same
             {"kind": "decision", "text": "The budget owner signs it off.", "chosen": "yes"},
             {"kind": "commitment", "text": "B will update the drawings next week.",
@@ -240,7 +244,7 @@ async def test_extraction_states_each_cue_and_keeps_what_holds() -> None:
     items = await extract(generator, 4096, session(), long_turns(), memories=False)
     assert len(generator.calls) == 1
     assert [(i.kind, i.text, i.owner) for i in items] == [
-        ("decision", "The team chose the rubber case for the remote.", ""),
+        ("decision", "The group picked the rubber case for the remote.", ""),
         ("commitment", "B will update the drawings next week.", "B"),
         ("fact", "Carol will order the samples.", ""),
     ]

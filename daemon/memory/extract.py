@@ -156,7 +156,7 @@ def extraction_prompt(title: str, excerpts: Sequence[str], *, memory_enabled: bo
 
 PROMPT_WORDS = validate.scaffolding(
     ["about_person", "json schema", "a line marked", "excerpt", "your own words",
-     "the option taken", "options not taken", *EXAMPLES])
+     "the option taken", "options not taken", *(e.rstrip(".") for e in EXAMPLES)])
 
 
 def check_assertion(item: ExtractedAssertion, people: Sequence[str],
@@ -177,8 +177,8 @@ def check_assertion(item: ExtractedAssertion, people: Sequence[str],
     chosen = alternatives = reasoning = owner = due = None
     if kind == "decision":
         chosen = field(item.chosen)
-        if not validate.real_choice(chosen):
-            return None
+        if not validate.real_choice(chosen) or validate.owner_of(chosen, people):
+            return None  # "Yes", or a speaker's name: not an option that was chosen
         alternatives = validate.unique_items(
             a for a in map(field, item.alternatives)
             if validate.real_choice(a) and not validate.same_item(a, chosen))
