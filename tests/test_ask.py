@@ -385,3 +385,21 @@ async def test_a_source_hook_adds_its_sources_beside_what_recall_found(store: St
     assert asked == ["What about the Atlas beta notes?"]
     assert [s.label for s in answer.sources][-1] == "open task"
     assert "Tom will send the beta notes." in prompt(generator)
+
+
+async def test_a_secret_said_in_the_live_call_never_reaches_the_model(store: Store) -> None:
+    space_id = atlas_space(store)
+    live = store.create_session(space_id=space_id, title="Atlas check-in", started_at=T0 + 9000)
+    store.append_turns(live.id, [
+        NewTurn(speaker="me", text="The staging password is Tangerine-Walrus-4417.", start=0),
+        NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=4),
+    ])
+    generator = ScriptedGenerator(["On Friday [2]."])
+    ask_live = asker(store, generator, live=lambda: live.id)
+
+    await ask_live.read_ahead(live.id)
+    await ask_live.ask("What is the staging password?")
+
+    read = [m.content for messages in [*generator.prefills, *generator.calls] for m in messages]
+    assert read and not any("Tangerine" in text or "4417" in text for text in read)
+    assert any("So when does the Atlas beta ship?" in text for text in read)

@@ -41,6 +41,7 @@ from daemon.llm.generate import ChatMessage, Generator
 from daemon.memory import grounding, open_items
 from daemon.memory.grounding import Cited, Framing, Passage, Said, Source
 from daemon.memory.person import recall_memories
+from daemon.memory.sensitive import mask_lines
 from daemon.store.fusion import ItemKey
 from daemon.store.records import Assertion, Chunk, Document, Session, Space, Turn
 from daemon.store.scope import Scope
@@ -328,12 +329,15 @@ def _memory(assertion: Assertion) -> Source:
 
 def _context(session: Session, recent: Sequence[Turn], *, live: bool) -> Source:
     """The conversation going on (or the grounding session's latest turns), as the model reads
-    it whatever the question: each turn cut at the same length, so it stays a cached prefix."""
+    it whatever the question: each turn cut at the same length, so it stays a cached prefix.
+    A secret said in them is masked, as in everything recall hands out: the model cannot
+    stream what it never read (the checked answer is gated again, ``daemon.ipc.ask``)."""
+    texts = mask_lines([t.text for t in recent])
     return Source(n=0, kind="context", title=session.title or f"session {session.id}",
                   label="the conversation now" if live else "its latest turns",
                   date=session.started_at, session_id=session.id,
-                  passages=tuple(Passage(_clipped(t.text), t.speaker, t.ref or "")
-                                 for t in recent))
+                  passages=tuple(Passage(_clipped(text), t.speaker, t.ref or "")
+                                 for t, text in zip(recent, texts, strict=True)))
 
 
 def _passages(turns: Sequence[Turn]) -> list[Passage]:
