@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--model", default="qwen2.5-coder-0.5b")
     parser.add_argument("--embed-model", default="all-minilm-l6-v2")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--context", type=int, default=4096)
+    parser.add_argument("--context", type=int, default=Settings().llm_context)
     args = parser.parse_args()
 
     print(f"{machine()} at start")
