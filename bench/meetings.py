@@ -322,12 +322,11 @@ def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
     from bench.remember import CountingGenerator
     from daemon.config import Settings
     from daemon.errors import ModelNotInstalled
-    from daemon.ipc.store import import_transcript
     from daemon.llm import LlamaEmbedder
     from daemon.memory.remember import Rememberer
     from daemon.models.registry import model_path
     from daemon.store.store import Store
-    from daemon.store.transcript import parse_transcript
+    from daemon.store.transcript import import_transcript, parse_transcript
 
     def installed(name: str) -> Path:  # in the first models directory that has it
         for directory in args.models_dir[:-1]:

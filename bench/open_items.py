@@ -21,13 +21,12 @@ import trio
 from bench.common import default_models_dir, machine
 from daemon.config import Settings
 from daemon.errors import NotFound
-from daemon.ipc.store import import_transcript
 from daemon.llm import LlamaEmbedder, LlamaGenerator
 from daemon.memory import open_items
 from daemon.memory.remember import Rememberer
 from daemon.models.registry import model_path
 from daemon.store.store import Store
-from daemon.store.transcript import parse_transcript
+from daemon.store.transcript import import_transcript, parse_transcript
 
 
 def main() -> None:

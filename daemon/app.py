@@ -14,13 +14,15 @@ Stopping (``Daemon.stop()``, or cancelling ``serve``): long store work stops at 
 finish, the sockets close and their files are removed; then the store drains its writer and
 saves its vector index, the models are freed, and the lock is released last.
 
-Adding a part. A part is ``async def register(daemon: Daemon) -> None`` that registers its
-request handlers (``daemon.handlers.add(Request, handler)``) and starts its background tasks
-(``await daemon.nursery.start(...)`` / ``start_soon``); add it to ``PARTS`` below, one line.
+Adding a part. A part is ``async def register(daemon: Context) -> None`` (typed against
+``daemon.handlers.context.Context``, which this Daemon meets, never against the app) that
+registers its request handlers (``daemon.handlers.add(Request, handler)``) and starts its
+background tasks (``await daemon.nursery.start(...)`` / ``start_soon``); add it to ``PARTS``
+below, one line.
 What a part gets from the Daemon:
 
-- ``daemon.store`` (open) and ``await daemon.db(fn)`` to run a blocking store call off the
-  event loop;
+- ``daemon.store`` (open) and ``await daemon.store.run(fn, *args)`` to run a blocking store
+  call off the event loop;
 - ``daemon.engines.embedder`` (None without an embedding model) and
   ``daemon.engines.generator()`` (the LLM: loads on first use, unloads when idle; raises
   ModelNotInstalled when there is none);
@@ -31,6 +33,7 @@ What a part gets from the Daemon:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -38,33 +41,32 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from functools import partial
-from typing import TypeVar
 
 import trio
 
 from daemon.config import Config, Paths, Settings
 from daemon.engines import Engines, unload_idle_engines
 from daemon.errors import BrainCueError, user_error
-from daemon.ipc import ask as ask_requests
-from daemon.ipc import atrest
-from daemon.ipc import memory as memory_requests
-from daemon.ipc import open_items as open_items_requests
-from daemon.ipc import search as search_requests
-from daemon.ipc import store as store_requests
-from daemon.ipc import voices as voices_requests
-from daemon.ipc.builtin import register_builtin
-from daemon.ipc.live import register_live
+from daemon.handlers import ask as ask_requests
+from daemon.handlers import atrest, builtin
+from daemon.handlers import live as live_requests
+from daemon.handlers import memory as memory_requests
+from daemon.handlers import open_items as open_items_requests
+from daemon.handlers import search as search_requests
+from daemon.handlers import store as store_requests
+from daemon.handlers import voices as voices_requests
+from daemon.handlers.context import Context
+from daemon.ipc.dispatch import Handlers
 from daemon.ipc.protocol import Event, LiveStatus, StatusEvent
 from daemon.ipc.runtime import profile_lock
-from daemon.ipc.server import Handlers, IpcServer, serve_ipc
+from daemon.ipc.server import IpcServer, serve_ipc
 from daemon.live import Live
 from daemon.store.store import Store
-from daemon.voices.service import Voices
 
 log = logging.getLogger("braincue")
 
-T = TypeVar("T")
 EMBED_BATCH_ON_START = 16  # small batches: a shutdown waits for the one in progress
 
 
@@ -121,14 +123,17 @@ class Daemon:
             raise RuntimeError("the daemon is not running yet")
         return self._nursery
 
-    async def db(self, fn: Callable[[], T]) -> T:
-        """Run a blocking call (the store's) on a worker thread."""
-        return await trio.to_thread.run_sync(fn)
-
     def publish(self, event: Event) -> None:
         """Send an event to the subscribers (dropped before the sockets are bound)."""
         if self.ipc is not None:
             self.ipc.publish(event)
+
+    def watch_subscribers(self, topic: str) -> AbstractContextManager[trio.Event]:
+        """An event set when the last subscriber of ``topic`` leaves (never, before the
+        sockets are bound)."""
+        if self.ipc is None:
+            return contextlib.nullcontext(trio.Event())
+        return self.ipc.watch_subscribers(topic)
 
     def stop(self) -> None:
         """Shut down (see the module docstring): ``serve`` returns once everything is closed."""
@@ -162,27 +167,17 @@ class Daemon:
             await listener(settings)
 
 
-Part = Callable[[Daemon], Awaitable[None]]
+Part = Callable[[Context], Awaitable[None]]
 
 
-async def live_capture(daemon: Daemon) -> None:
-    """Capture and transcription, sessions, audio import: Start, Stop, ImportAudio."""
-    voices = Voices(daemon.store, lambda: daemon.settings, daemon.paths.models_dir)
-    daemon.live = Live(daemon.store, lambda: daemon.settings, daemon.paths.models_dir,
-                       daemon.publish, capture=capture_enabled(), voices=voices)
-    await daemon.nursery.start(daemon.live.run)
-    daemon.settings_listeners.append(daemon.live.use_devices)
-    register_live(daemon.handlers, daemon.live)
-
-
-async def vectors_catch_up(daemon: Daemon) -> None:
+async def vectors_catch_up(daemon: Context) -> None:
     """Embed what was stored without a vector (no model then, a failure, a model change)."""
 
     async def catch_up() -> None:
         embed = partial(daemon.store.embed_pending, EMBED_BATCH_ON_START,
                         should_stop=daemon.stopping.is_set)
         try:
-            written = await daemon.db(embed)
+            written = await daemon.store.run(embed)
         except BrainCueError as e:
             log.warning("could not embed what was stored without vectors: %s", e)
             return
@@ -193,7 +188,7 @@ async def vectors_catch_up(daemon: Daemon) -> None:
         daemon.nursery.start_soon(catch_up)
 
 
-async def idle_unload(daemon: Daemon) -> None:
+async def idle_unload(daemon: Context) -> None:
     """The language model leaves memory after ``llm_idle_unload_s`` unused."""
     daemon.nursery.start_soon(unload_idle_engines, daemon.engines, lambda: daemon.settings)
 
@@ -204,7 +199,7 @@ PARTS: tuple[Part, ...] = (
     search_requests.register,  # fusion search
     vectors_catch_up,
     idle_unload,
-    live_capture,
+    live_requests.register,  # capture and transcription, sessions, audio import
     voices_requests.register,  # named voices: list, name, merge, forget
     memory_requests.register,  # keep/discard/later, history, memory review
     ask_requests.register,  # ask (streamed, cancellable), current assertions
@@ -222,7 +217,7 @@ async def serve(
     """Open the profile and run until cancelled (see the module docstring)."""
     config.paths.ensure()
     daemon = Daemon(config, engines)
-    register_builtin(daemon.handlers, daemon)
+    builtin.register(daemon)
     try:
         with profile_lock(config.paths) as files:
             try:
@@ -260,11 +255,6 @@ def _close(daemon: Daemon) -> None:
             daemon._store.close()  # drains the writer, saves the vector index
     finally:
         daemon.engines.close()
-
-
-def capture_enabled() -> bool:
-    """Capture runs unless ``BRAINCUE_CAPTURE`` is 0/off/false (the tests' default)."""
-    return os.environ.get("BRAINCUE_CAPTURE", "on").strip().lower() not in {"0", "off", "false"}
 
 
 async def run_until_signalled(config: Config, engines: Engines | None = None) -> None:

@@ -22,6 +22,7 @@ from jeepney.io.threading import DBusRouter, Proxy, open_dbus_connection
 from jeepney.low_level import HeaderFields, Message
 
 from daemon.config import Paths
+from daemon.ipc.dispatch import Handlers, Publish
 from daemon.ipc.protocol import (
     AnswerDone,
     AnswerToken,
@@ -48,7 +49,7 @@ from daemon.ipc.protocol import (
     Status,
     StatusReply,
 )
-from daemon.ipc.server import Handlers, IpcServer, Publish, serve_ipc
+from daemon.ipc.server import IpcServer, serve_ipc
 
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"
 Q = TypeVar("Q", bound=Request[Any])

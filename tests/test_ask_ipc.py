@@ -16,8 +16,9 @@ from storekit import T0, open_store
 
 from daemon.config import Paths, Settings
 from daemon.errors import InvalidInput, IpcError, NotFound
-from daemon.ipc.ask import register_ask
+from daemon.handlers.ask import register_ask
 from daemon.ipc.client import Client
+from daemon.ipc.dispatch import Handlers
 from daemon.ipc.protocol import (
     AnswerDone,
     AnswerToken,
@@ -28,7 +29,7 @@ from daemon.ipc.protocol import (
     Ok,
     answer_topic,
 )
-from daemon.ipc.server import Handlers, IpcServer, serve_ipc
+from daemon.ipc.server import IpcServer, serve_ipc
 from daemon.ipc.testing import short_home
 from daemon.llm.generate import ChatMessage, ScriptedGenerator
 from daemon.memory.ask import Asker
@@ -285,7 +286,7 @@ async def test_the_shell_streams_the_answer_and_ctrl_c_cancels_it(
 async def test_a_live_conversation_is_read_ahead_as_it_grows_and_only_then(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from daemon.ipc.ask import read_live_context_ahead
+    from daemon.handlers.ask import read_live_context_ahead
 
     store = open_store(tmp_path / "data")
     live = store.create_session(title="Atlas call", started_at=T0)

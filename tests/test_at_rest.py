@@ -26,8 +26,8 @@ from storekit import T0, Clock, CountingEmbedder, recorded_session
 from clients.shell import cli
 from daemon.config import Paths, Settings, make_private
 from daemon.errors import StoreError
-from daemon.ipc import atrest
-from daemon.ipc.atrest import FIRST_BACKUP_AFTER_S
+from daemon.handlers import atrest
+from daemon.handlers.atrest import FIRST_BACKUP_AFTER_S
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import Forget, ImportTranscript, ListSessions, LiveStatus
 from daemon.ipc.testing import DaemonProcess, daemon_env, short_home, start_daemon

@@ -75,12 +75,12 @@ async def recorded(daemon: Daemon, space: str | None = None, title: str = "Atlas
         store.end_session(session.id)
         return session.id
 
-    return await daemon.db(record)
+    return await daemon.store.run(record)
 
 
 async def test_keep_review_and_history_from_the_shell(home: Path) -> None:
     async with running_daemon(Script()) as daemon:
-        await daemon.db(lambda: daemon.store.create_space("Atlas"))
+        await daemon.store.run(lambda: daemon.store.create_space("Atlas"))
         session_id = await recorded(daemon)
 
         out = await ok("keep", str(session_id), "--space", "Atlas")
@@ -112,7 +112,7 @@ async def test_keep_review_and_history_from_the_shell(home: Path) -> None:
         assert "(rejected," in await ok("memory", "reject", str(memory_id))
         assert "no memories" in await ok("memory", "list", "--status", "approved")
 
-        decision = await daemon.db(lambda: next(
+        decision = await daemon.store.run(lambda: next(
             a for a in daemon.store.list_assertions() if a.kind == "decision"))
         history = (await ok("history", str(decision.id))).splitlines()
         assert history[0].startswith(f"{decision.id}  ")
@@ -126,7 +126,7 @@ async def test_keep_review_and_history_from_the_shell(home: Path) -> None:
         out = await ok("keep", str(again))
         assert "  assertions: 0 new assertions, 2 already known (2 noted as said again here)" \
             in out.splitlines()
-        said = await daemon.db(lambda: daemon.store.restatements([decision.id]))
+        said = await daemon.store.run(lambda: daemon.store.restatements([decision.id]))
         history = (await ok("history", str(decision.id))).splitlines()
         assert history[-1] == (f"    also said in: Atlas check-in · "
                                f"{local_time(said[0].occurred_at)} (session {again})")

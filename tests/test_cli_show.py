@@ -26,11 +26,11 @@ def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 async def test_show_prints_the_archive_and_the_assertions_of_a_kept_session(home: Path) -> None:
     async with running_daemon(Script()) as daemon:
-        await daemon.db(lambda: daemon.store.create_space("Atlas"))
+        await daemon.store.run(lambda: daemon.store.create_space("Atlas"))
         session_id = await recorded(daemon)
         await ok("keep", str(session_id), "--space", "Atlas")
-        archive = await daemon.db(lambda: daemon.store.archive(session_id))
-        assertions = await daemon.db(lambda: daemon.store.list_assertions(session_id=session_id))
+        archive = await daemon.store.run(lambda: daemon.store.archive(session_id))
+        assertions = await daemon.store.run(lambda: daemon.store.list_assertions(session_id=session_id))
         by_kind = {a.kind: a.id for a in assertions}
 
         out = (await ok("show", str(session_id))).splitlines()
@@ -69,7 +69,7 @@ async def test_show_prints_the_archive_and_the_assertions_of_a_kept_session(home
 async def test_a_failed_keep_is_shown_by_sessions_and_show(home: Path) -> None:
     script = Script(assertions=EngineError("the model's answer was cut off after 1536 tokens"))
     async with running_daemon(script) as daemon:
-        await daemon.db(lambda: daemon.store.create_space("Atlas"))
+        await daemon.store.run(lambda: daemon.store.create_space("Atlas"))
         session_id = await recorded(daemon, "Atlas")
         kept = await ok("keep", str(session_id))
         assert "note: extraction failed: the model's answer was cut off after 1536 tokens" in kept

@@ -23,6 +23,8 @@ from daemon.app import Daemon, serve
 from daemon.config import Config, Paths, Settings
 from daemon.engines import Engines, unload_check_interval, unload_idle_engines
 from daemon.errors import BrainCueError, InvalidInput, ModelNotInstalled, NotFound
+from daemon.handlers.search import search_hit
+from daemon.handlers.store import deleted_counts, session_info
 from daemon.ipc import protocol
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
@@ -43,8 +45,6 @@ from daemon.ipc.protocol import (
     Status,
 )
 from daemon.ipc.runtime import RuntimeFiles
-from daemon.ipc.search import search_hit
-from daemon.ipc.store import deleted_counts, session_info
 from daemon.ipc.testing import short_home, start_daemon
 from daemon.llm.embed import ScriptedEmbedder
 from daemon.llm.generate import ScriptedGenerator

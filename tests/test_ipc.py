@@ -34,6 +34,7 @@ from daemon.errors import (
 )
 from daemon.ipc import protocol
 from daemon.ipc.client import Client, error_from_reply
+from daemon.ipc.dispatch import Handlers, Publish
 from daemon.ipc.protocol import (
     AnswerDone,
     AnswerToken,
@@ -52,7 +53,7 @@ from daemon.ipc.protocol import (
     TurnEvent,
 )
 from daemon.ipc.runtime import RuntimeFiles, endpoint
-from daemon.ipc.server import HARD_FRAME_LIMIT, Handlers, IpcServer, Publish, serve_ipc
+from daemon.ipc.server import HARD_FRAME_LIMIT, IpcServer, serve_ipc
 from daemon.ipc.testing import short_home
 from daemon.ipc.trio_zmq import TrioSocket, trio_socket
 

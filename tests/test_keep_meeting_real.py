@@ -11,12 +11,11 @@ import pytest
 
 from bench.meetings import StoredAssertion, archive_sections, hygiene
 from daemon.config import Settings
-from daemon.ipc.store import import_transcript
 from daemon.llm.embed import LlamaEmbedder
 from daemon.llm.generate import LlamaGenerator
 from daemon.memory.remember import Rememberer
 from daemon.store.store import Store
-from daemon.store.transcript import parse_transcript
+from daemon.store.transcript import import_transcript, parse_transcript
 
 # A few model calls over a 5k-character meeting: about a minute on two idle cores, far more on
 # a shared CI machine; the timeout only guards against a hang.

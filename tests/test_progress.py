@@ -113,7 +113,7 @@ async def test_each_model_call_of_a_keep_is_a_step_of_its_stage(tmp_path: Path) 
 
 async def test_a_keep_over_the_sockets_publishes_its_progress_in_order(home: Path) -> None:
     async with running_daemon(Script()) as daemon:
-        await daemon.db(lambda: daemon.store.create_space("Atlas"))
+        await daemon.store.run(lambda: daemon.store.create_space("Atlas"))
         session_id = await recorded(daemon)
 
         def exchange() -> tuple[Any, list[StageProgress]]:
@@ -198,7 +198,7 @@ async def test_an_import_and_a_document_publish_their_embedding(home: Path) -> N
             assert_counts_up(steps(events))
 
         await trio.to_thread.run_sync(exchange)
-        assert (await daemon.db(daemon.store.counts))["vectors"] == 63 + 36
+        assert (await daemon.store.run(daemon.store.counts))["vectors"] == 63 + 36
 
 
 # -- the shell ---------------------------------------------------------------------------------
@@ -206,7 +206,7 @@ async def test_an_import_and_a_document_publish_their_embedding(home: Path) -> N
 
 async def test_the_shell_shows_a_keeps_stages_on_stderr_but_not_with_json(home: Path) -> None:
     async with running_daemon(Script()) as daemon:
-        await daemon.db(lambda: daemon.store.create_space("Atlas"))
+        await daemon.store.run(lambda: daemon.store.create_space("Atlas"))
         first, second = await recorded(daemon), await recorded(daemon)
 
         shown = await braincue("keep", str(first), "--space", "Atlas")

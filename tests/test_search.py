@@ -12,7 +12,7 @@ from storekit import T0, Clock, CountingEmbedder, open_store, recorded_session, 
 
 from daemon.store.records import NewAssertion
 from daemon.store.scope import Scope
-from daemon.store.search import DEFAULT_OPTIONS, asearch, search
+from daemon.store.search import DEFAULT_OPTIONS, search
 from daemon.store.store import Store
 
 DAY = 86_400.0
@@ -402,7 +402,7 @@ def test_results_carry_title_date_speakers_and_refs(tmp_path: Path) -> None:
     assert top.text.startswith("[") and "lighthouse keeper" in top.text
 
 
-async def test_asearch_runs_beside_the_event_loop(tmp_path: Path) -> None:
+async def test_a_search_through_store_run_leaves_the_event_loop_running(tmp_path: Path) -> None:
     store = open_store(tmp_path)
     space = store.create_space("Work")
     filler(store, space.id)
@@ -416,7 +416,8 @@ async def test_asearch_runs_beside_the_event_loop(tmp_path: Path) -> None:
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(tick)
-        found = await asearch(store, "sourdough bakery", scope=Scope(space_id=space.id), k=3)
+        found = await store.run(search, store, "sourdough bakery", scope=Scope(space_id=space.id),
+                                k=3)
         nursery.cancel_scope.cancel()
     assert found and "sourdough" in found[0].text
     assert ticks > 0

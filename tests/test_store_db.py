@@ -133,10 +133,10 @@ def test_nested_write_or_read_inside_a_write_is_refused(db: Database) -> None:
         db.write(lambda c: db.read(count))
 
 
-async def test_awrite_from_trio(db: Database) -> None:
+async def test_concurrent_writes_from_threads_all_commit(db: Database) -> None:
     async with trio.open_nursery() as nursery:
         for n in range(10):
-            nursery.start_soon(db.awrite, insert(n))
+            nursery.start_soon(trio.to_thread.run_sync, db.write, insert(n))
     assert db.read(count) == 10
 
 

@@ -3,8 +3,8 @@
 Requests are answered concurrently, each in its own task, at most ``max_concurrent`` at a time
 (the receive loop waits for a free slot, so a flood backs up in ZeroMQ's bounded queues instead
 of in memory). Whatever arrives, the server answers with a reply or an Error, or drops and logs
-a message that has no envelope to answer to; it never dies on input. Handlers are looked up in
-a :class:`Handlers` table by request type and may be registered at any time.
+a message that has no envelope to answer to; it never dies on input. What a payload is answered
+with is :func:`daemon.ipc.dispatch.reply_to`'s business; handlers may be registered at any time.
 """
 
 from __future__ import annotations
@@ -12,19 +12,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
 
-import msgspec
 import trio
 import zmq
 
 from daemon.config import Paths
-from daemon.errors import user_error
 from daemon.ipc import protocol
-from daemon.ipc.protocol import Error, Event, Reply, Request
+from daemon.ipc.dispatch import Handlers, encode_reply, reply_to
+from daemon.ipc.protocol import Error, Event, Reply
 from daemon.ipc.runtime import RuntimeFiles, endpoint, profile_lock
 from daemon.ipc.trio_zmq import TrioSocket, trio_socket
 
@@ -34,46 +32,7 @@ MAX_CONCURRENT_REQUESTS = 64
 # Frames above MAX_FRAME_BYTES get a `too_large` reply; ZeroMQ disconnects a peer that sends a
 # frame above this hard limit before it is ever buffered whole.
 HARD_FRAME_LIMIT = 4 * protocol.MAX_FRAME_BYTES
-MAX_ERROR_MESSAGE = 1000
 EVENTS_LINGER_MS = 250
-
-Q = TypeVar("Q", bound=Request[Any])
-Publish = Callable[[Event], None]
-_Call = Callable[[Any, Publish], Awaitable[Reply]]
-
-
-class Handlers:
-    """Request type -> the async function that answers it.
-
-    A handler returns the request's reply type (or raises a daemon.errors exception, which
-    becomes an Error reply with its code); the server fills in the reply's id.
-    """
-
-    def __init__(self) -> None:
-        self._calls: dict[type[Request[Any]], _Call] = {}
-
-    def add(self, request_type: type[Q], handler: Callable[[Q], Awaitable[Reply]]) -> None:
-        async def call(request: Q, publish: Publish) -> Reply:
-            return await handler(request)
-
-        self._register(request_type, call)
-
-    def add_streaming(
-        self, request_type: type[Q], handler: Callable[[Q, Publish], Awaitable[Reply]]
-    ) -> None:
-        """Register a handler that also publishes events, e.g. AnswerToken for its request."""
-        self._register(request_type, handler)
-
-    def _register(self, request_type: type[Request[Any]], call: _Call) -> None:
-        if request_type in self._calls:
-            raise ValueError(f"a handler for {request_type.__name__} is already registered")
-        self._calls[request_type] = call
-
-    def get(self, request_type: type[Request[Any]]) -> _Call | None:
-        return self._calls.get(request_type)
-
-    def __contains__(self, request_type: type[Request[Any]]) -> bool:
-        return request_type in self._calls
 
 
 @dataclass
@@ -141,7 +100,7 @@ class IpcServer:
                 log.debug("dropped a message of %d frames without an envelope", len(frames))
                 return
             reply = await self._reply_to(frames[2:])
-            await requests.send_multipart([frames[0], b"", self._encode(reply)])
+            await requests.send_multipart([frames[0], b"", encode_reply(reply)])
             self.stats.replied += 1
             if isinstance(reply, Error):
                 self.stats.errors += 1
@@ -154,38 +113,7 @@ class IpcServer:
         if len(body) != 1:
             return Error(code=protocol.BAD_REQUEST,
                          message=f"expected one payload frame after the delimiter, got {len(body)}")
-        try:
-            request = protocol.decode_request(body[0])
-        except protocol.ProtocolError as e:
-            return e.reply
-        call = self.handlers.get(type(request))
-        if call is None:
-            return Error(id=request.id, code=protocol.UNAVAILABLE,
-                         message=f"this daemon does not serve "
-                                 f"{protocol.tag_of(type(request))} requests")
-        try:
-            reply = await call(request, self.publish)
-        except Exception as e:
-            if (known := user_error(e)) is not None:
-                reply = _error(known.code, known.message, known.fix or "")
-            else:
-                log.exception("%s handler failed", type(request).__name__)
-                reply = _error(protocol.INTERNAL, f"{type(e).__name__}: {e}")
-        else:
-            if not isinstance(reply, request.reply_type | Error):
-                reply = _error(protocol.INTERNAL,
-                               f"the {type(request).__name__} handler returned a "
-                               f"{type(reply).__name__}")
-        return msgspec.structs.replace(reply, id=request.id)
-
-    def _encode(self, reply: Reply) -> bytes:
-        try:
-            return protocol.encode(reply)
-        except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as e:
-            log.exception("could not encode a %s", type(reply).__name__)
-            return protocol.encode(
-                _error(protocol.INTERNAL, f"the reply could not be encoded: {e}", id=reply.id)
-            )
+        return await reply_to(self.handlers, body[0], self.publish)
 
     async def _confirm_subscriptions(self) -> None:
         """Answer each subscription to a sync topic with a Subscribed event on it.
@@ -205,12 +133,6 @@ class IpcServer:
                 left = self._left.get(first[1:].decode("utf-8", "replace"))
                 if left is not None:
                     left.set()
-
-
-def _error(code: str, message: str, fix: str = "", *, id: str = "") -> Error:
-    if len(message) > MAX_ERROR_MESSAGE:
-        message = message[: MAX_ERROR_MESSAGE - 1] + "…"
-    return Error(id=id, code=code, message=message, fix=fix)
 
 
 async def serve_ipc(

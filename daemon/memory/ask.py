@@ -331,7 +331,7 @@ def _context(session: Session, recent: Sequence[Turn], *, live: bool) -> Source:
     """The conversation going on (or the grounding session's latest turns), as the model reads
     it whatever the question: each turn cut at the same length, so it stays a cached prefix.
     A secret said in them is masked, as in everything recall hands out: the model cannot
-    stream what it never read (the checked answer is gated again, ``daemon.ipc.ask``)."""
+    stream what it never read (the checked answer is gated again, ``daemon.handlers.ask``)."""
     texts = mask_lines([t.text for t in recent])
     return Source(n=0, kind="context", title=session.title or f"session {session.id}",
                   label="the conversation now" if live else "its latest turns",

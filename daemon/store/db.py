@@ -160,16 +160,6 @@ class Database:
             raise StoreError("write() called from inside a write; use the connection given to fn")
         return self._writer.call_sync(lambda: self._transaction(fn, on_commit))
 
-    async def awrite(
-        self,
-        fn: Callable[[apsw.Connection], T],
-        *,
-        on_commit: Callable[[T], None] | None = None,
-    ) -> T:
-        """:meth:`write` for trio callers: the task sleeps while the writer thread works."""
-        self._check_usable()
-        return await self._writer.call(lambda: self._transaction(fn, on_commit))
-
     def _transaction(
         self, fn: Callable[[apsw.Connection], T], on_commit: Callable[[T], None] | None
     ) -> T:

@@ -24,11 +24,10 @@ import datetime as dt
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import apsw
 import msgspec
-import trio
 
 from daemon.errors import NotFound
 from daemon.store import fusion, recency, sql
@@ -38,6 +37,9 @@ from daemon.store.scope import Scope
 from daemon.store.store import Store
 from daemon.store.vectors import Vectors
 from daemon.store.writes import assertion_body
+
+if TYPE_CHECKING:
+    from daemon.config import Settings
 
 LegName = Literal[
     "fts_chunks", "vector_turns", "vector_chunks", "fts_assertions", "vector_assertions"
@@ -80,6 +82,11 @@ class SearchOptions(msgspec.Struct, frozen=True, kw_only=True):
     # the largest recency bonus, in first places of a weight-1 leg (1 / (rrf_k + 1)): enough
     # to reorder close items, never to lift an item one leg barely ranked over the others
     recency: float = 1.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SearchOptions:
+        """The options the user's settings choose (the caps); the rest as measured."""
+        return cls(per_session=settings.per_session_cap, archives=settings.archive_cap)
 
 
 DEFAULT_OPTIONS = SearchOptions()
@@ -177,25 +184,6 @@ def search(
             return _results(store, fusion.fill(fused, facts, chosen, k), scope, explain)
         depth = min(MAX_DEPTH, depth * 4)
         legs, vector = _run_legs(store, query, scope, options.legs, depth, vector)
-
-
-async def asearch(
-    store: Store,
-    query: str,
-    *,
-    scope: Scope,
-    k: int = 5,
-    as_of: float | None = None,
-    explain: bool = False,
-    options: SearchOptions = DEFAULT_OPTIONS,
-    now: float | None = None,
-) -> list[SearchResult]:
-    """:func:`search` for trio callers: the event loop keeps running while the legs do."""
-    return await trio.to_thread.run_sync(
-        lambda: search(
-            store, query, scope=scope, k=k, as_of=as_of, explain=explain, options=options, now=now
-        )
-    )
 
 
 # -- the legs --------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 One :class:`Store` per profile owns the database (``<data dir>/braincue.db``) and the vector
 indexes beside it. Every method is synchronous and thread-safe: writes are queued to the single
 writer thread, reads run on the calling thread. From trio, call them through
-``trio.to_thread.run_sync``.
+``await store.run(fn, *args)``, the one seam between the event loop and the store.
 
 Two layers (seed 002). The verbatim layer — sessions, turns and the chunks built from them,
 session archives, documents — is canonical. The assertion layer — decisions, facts,
@@ -25,6 +25,7 @@ embedded whole dilutes its turns, so vector search ranks transcript chunks by th
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import apsw
 import msgspec
 import numpy as np
+import trio
 
 from daemon.errors import InvalidInput, NotFound
 from daemon.memory.sensitive import mask_lines
@@ -163,6 +165,11 @@ class Store:
             log.warning("finished an interrupted re-encryption: the new key is now kept")
             return store
 
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` (store calls: they block) on a worker thread, for trio
+        callers: the event loop keeps running meanwhile."""
+        return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
     def make_backup(self, *, reason: str = "manual", keep: int = backup.KEEP) -> backup.Backup:
         """An online backup of the database (see :mod:`daemon.store.backup`)."""
         return backup.backup_file(self.db.path, self.key, reason=reason, keep=keep)
@@ -225,6 +232,10 @@ class Store:
         if row is None:
             raise NotFound(f"no Space {ref!r}", fix="see `braincue spaces list`")
         return sql.space_from(row)
+
+    def space_id(self, name: str | None) -> int | None:
+        """The id of the Space named ``name`` (NotFound when there is none); None for None."""
+        return None if name is None else self.get_space(name).id
 
     def list_spaces(self) -> list[Space]:
         rows = self.db.read(

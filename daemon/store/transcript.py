@@ -1,4 +1,5 @@
-"""The transcript import format, validated (pure: bytes in, structs out).
+"""The transcript import format, validated (pure: bytes in, structs out), and its import
+into a store.
 
 ::
 
@@ -22,11 +23,15 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from daemon.errors import InvalidInput
-from daemon.store.records import ACTIVITIES
+from daemon.store.records import ACTIVITIES, NewTurn, Session, Turn
+
+if TYPE_CHECKING:
+    from daemon.store.store import Store
 
 
 class TurnIn(msgspec.Struct, frozen=True):
@@ -116,3 +121,39 @@ def _invalid(detail: str) -> InvalidInput:
     if match := _MISSING.search(detail):
         field = match.group(1)
     return InvalidInput(f"invalid transcript: {detail}", fix=_FIXES.get(field, _GENERIC_FIX))
+
+
+def parse_named_transcript(content: bytes, filename: str) -> TranscriptIn:
+    """:func:`parse_transcript`, its errors naming the file too when there is a name."""
+    try:
+        return parse_transcript(content)
+    except InvalidInput as e:
+        if not filename:
+            raise
+        raise InvalidInput(f"{filename}: {e.message}", fix=e.fix) from None
+
+
+def import_transcript(
+    store: Store, transcript: TranscriptIn, space: str | None
+) -> tuple[Session, list[Turn], int]:
+    """An ended session made from ``transcript``: (session, turns, chunks). Nothing is left
+    behind when a step fails."""
+    session = store.create_session(
+        space_id=store.space_id(space),
+        activity=transcript.activity,
+        title=transcript.title,
+        started_at=transcript.started_at.timestamp(),
+        participants=transcript.participants,
+    )
+    try:
+        turns = store.append_turns(session.id, [
+            NewTurn(speaker=t.speaker, text=t.text, start=t.t, end=t.end, ref=t.ref,
+                    source="import")
+            for t in transcript.turns
+        ])
+        last = max(t.t if t.end is None else t.end for t in transcript.turns)
+        session = store.end_session(session.id, ended_at=session.started_at + last)
+    except BaseException:
+        store.delete_session(session.id)
+        raise
+    return session, turns, len(store.chunks(session_id=session.id))

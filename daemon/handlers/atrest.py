@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import logging
 import time
-from functools import partial
-from typing import TYPE_CHECKING
 
 import msgspec
 import trio
 
 from daemon.errors import BrainCueError
+from daemon.handlers.context import Context
 from daemon.ipc.protocol import Forget, ForgetReply, StatusEvent
 from daemon.memory.retention import Forgotten, expire_undecided, forget_before
 from daemon.store.backup import latest_backup
-
-if TYPE_CHECKING:
-    from daemon.app import Daemon
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +33,15 @@ def _counts(forgotten: Forgotten) -> dict[str, int]:
     return {k: v for k, v in msgspec.structs.asdict(forgotten.deleted).items() if v}
 
 
-async def register(daemon: Daemon) -> None:
+async def register(daemon: Context) -> None:
     store = daemon.store
 
     async def forget(request: Forget) -> ForgetReply:
         def run() -> Forgotten:
-            space_id = None if request.space is None else store.get_space(request.space).id
+            space_id = store.space_id(request.space)
             return forget_before(store, request.before, space_id=space_id)
 
-        forgotten = await daemon.db(run)
+        forgotten = await daemon.store.run(run)
         return ForgetReply(session_ids=forgotten.session_ids, deleted=_counts(forgotten))
 
     daemon.handlers.add(Forget, forget)
@@ -53,13 +49,13 @@ async def register(daemon: Daemon) -> None:
     daemon.nursery.start_soon(_scheduled_backups, daemon)
 
 
-async def _retention(daemon: Daemon) -> None:
+async def _retention(daemon: Context) -> None:
     while True:
         days = daemon.settings.retention_days
         if days > 0:
             try:
-                forgotten = await daemon.db(partial(expire_undecided, daemon.store, time.time(),
-                                                    days))
+                forgotten = await daemon.store.run(expire_undecided, daemon.store, time.time(),
+                                                   days)
             except BrainCueError as e:
                 log.warning("retention could not delete old sessions: %s", e)
             else:
@@ -75,7 +71,7 @@ def backup_due(last: float, now: float, interval_hours: float) -> bool:
     return interval_hours > 0 and now - last >= interval_hours * 3600
 
 
-async def _scheduled_backups(daemon: Daemon) -> None:
+async def _scheduled_backups(daemon: Context) -> None:
     store = daemon.store
     while True:
         settings = daemon.settings
@@ -90,8 +86,8 @@ async def _scheduled_backups(daemon: Daemon) -> None:
                 now - daemon.started_at >= FIRST_BACKUP_AFTER_S
         if idle and due:
             try:
-                await daemon.db(partial(store.make_backup, reason="scheduled",
-                                        keep=settings.backups_kept))
+                await store.run(store.make_backup, reason="scheduled",
+                                keep=settings.backups_kept)
             except BrainCueError as e:
                 log.warning("the scheduled backup failed: %s", e)
         await trio.sleep(BACKUP_CHECK_S)

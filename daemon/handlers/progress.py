@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import trio
 
+from daemon.ipc.dispatch import Publish
 from daemon.ipc.protocol import StageProgress
-from daemon.ipc.server import Publish
 from daemon.llm.embed import EmbedProgress, reporting_to
 
 

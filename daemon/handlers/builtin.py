@@ -5,16 +5,15 @@ from __future__ import annotations
 import os
 import time
 from importlib.metadata import PackageNotFoundError, version
-from typing import Protocol
 
 import msgspec
 import trio
 
-from daemon.config import Paths, Settings, save_settings, set_setting
+from daemon.config import Settings, save_settings, set_setting
 from daemon.errors import ConfigError
+from daemon.handlers.context import Context
 from daemon.ipc import protocol
 from daemon.ipc.protocol import (
-    LiveStatus,
     Ping,
     Pong,
     SettingsGet,
@@ -24,31 +23,6 @@ from daemon.ipc.protocol import (
     Status,
     StatusReply,
 )
-from daemon.ipc.server import Handlers
-
-
-class DaemonState(Protocol):
-    """What the status and settings handlers read from the running daemon."""
-
-    settings: Settings  # replaced by SettingsSet
-
-    @property
-    def paths(self) -> Paths: ...
-
-    @property
-    def started_at(self) -> float: ...
-
-    def models_loaded(self) -> list[str]: ...
-
-    def capture_state(self) -> str: ...
-
-    def live_status(self) -> LiveStatus | None: ...
-
-    async def counts(self) -> dict[str, int]: ...
-
-    def ipc_stats(self) -> dict[str, int]: ...
-
-    async def settings_changed(self, settings: Settings) -> None: ...
 
 
 def package_version() -> str:
@@ -58,7 +32,9 @@ def package_version() -> str:
         return "unknown"
 
 
-def register_builtin(handlers: Handlers, state: DaemonState) -> None:
+def register(state: Context) -> None:
+    """Ping, Status, SettingsGet, SettingsSet: registered before the store is open."""
+    handlers = state.handlers
     settings_lock = trio.Lock()
 
     async def ping(request: Ping) -> Pong:

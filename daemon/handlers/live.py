@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+
+from daemon.handlers.context import Context
+from daemon.ipc.dispatch import Handlers, Publish
 from daemon.ipc.protocol import (
     ImportAudio,
     ImportAudioReply,
@@ -12,8 +16,24 @@ from daemon.ipc.protocol import (
     Stop,
     StopReply,
 )
-from daemon.ipc.server import Handlers, Publish
 from daemon.live import Live
+from daemon.voices.service import Voices
+
+
+async def register(daemon: Context) -> None:
+    """The daemon part: capture and transcription, sessions, audio import (Start, Stop,
+    Pause, ImportAudio)."""
+    voices = Voices(daemon.store, lambda: daemon.settings, daemon.paths.models_dir)
+    daemon.live = Live(daemon.store, lambda: daemon.settings, daemon.paths.models_dir,
+                       daemon.publish, capture=capture_enabled(), voices=voices)
+    await daemon.nursery.start(daemon.live.run)
+    daemon.settings_listeners.append(daemon.live.use_devices)
+    register_live(daemon.handlers, daemon.live)
+
+
+def capture_enabled() -> bool:
+    """Capture runs unless ``BRAINCUE_CAPTURE`` is 0/off/false (the tests' default)."""
+    return os.environ.get("BRAINCUE_CAPTURE", "on").strip().lower() not in {"0", "off", "false"}
 
 
 def register_live(handlers: Handlers, live: Live) -> None:

@@ -7,17 +7,13 @@ memories about the person are searched only with the ``memory_enabled`` consent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import msgspec
 
 from daemon.errors import InvalidInput
+from daemon.handlers.context import Context
 from daemon.ipc.protocol import Search, SearchHit, SearchReply
 from daemon.store.scope import Scope
 from daemon.store.search import SearchOptions, SearchResult, search
-
-if TYPE_CHECKING:
-    from daemon.app import Daemon
 
 MAX_K = 100
 
@@ -27,7 +23,7 @@ def search_hit(result: SearchResult) -> SearchHit:
     return msgspec.convert(msgspec.to_builtins(result), SearchHit)
 
 
-async def register(daemon: Daemon) -> None:
+async def register(daemon: Context) -> None:
     store = daemon.store
 
     async def search_(request: Search) -> SearchReply:
@@ -35,16 +31,15 @@ async def register(daemon: Daemon) -> None:
         k = settings.search_k if request.k is None else request.k
         if not 1 <= k <= MAX_K:
             raise InvalidInput(f"k: {k} results is not between 1 and {MAX_K}")
-        options = SearchOptions(per_session=settings.per_session_cap,
-                                archives=settings.archive_cap)
+        options = SearchOptions.from_settings(settings)
 
         def work() -> SearchReply:
-            space_id = None if request.space is None else store.get_space(request.space).id
+            space_id = store.space_id(request.space)
             scope = Scope(space_id=space_id, person_memory=settings.memory_enabled)
             found = search(store, request.query, scope=scope, k=k, as_of=request.as_of,
                            explain=request.explain, options=options)
             return SearchReply(results=[search_hit(r) for r in found])
 
-        return await daemon.db(work)
+        return await daemon.store.run(work)
 
     daemon.handlers.add(Search, search_)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import msgspec
-import trio
 
 from daemon.config import Settings
 from daemon.errors import InvalidInput
-from daemon.ipc.items import chain_closures
+from daemon.handlers.context import Context
+from daemon.handlers.items import chain_closures
+from daemon.ipc.dispatch import Handlers, Publish
 from daemon.ipc.protocol import (
     AssertionInfo,
     History,
@@ -30,19 +30,13 @@ from daemon.ipc.protocol import (
     RestatementInfo,
     StageProgress,
 )
-from daemon.ipc.server import Handlers, Publish
 from daemon.memory import person
 from daemon.memory.remember import Rememberer, Stage
 from daemon.store.records import Assertion, Restatement
 from daemon.store.store import Store
 
-if TYPE_CHECKING:
-    from daemon.app import Daemon
 
-T = TypeVar("T")
-
-
-async def register(daemon: Daemon) -> None:
+async def register(daemon: Context) -> None:
     """The daemon part: remembering runs on the daemon's store and its background language
     model, behind live capture; the keeps a stop or a crash interrupted are finished now."""
     live = daemon.live
@@ -98,9 +92,6 @@ def register_memory(
     rememberer: Rememberer,
     settings: Callable[[], Settings],
 ) -> None:
-    async def db(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
-
     def space_id(name: str) -> int:
         return store.get_space(name).id
 
@@ -112,7 +103,7 @@ def register_memory(
         if request.no_space:
             target = None
         elif request.space is not None:
-            target = await db(space_id, request.space)
+            target = await store.run(space_id, request.space)
         def progress(stage: Stage, done: int, total: int) -> None:
             publish(StageProgress(request_id=request.id, stage=stage, done=done, total=total))
 
@@ -121,7 +112,7 @@ def register_memory(
         return RememberReply(**msgspec.structs.asdict(outcome))
 
     async def history(request: History) -> HistoryReply:
-        return await db(lambda: history_reply(store, store.chain(request.assertion_id)))
+        return await store.run(lambda: history_reply(store, store.chain(request.assertion_id)))
 
     async def memory_list(request: MemoryList) -> MemoryListReply:
         if request.space is not None and request.profile_wide:
@@ -136,14 +127,14 @@ def register_memory(
             ))
 
         now = settings()
-        return MemoryListReply(memories=await db(read), memory_enabled=now.memory_enabled,
+        return MemoryListReply(memories=await store.run(read), memory_enabled=now.memory_enabled,
                                session_archive_enabled=now.session_archive_enabled)
 
     async def reply(fn: Callable[..., Assertion], *args: Any) -> MemoryReply:
         def run() -> AssertionInfo:
             return assertion_infos(store, [fn(store, *args)])[0]
 
-        return MemoryReply(memory=await db(run))
+        return MemoryReply(memory=await store.run(run))
 
     async def approve(request: MemoryApprove) -> MemoryReply:
         return await reply(person.set_status, request.memory_id, "approved")
@@ -161,7 +152,7 @@ def register_memory(
         if (request.space is None) == (not request.profile):
             raise InvalidInput("scope: give a Space or profile-wide, not both or neither",
                                fix="--space NAME or --profile")
-        target = None if request.profile else await db(space_id, request.space or "")
+        target = None if request.profile else await store.run(space_id, request.space or "")
         return await reply(person.rescope, request.memory_id, target)
 
     async def expire(request: MemoryExpire) -> MemoryReply:

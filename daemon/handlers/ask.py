@@ -8,18 +8,18 @@ disconnects): nobody would read the rest.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
 
 import msgspec
 import trio
 
 from daemon.config import Settings
 from daemon.errors import BrainCueError, InvalidInput, ModelNotInstalled, NotFound
-from daemon.ipc.memory import assertion_infos
+from daemon.handlers.context import Context
+from daemon.handlers.memory import assertion_infos
+from daemon.ipc.dispatch import Handlers, Publish
 from daemon.ipc.protocol import (
     AnswerDone,
     AnswerToken,
@@ -33,7 +33,6 @@ from daemon.ipc.protocol import (
     Ok,
     answer_topic,
 )
-from daemon.ipc.server import Handlers, Publish
 from daemon.memory.ask import Answer, Asker
 from daemon.memory.grounding import Cited
 from daemon.memory.sensitive import Gate
@@ -42,21 +41,17 @@ from daemon.store.scope import Scope
 from daemon.store.search import SearchOptions, search
 from daemon.store.store import Store
 
-if TYPE_CHECKING:
-    from daemon.app import Daemon
-
 WatchSubscribers = Callable[[str], AbstractContextManager[trio.Event]]
 READ_AHEAD_S = 2.0  # how often a live session is looked at for turns the model has not read
 log = logging.getLogger(__name__)
 
 
-async def register(daemon: Daemon) -> None:
+async def register(daemon: Context) -> None:
     """The daemon part: answers from the daemon's store, search and language model."""
 
     def recall(question: str, scope: Scope, k: int) -> list[ItemKey]:
         settings = daemon.settings
-        options = SearchOptions(per_session=settings.per_session_cap,
-                                archives=settings.archive_cap)
+        options = SearchOptions.from_settings(settings)
         found = search(daemon.store, question, scope=scope, k=k, options=options)
         return [result.key for result in found]
 
@@ -64,14 +59,10 @@ async def register(daemon: Daemon) -> None:
         live = daemon.live
         return None if live is None or live.session is None else live.session.id
 
-    def watch(topic: str) -> AbstractContextManager[trio.Event]:
-        if daemon.ipc is None:
-            return contextlib.nullcontext(trio.Event())
-        return daemon.ipc.watch_subscribers(topic)
-
     asker = Asker(daemon.store, generator=daemon.engines.generator,
                   settings=lambda: daemon.settings, recall=recall, live_session=live_session)
-    register_ask(daemon.handlers, daemon.store, asker, lambda: daemon.settings, watch)
+    register_ask(daemon.handlers, daemon.store, asker, lambda: daemon.settings,
+                 daemon.watch_subscribers)
     def live_to_read() -> int | None:
         return live_session() if daemon.settings.llm_read_ahead else None
 
@@ -91,7 +82,7 @@ async def read_live_context_ahead(
         if session is None:
             read = None
             continue
-        turns = len(await trio.to_thread.run_sync(asker.store.turns, session))
+        turns = len(await asker.store.run(asker.store.turns, session))
         if read == (session, turns):
             continue
         try:
@@ -161,7 +152,7 @@ def register_ask(
         finally:
             del streaming[request.id]
         publish(AnswerDone(request_id=request.id, cancelled=answer.cancelled))
-        return ask_reply(await trio.to_thread.run_sync(gate_answer, store, answer))
+        return ask_reply(await store.run(gate_answer, store, answer))
 
     async def cancel(request: AskCancel) -> Ok:
         stop = streaming.get(request.request_id)
@@ -173,13 +164,13 @@ def register_ask(
 
     async def list_assertions(request: ListAssertions) -> AssertionsReply:
         def read() -> list[AssertionInfo]:
-            space_id = None if request.space is None else store.get_space(request.space).id
+            space_id = store.space_id(request.space)
             scope = Scope(space_id=space_id, person_memory=settings().memory_enabled)
             kinds = set(request.kinds)
             found = [a for a in store.current_assertions(scope) if not kinds or a.kind in kinds]
             return assertion_infos(store, found)
 
-        return AssertionsReply(assertions=await trio.to_thread.run_sync(read))
+        return AssertionsReply(assertions=await store.run(read))
 
     handlers.add_streaming(Ask, ask)
     handlers.add(AskCancel, cancel)

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import trio
-
+from daemon.handlers.context import Context
+from daemon.ipc.dispatch import Handlers
 from daemon.ipc.protocol import (
     HeardVoiceInfo,
     VoiceForget,
@@ -18,17 +14,11 @@ from daemon.ipc.protocol import (
     VoicesList,
     VoicesReply,
 )
-from daemon.ipc.server import Handlers
 from daemon.store.voices import StoredVoice, list_voices
 from daemon.voices.service import Voices
 
-if TYPE_CHECKING:
-    from daemon.app import Daemon
 
-T = TypeVar("T")
-
-
-async def register(daemon: Daemon) -> None:
+async def register(daemon: Context) -> None:
     """The daemon part: the voices the live pipeline and imports use."""
     assert daemon.live is not None and daemon.live.voices is not None
     register_voices(daemon.handlers, daemon.live.voices)
@@ -40,9 +30,6 @@ def voice_info(v: StoredVoice) -> VoiceInfo:
 
 
 def register_voices(handlers: Handlers, voices: Voices) -> None:
-    async def db(fn: Callable[..., T], *args: Any) -> T:
-        return await trio.to_thread.run_sync(functools.partial(fn, *args))
-
     async def voices_list(request: VoicesList) -> VoicesReply:
         def read() -> VoicesReply:
             return VoicesReply(
@@ -53,21 +40,21 @@ def register_voices(handlers: Handlers, voices: Voices) -> None:
                 state=voices.status(),
             )
 
-        return await db(read)
+        return await voices.store.run(read)
 
     async def voice_name(request: VoiceName) -> VoiceReply:
-        named = await db(voices.name, request.voice, request.name, request.session_id)
+        named = await voices.store.run(voices.name, request.voice, request.name, request.session_id)
         return VoiceReply(voice=voice_info(named),
                           message=f"{request.voice} is {named.name}: {named.turns} turns in "
                                   f"{named.sessions} session(s) show the name")
 
     async def voice_merge(request: VoiceMerge) -> VoiceReply:
-        merged = await db(voices.merge, request.keep, request.other)
+        merged = await voices.store.run(voices.merge, request.keep, request.other)
         return VoiceReply(voice=voice_info(merged),
                           message=f"{request.other} is now {merged.name} ({merged.turns} turns)")
 
     async def voice_forget(request: VoiceForget) -> VoiceReply:
-        gone = await db(voices.forget, request.voice)
+        gone = await voices.store.run(voices.forget, request.voice)
         return VoiceReply(voice=voice_info(gone),
                           message=f"forgot {gone.name}: its voiceprint is deleted and its "
                                   f"{gone.turns} turns show the session voice again")

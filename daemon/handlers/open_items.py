@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
-
-import trio
 
 from daemon.errors import InvalidInput
-from daemon.ipc.items import item_infos
-from daemon.ipc.memory import history_reply
+from daemon.handlers.context import Context
+from daemon.handlers.items import item_infos
+from daemon.handlers.memory import history_reply
+from daemon.ipc.dispatch import Handlers
 from daemon.ipc.protocol import (
     CloseItem,
     HistoryReply,
@@ -19,42 +18,30 @@ from daemon.ipc.protocol import (
     OpenItems,
     SelectItems,
 )
-from daemon.ipc.server import Handlers
 from daemon.memory import open_items
 from daemon.memory.item_questions import ITEM_KINDS, ItemQuestion, period
 from daemon.store.scope import Scope
 from daemon.store.store import Store
 
-if TYPE_CHECKING:
-    from daemon.app import Daemon
 
-T = TypeVar("T")
-
-
-async def register(daemon: Daemon) -> None:
+async def register(daemon: Context) -> None:
     register_open_items(daemon.handlers, daemon.store)
 
 
 def register_open_items(handlers: Handlers, store: Store,
                         now: Callable[[], dt.datetime] = lambda: dt.datetime.now().astimezone(),
                         ) -> None:
-    async def db(fn: Callable[[], T]) -> T:
-        return await trio.to_thread.run_sync(fn)
-
-    def space_id(name: str | None) -> int | None:
-        return None if name is None else store.get_space(name).id
-
     async def list_open(request: OpenItems) -> ItemsReply:
         if request.as_of is not None and request.space is None:
             raise InvalidInput("as_of: give a Space too", fix="--space NAME --as-of DATE")
 
         def read() -> ItemsReply:
-            items = open_items.list_open(store, space_id=space_id(request.space),
+            items = open_items.list_open(store, space_id=store.space_id(request.space),
                                          all_spaces=request.space is None,
                                          owner=request.owner or None, as_of=request.as_of)
             return ItemsReply(items=item_infos(store, items))
 
-        return await db(read)
+        return await store.run(read)
 
     async def select(request: SelectItems) -> ItemsReply:
         start, end = period(request.period, now()) if request.period.strip() else (None, None)
@@ -66,20 +53,20 @@ def register_open_items(handlers: Handlers, store: Store,
                              start=start, end=end)
 
         def read() -> ItemsReply:
-            scope = Scope(space_id=space_id(request.space), person_memory=False)
+            scope = Scope(space_id=store.space_id(request.space), person_memory=False)
             selected = open_items.select_items(store, asked, scope)
             return ItemsReply(items=item_infos(store, selected.items, selected.status,
                                                selected.closed_by),
                               period_start=start, period_end=end)
 
-        return await db(read)
+        return await store.run(read)
 
     async def close(request: CloseItem) -> HistoryReply:
         def write() -> HistoryReply:
             closed = open_items.close_by_hand(store, request.item_id, request.status)
             return history_reply(store, store.chain(closed.id))
 
-        return await db(write)
+        return await store.run(write)
 
     handlers.add(OpenItems, list_open)
     handlers.add(SelectItems, select)

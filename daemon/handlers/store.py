@@ -1,7 +1,7 @@
 """Handlers for what clients read and change in the store: sessions, transcripts, exports,
 Spaces and documents.
 
-Each handler runs its store calls on a worker thread (``Daemon.db``) and answers with the
+Each handler runs its store calls on a worker thread (``Store.run``) and answers with the
 protocol's own structs, converted here from the store's rows by pure functions. Failures are
 daemon.errors exceptions (NotFound, InvalidInput...), which the server turns into typed Error
 replies.
@@ -12,13 +12,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from daemon.errors import InvalidInput
-from daemon.ipc.memory import assertion_infos
-from daemon.ipc.progress import embedding_progress
+from daemon.handlers.context import Context
+from daemon.handlers.memory import assertion_infos
+from daemon.handlers.progress import embedding_progress
+from daemon.ipc.dispatch import Publish
 from daemon.ipc.protocol import (
     AddDocument,
     AddSpace,
@@ -46,19 +47,15 @@ from daemon.ipc.protocol import (
     SpacesReply,
     TurnInfo,
 )
-from daemon.ipc.server import Publish
 from daemon.llm.embed import EmbedProgress
 from daemon.memory.sensitive import mask_lines
 from daemon.sessions import gist
 from daemon.store.chunking import format_offset
 from daemon.store.documents import extract_text
 from daemon.store.export import render
-from daemon.store.records import Deleted, Document, KeepState, NewTurn, Session, Space, Turn
+from daemon.store.records import Deleted, Document, KeepState, Session, Space, Turn
 from daemon.store.store import Store
-from daemon.store.transcript import TranscriptIn, parse_transcript
-
-if TYPE_CHECKING:
-    from daemon.app import Daemon
+from daemon.store.transcript import import_transcript, parse_named_transcript
 
 NO_VECTORS_NOTE = (
     "stored for full-text search; vectors are added once an embedding model is installed "
@@ -149,53 +146,12 @@ def space_names(store: Store) -> dict[int, str]:
     return {space.id: space.name for space in store.list_spaces()}
 
 
-def space_id(store: Store, name: str | None) -> int | None:
-    return None if name is None else store.get_space(name).id
-
-
-def parse_named_transcript(content: bytes, filename: str) -> TranscriptIn:
-    """:func:`parse_transcript`, its errors naming the file too when there is a name."""
-    try:
-        return parse_transcript(content)
-    except InvalidInput as e:
-        if not filename:
-            raise
-        raise InvalidInput(f"{filename}: {e.message}", fix=e.fix) from None
-
-
-def import_transcript(
-    store: Store, transcript: TranscriptIn, space: str | None
-) -> tuple[Session, list[Turn], int]:
-    """An ended session made from ``transcript``: (session, turns, chunks). Nothing is left
-    behind when a step fails."""
-    space_id_ = space_id(store, space)
-    session = store.create_session(
-        space_id=space_id_,
-        activity=transcript.activity,
-        title=transcript.title,
-        started_at=transcript.started_at.timestamp(),
-        participants=transcript.participants,
-    )
-    try:
-        turns = store.append_turns(session.id, [
-            NewTurn(speaker=t.speaker, text=t.text, start=t.t, end=t.end, ref=t.ref,
-                    source="import")
-            for t in transcript.turns
-        ])
-        last = max(t.t if t.end is None else t.end for t in transcript.turns)
-        session = store.end_session(session.id, ended_at=session.started_at + last)
-    except BaseException:
-        store.delete_session(session.id)
-        raise
-    return session, turns, len(store.chunks(session_id=session.id))
-
-
 # -- handlers ----------------------------------------------------------------------------------
 
 
-async def register(daemon: Daemon) -> None:
+async def register(daemon: Context) -> None:
     store = daemon.store
-    db = daemon.db
+    db = store.run
 
     async def counts() -> dict[str, int]:
         return await db(store.counts)
@@ -205,7 +161,7 @@ async def register(daemon: Daemon) -> None:
             raise InvalidInput(f"limit: {request.limit} is not a positive number")
 
         def work() -> SessionsReply:
-            found = store.list_sessions(space_id=space_id(store, request.space),
+            found = store.list_sessions(space_id=store.space_id(request.space),
                                         limit=request.limit)
             names = space_names(store)
             keeps = {k.session_id: k for k in store.keep_states([s.id for s in found])}
@@ -305,7 +261,7 @@ async def register(daemon: Daemon) -> None:
 
     async def list_documents(request: ListDocuments) -> DocumentsReply:
         def work() -> DocumentsReply:
-            found = store.list_documents(space_id=space_id(store, request.space))
+            found = store.list_documents(space_id=store.space_id(request.space))
             names = space_names(store)
             return DocumentsReply(documents=[document_info(d, names) for d in found])
 
@@ -320,7 +276,7 @@ async def register(daemon: Daemon) -> None:
         def work() -> DocumentReply:
             text = msgspec.structs.replace(extract_text(filename, request.content),
                                            modified_at=request.modified_at)
-            document = store.add_document(text, space_id=space_id(store, request.space),
+            document = store.add_document(text, space_id=store.space_id(request.space),
                                           title=request.title)
             return DocumentReply(document=document_info(document, space_names(store)),
                                  note=_vectors_note(store))
