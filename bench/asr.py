@@ -40,9 +40,7 @@ from daemon.audio import load_audio
 from daemon.models.registry import model_path
 from tests.wer import word_error_rate
 
-SHARED_AUDIO = Path(__file__).resolve().parents[2] / "shared" / "audio"
-if not SHARED_AUDIO.is_dir():  # a CI clone sits beside shared/ too; else the workspace copy
-    SHARED_AUDIO = Path("/work/shared/audio")
+SHARED_AUDIO = Path(__file__).resolve().parents[2] / "shared" / "audio"  # the data beside us
 
 DIALOGUE = [
     ("en-us", "Good morning. Shall we start with the launch plan for next month?"),

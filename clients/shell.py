@@ -10,25 +10,9 @@ import sys
 
 import click
 
-from daemon.config import DEFAULT_PROFILE, PRIVATE_UMASK, Config
+from clients.cli.context import Context
+from daemon.config import DEFAULT_PROFILE, PRIVATE_UMASK
 from daemon.errors import BrainCueError
-
-
-class Context:
-    """What every command gets: the profile's config and the output mode."""
-
-    def __init__(self, profile: str) -> None:
-        self.profile = profile
-        self._config: Config | None = None
-
-    @property
-    def config(self) -> Config:
-        if self._config is None:
-            self._config = Config.load(self.profile)
-        return self._config
-
-
-pass_ctx = click.make_pass_decorator(Context)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

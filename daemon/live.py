@@ -43,7 +43,7 @@ from daemon.audio.pipeline import UTTERANCE_QUEUE, Heard, Pipeline, segment_trac
 from daemon.audio.vad import VadConfig, is_phantom
 from daemon.config import Settings
 from daemon.errors import InvalidInput, ModelError, StoreError
-from daemon.handlers.items import carried_event
+from daemon.handlers.wire import carried_event
 from daemon.ipc.protocol import (
     CarriedForward,
     Event,

@@ -9,6 +9,7 @@ read-only.
 from __future__ import annotations
 
 import os
+import shutil
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from daemon.config import Paths
+from daemon.ipc import testing
 
 # Two cores shared with model tests: judge properties, not the speed of data generation.
 settings.register_profile(
@@ -24,9 +26,7 @@ settings.register_profile(
 )
 settings.load_profile("braincue")
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-if not SHARED.is_dir():  # a CI clone sits beside shared/ too; fall back to the workspace copy
-    SHARED = Path("/work/shared")
+DATA = Path(__file__).resolve().parent / "data"  # what tests read, with its attribution
 
 with warnings.catch_warnings():  # platformdirs warns about an unset XDG_RUNTIME_DIR
     warnings.simplefilter("ignore")
@@ -47,6 +47,16 @@ def braincue_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("BRAINCUE_KEY", raising=False)
     monkeypatch.delenv("BRAINCUE_NEW_KEY", raising=False)
     return home
+
+
+@pytest.fixture
+def short_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """``BRAINCUE_HOME`` in a fresh directory whose path is short enough for the sockets inside
+    it (``tmp_path`` is too long for a socket's address), removed afterwards."""
+    path = testing.short_home()
+    monkeypatch.setenv("BRAINCUE_HOME", str(path))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
@@ -75,9 +85,9 @@ def installed_model(models_dir: Path) -> Callable[[str], Path]:
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    return SHARED
-
+def test_data() -> Path:
+    """``tests/data``: real speech and meetings the tests read (``tests/data/README.md``)."""
+    return DATA
 
 
 @pytest.fixture(scope="session")

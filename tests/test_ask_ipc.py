@@ -25,6 +25,7 @@ from daemon.ipc.protocol import (
     Ask,
     AskCancel,
     AskReply,
+    Event,
     ListAssertions,
     Ok,
     answer_topic,
@@ -126,7 +127,7 @@ async def test_the_answer_streams_to_the_asking_client_then_the_checked_reply(
         request = Ask(id="ask-1", question="When does the Atlas beta ship?", space="Atlas")
         with await in_thread(client.subscribe, [answer_topic("ask-1")]) as answer:
             reply: AskReply = await in_thread(client.request, request)
-            events = []
+            events: list[Event] = []
             while not events or not isinstance(events[-1], AnswerDone):
                 events.append(await in_thread(answer.receive, 10.0))
         client.close()

@@ -85,9 +85,9 @@ def test_the_real_model_answers_from_the_one_session_that_holds_the_fact(
 
 @pytest.mark.slow
 def test_the_real_model_answers_a_qmsum_question_citing_a_turn_of_the_gold_span(
-    daemon: DaemonProcess, shared_dir: Path,
+    daemon: DaemonProcess, test_data: Path,
 ) -> None:
-    meeting = shared_dir / "bench" / "qmsum-dev" / "ES2006" / "ES2006a.json"
+    meeting = test_data / "meetings" / "ES2006a.json"
     queries = json.loads((meeting.parent / "queries.json").read_text())
     query = next(q for q in queries if q["query"].startswith("What are the target price"))
     turns = {t["ref"]: t for t in json.loads(meeting.read_text())["turns"]}

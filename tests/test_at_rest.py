@@ -12,7 +12,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import apsw
@@ -30,7 +29,7 @@ from daemon.handlers import atrest
 from daemon.handlers.atrest import FIRST_BACKUP_AFTER_S
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import Forget, ImportTranscript, ListSessions, LiveStatus
-from daemon.ipc.testing import DaemonProcess, daemon_env, short_home, start_daemon
+from daemon.ipc.testing import DaemonProcess, daemon_env, start_daemon
 from daemon.memory.retention import DAY_S, expire_undecided, forget_before
 from daemon.store import backup, security
 from daemon.store.db import connect
@@ -41,14 +40,6 @@ from daemon.store.store import DB_FILE, Store
 
 PHRASE = "the quokka migration finishes on Thursday"
 TESTS = Path(__file__).resolve().parent
-
-
-@pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(path))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def transcript(title: str = "Quokka sync", text: str = PHRASE) -> bytes:
@@ -73,7 +64,7 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def with_keystore(home: Path) -> dict[str, str]:
+def with_keystore(short_home: Path) -> dict[str, str]:
     return {"PYTHON_KEYRING_BACKEND": "keystore.FileKeyring",
             "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
 
@@ -95,8 +86,8 @@ NOBODY_READS = textwrap.dedent("""
 
 @pytest.mark.skipif(shutil.which("setpriv") is None or os.geteuid() != 0,
                     reason="reads as `nobody` through setpriv, which needs root")
-def test_a_fresh_profile_is_the_users_alone(home: Path) -> None:
-    daemon = start_daemon(home)
+def test_a_fresh_profile_is_the_users_alone(short_home: Path) -> None:
+    daemon = start_daemon(short_home)
     try:
         import_one()
         paths = Paths.resolve("default")
@@ -107,20 +98,20 @@ def test_a_fresh_profile_is_the_users_alone(home: Path) -> None:
                  != (0o700 if p.is_dir() else 0o600)]
         assert not loose
         assert any(p.name == DB_FILE for p in every)
-        for directory in (home, paths.data_root, paths.data_root / "profiles", paths.data_dir):
+        for directory in (short_home, paths.data_root, paths.data_root / "profiles", paths.data_dir):
             directory.chmod(0o755)  # even with the directories opened, the files stay shut
         files = [p for p in every if p.is_file()]
         result = subprocess.run(
             ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,
              "-c", NOBODY_READS, *map(str, files)],
-            capture_output=True, text=True, timeout=60, env=daemon_env(home))
+            capture_output=True, text=True, timeout=60, env=daemon_env(short_home))
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == ""
     finally:
         assert daemon.stop(signal.SIGTERM) == 0, daemon.log()
 
 
-def test_an_existing_install_is_tightened_at_start(home: Path,
+def test_an_existing_install_is_tightened_at_start(short_home: Path,
                                                    caplog: pytest.LogCaptureFixture) -> None:
     paths = Paths.resolve("default")
     for d in (paths.data_dir, paths.config_dir):
@@ -142,9 +133,9 @@ def test_an_existing_install_is_tightened_at_start(home: Path,
 
 
 def test_the_database_and_indexes_hold_no_plaintext_and_reopen_with_the_stored_key(
-        home: Path) -> None:
-    env = with_keystore(home)
-    daemon = start_daemon(home, env=env)
+        short_home: Path) -> None:
+    env = with_keystore(short_home)
+    daemon = start_daemon(short_home, env=env)
     data_dir = Paths.resolve("default").data_dir
     try:
         import_one()
@@ -154,13 +145,13 @@ def test_the_database_and_indexes_hold_no_plaintext_and_reopen_with_the_stored_k
     finally:
         assert daemon.stop(signal.SIGTERM) == 0, daemon.log()
     paths = Paths.resolve("default")
-    assert (home / "test-keyring.json").exists() and not KeyStore(paths).key_file.exists()
+    assert (short_home / "test-keyring.json").exists() and not KeyStore(paths).key_file.exists()
     assert file_state(paths.data_dir / DB_FILE) == "encrypted"
     for f in paths.data_dir.iterdir():
         if f.is_file():
             data = f.read_bytes()
             assert b"quokka" not in data and b"SQLite format 3" not in data, f
-    restarted = start_daemon(home, env=env)
+    restarted = start_daemon(short_home, env=env)
     try:
         with Client(timeout=30) as client:
             titles = [s.title for s in client.request(ListSessions()).sessions]
@@ -187,8 +178,8 @@ def test_sealed_vector_indexes_hold_no_vector_in_the_clear(tmp_path: Path) -> No
         again.close()
 
 
-def test_a_wrong_key_is_one_line_and_leaves_the_file_untouched(home: Path) -> None:
-    daemon = start_daemon(home, env={"BRAINCUE_KEY": "the right passphrase"})
+def test_a_wrong_key_is_one_line_and_leaves_the_file_untouched(short_home: Path) -> None:
+    daemon = start_daemon(short_home, env={"BRAINCUE_KEY": "the right passphrase"})
     try:
         import_one()
     finally:
@@ -196,18 +187,18 @@ def test_a_wrong_key_is_one_line_and_leaves_the_file_untouched(home: Path) -> No
     db = Paths.resolve("default").data_dir / DB_FILE
     before = sha(db)
     with pytest.raises(RuntimeError, match="exited with 1") as failed:
-        start_daemon(home, env={"BRAINCUE_KEY": "a wrong passphrase"})
+        start_daemon(short_home, env={"BRAINCUE_KEY": "a wrong passphrase"})
     log = str(failed.value)
     assert "does not open with the key from BRAINCUE_KEY" in log and "Traceback" not in log
     assert sum(line.startswith("braincued: error:") for line in log.splitlines()) == 1
     assert sha(db) == before and not Path(f"{db}-wal").exists()
     # and without any key: never a new empty database in its place
     with pytest.raises(RuntimeError, match="no key for it was found"):
-        start_daemon(home)
+        start_daemon(short_home)
     assert sha(db) == before
 
 
-def test_security_encrypt_keeps_every_row(home: Path) -> None:
+def test_security_encrypt_keeps_every_row(short_home: Path) -> None:
     paths = Paths.resolve("default")
     paths.ensure()
     store = Store(paths.data_dir, CountingEmbedder(), clock=Clock())  # plain, as before
@@ -239,7 +230,7 @@ def test_security_encrypt_keeps_every_row(home: Path) -> None:
     assert "sealed" in status.output and "NOT" not in status.output
 
 
-def test_security_rekey_moves_the_database_and_its_backups_to_a_new_key(home: Path) -> None:
+def test_security_rekey_moves_the_database_and_its_backups_to_a_new_key(short_home: Path) -> None:
     paths = Paths.resolve("default")
     paths.ensure()
     store = Store.open(paths, CountingEmbedder())
@@ -263,7 +254,7 @@ def test_security_rekey_moves_the_database_and_its_backups_to_a_new_key(home: Pa
         again.close()
 
 
-def test_a_rekey_interrupted_after_the_file_moved_loses_nothing(home: Path) -> None:
+def test_a_rekey_interrupted_after_the_file_moved_loses_nothing(short_home: Path) -> None:
     paths = Paths.resolve("default")
     paths.ensure()
     Store.open(paths).close()
@@ -290,8 +281,8 @@ def overwrite_pages(db: Path) -> None:
 
 
 def test_a_damaged_database_names_the_restore_and_restore_brings_the_backup_back(
-        home: Path) -> None:
-    daemon = start_daemon(home)
+        short_home: Path) -> None:
+    daemon = start_daemon(short_home)
     try:
         import_one(title="kept before the backup")
         assert CliRunner().invoke(cli, ["backup", "now"]).exit_code == 0
@@ -303,7 +294,7 @@ def test_a_damaged_database_names_the_restore_and_restore_brings_the_backup_back
     overwrite_pages(db)
     damaged = sha(db)
     with pytest.raises(RuntimeError, match="exited with 1") as failed:
-        start_daemon(home)
+        start_daemon(short_home)
     log = str(failed.value)
     latest = backup.latest_backup(paths.data_dir)
     assert latest is not None
@@ -317,7 +308,7 @@ def test_a_damaged_database_names_the_restore_and_restore_brings_the_backup_back
     assert restored.exit_code == 0, restored.output
     aside = [p for p in paths.data_dir.iterdir() if ".replaced-" in p.name]
     assert aside and any(sha(p) == damaged for p in aside)  # kept aside, not deleted
-    daemon = start_daemon(home)
+    daemon = start_daemon(short_home)
     try:
         with Client(timeout=30) as client:
             titles = [s.title for s in client.request(ListSessions()).sessions]
@@ -406,7 +397,7 @@ def test_backups_rotate_and_come_before_a_migration(tmp_path: Path,
         conn.close()
 
 
-def test_recover_keeps_what_is_still_readable(home: Path) -> None:
+def test_recover_keeps_what_is_still_readable(short_home: Path) -> None:
     paths = Paths.resolve("default")
     paths.ensure()
     key = KeyStore(paths).create()
@@ -524,8 +515,8 @@ def test_retention_deletes_only_old_undecided_sessions(tmp_path: Path) -> None:
         store.close()
 
 
-def test_forget_over_the_daemon_and_the_cli(home: Path) -> None:
-    daemon: DaemonProcess = start_daemon(home)
+def test_forget_over_the_daemon_and_the_cli(short_home: Path) -> None:
+    daemon: DaemonProcess = start_daemon(short_home)
     try:
         first = import_one(title="old call")
         result = CliRunner().invoke(cli, ["forget", "--before", "2026-11-19", "--yes"])
@@ -557,10 +548,6 @@ class FakeDaemon:
         return LiveStatus(sources={}, utterances_queued=0, asr_lag_s=0.0, dropped_blocks=0,
                           session_id=self._live)
 
-    async def db(self, fn: Callable[[], object]) -> object:
-        return await trio.to_thread.run_sync(fn)
-
-
 @pytest.mark.parametrize("live", [None, 7])
 async def test_scheduled_backups_run_when_idle_and_due(
         tmp_path: Path, autojump_clock: trio.testing.MockClock, live: int | None) -> None:
@@ -568,7 +555,7 @@ async def test_scheduled_backups_run_when_idle_and_due(
     try:
         recorded_session(store, ["hello"])
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(atrest._scheduled_backups, FakeDaemon(store, live))
+            nursery.start_soon(atrest._scheduled_backups, FakeDaemon(store, live))  # type: ignore[arg-type]
             await trio.sleep(atrest.BACKUP_CHECK_S * 5)  # five checks: one backup is due
             nursery.cancel_scope.cancel()
         made = backup.list_backups(tmp_path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import trio
@@ -51,7 +53,7 @@ async def test_blocks_put_from_another_thread_arrive_in_order() -> None:
             channel.put_threadsafe(_block(i))
 
     await trio.to_thread.run_sync(produce)
-    received = []
+    received: list[Any] = []
     with trio.fail_after(5):
         while len(received) < 10:
             received.append((await channel.receive.receive()).t)

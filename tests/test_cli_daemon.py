@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,18 +30,15 @@ from daemon.ipc.protocol import (
     Stop,
     TurnEvent,
 )
-from daemon.ipc.testing import PROJECT_ROOT, DaemonProcess, short_home, start_daemon
+from daemon.ipc.testing import PROJECT_ROOT, DaemonProcess, start_daemon
 
 SHELL = [sys.executable, "-c", "from clients.shell import main; main()"]
 
 
 @pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(path))
-    monkeypatch.setenv("BRAINCUE_MODELS", str(path / "no-models"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+def home(short_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("BRAINCUE_MODELS", str(short_home / "no-models"))
+    return short_home
 
 
 @pytest.fixture

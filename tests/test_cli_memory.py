@@ -5,51 +5,40 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 import trio
 from click.testing import CliRunner, Result
+from daemonkit import running_daemon
 from test_persistence_e2e import ATLAS, Script
 
 from clients.cli.memory import parse_expiry, remember_lines
 from clients.cli.output import local_time
 from clients.shell import cli
-from daemon.app import Daemon, serve
+from daemon.app import Daemon
 from daemon.config import Config, Paths, Settings, save_settings
 from daemon.engines import Engines
 from daemon.errors import InvalidInput
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import History, RememberReply
-from daemon.ipc.testing import short_home
 from daemon.llm.embed import ScriptedEmbedder
 from daemon.llm.generate import ScriptedGenerator
 from daemon.store.records import NewTurn
 
 
-@pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = short_home()  # the sockets need a short path
-    monkeypatch.setenv("BRAINCUE_HOME", str(path))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
 @asynccontextmanager
-async def running_daemon(script: Script) -> AsyncIterator[Daemon]:
+async def scripted_daemon(script: Script) -> AsyncIterator[Daemon]:
+    """A daemon with memory on, the scripted embedder and ``script`` as its language model."""
     paths = Paths.resolve("default")
     save_settings(paths, Settings(memory_enabled=True))
     config = Config.load()
     engines = Engines(lambda: config.settings, paths.models_dir,
                       embedder=ScriptedEmbedder(), generator=ScriptedGenerator(script))
-    async with trio.open_nursery() as nursery:
-        daemon: Daemon = await nursery.start(lambda task_status: serve(
-            config, engines=engines, task_status=task_status))
+    async with running_daemon(engines, config) as daemon:
         yield daemon
-        daemon.stop()
 
 
 async def braincue(*args: str) -> Result:
@@ -78,8 +67,8 @@ async def recorded(daemon: Daemon, space: str | None = None, title: str = "Atlas
     return await daemon.store.run(record)
 
 
-async def test_keep_review_and_history_from_the_shell(home: Path) -> None:
-    async with running_daemon(Script()) as daemon:
+async def test_keep_review_and_history_from_the_shell(short_home: Path) -> None:
+    async with scripted_daemon(Script()) as daemon:
         await daemon.store.run(lambda: daemon.store.create_space("Atlas"))
         session_id = await recorded(daemon)
 
@@ -147,8 +136,8 @@ async def test_keep_review_and_history_from_the_shell(home: Path) -> None:
         assert "is not a memory about you" in str(not_a_memory.exception)
 
 
-async def test_no_space_later_and_discard_from_the_shell(home: Path) -> None:
-    async with running_daemon(Script()) as daemon:
+async def test_no_space_later_and_discard_from_the_shell(short_home: Path) -> None:
+    async with scripted_daemon(Script()) as daemon:
         session_id = await recorded(daemon)
         out = await ok("keep", str(session_id))
         assert out.splitlines()[0] == f"session {session_id} kept in no Space"

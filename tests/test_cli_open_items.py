@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
-from test_cli_memory import braincue, home, ok, recorded, running_daemon  # noqa: F401
+from test_cli_memory import braincue, ok, recorded, scripted_daemon
 from test_persistence_e2e import COMMITMENT, Script
 
 from clients.cli.items import carried_lines, item_rows
@@ -30,8 +31,8 @@ from daemon.ipc.protocol import (
 )
 
 
-async def test_open_done_and_carried_forward_from_the_shell(home: Path) -> None:  # noqa: F811
-    async with running_daemon(Script()) as daemon:
+async def test_open_done_and_carried_forward_from_the_shell(short_home: Path) -> None:
+    async with scripted_daemon(Script()) as daemon:
         await ok("spaces", "add", "Atlas")
         await ok("spaces", "add", "Beta")
         session = await recorded(daemon, "Atlas")
@@ -102,7 +103,7 @@ async def test_open_done_and_carried_forward_from_the_shell(home: Path) -> None:
 
 
 def test_history_says_what_closed_an_item_and_the_turn() -> None:
-    def version(id_: int, text: str, **fields: object) -> AssertionInfo:
+    def version(id_: int, text: str, **fields: Any) -> AssertionInfo:
         return AssertionInfo(id=id_, kind="commitment", text=text, about_person=False,
                              review_status="approved", space_id=1, space="Atlas",
                              occurred_at=0.0, recorded_at=0.0, owner="Priya", **fields)

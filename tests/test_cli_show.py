@@ -4,28 +4,16 @@
 from __future__ import annotations
 
 import json
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from test_cli_memory import braincue, ok, recorded, running_daemon
+from test_cli_memory import braincue, ok, recorded, scripted_daemon
 from test_persistence_e2e import Script
 
 from daemon.errors import EngineError
-from daemon.ipc.testing import short_home
 
 
-@pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = short_home()  # the sockets need a short path
-    monkeypatch.setenv("BRAINCUE_HOME", str(path))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-async def test_show_prints_the_archive_and_the_assertions_of_a_kept_session(home: Path) -> None:
-    async with running_daemon(Script()) as daemon:
+async def test_show_prints_the_archive_and_the_assertions_of_a_kept_session(short_home: Path) -> None:
+    async with scripted_daemon(Script()) as daemon:
         await daemon.store.run(lambda: daemon.store.create_space("Atlas"))
         session_id = await recorded(daemon)
         await ok("keep", str(session_id), "--space", "Atlas")
@@ -66,9 +54,9 @@ async def test_show_prints_the_archive_and_the_assertions_of_a_kept_session(home
         assert len(shown["turns"]) == 3
 
 
-async def test_a_failed_keep_is_shown_by_sessions_and_show(home: Path) -> None:
+async def test_a_failed_keep_is_shown_by_sessions_and_show(short_home: Path) -> None:
     script = Script(assertions=EngineError("the model's answer was cut off after 1536 tokens"))
-    async with running_daemon(script) as daemon:
+    async with scripted_daemon(script) as daemon:
         await daemon.store.run(lambda: daemon.store.create_space("Atlas"))
         session_id = await recorded(daemon, "Atlas")
         kept = await ok("keep", str(session_id))
@@ -84,8 +72,8 @@ async def test_a_failed_keep_is_shown_by_sessions_and_show(home: Path) -> None:
         assert not any(line.startswith("Assertions") for line in shown)
 
 
-async def test_show_of_a_session_never_kept_has_no_archive_section(home: Path) -> None:
-    async with running_daemon(Script()) as daemon:
+async def test_show_of_a_session_never_kept_has_no_archive_section(short_home: Path) -> None:
+    async with scripted_daemon(Script()) as daemon:
         session_id = await recorded(daemon)
         out = (await ok("show", str(session_id))).splitlines()
         assert "meeting, ended" in out

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +19,7 @@ from clients.shell import cli
 from daemon.errors import DaemonNotRunning, InvalidInput, NotFound
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import MAX_CONTENT_BYTES, ShowSession, Status
-from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
+from daemon.ipc.testing import DaemonProcess, start_daemon
 
 TRANSCRIPT: dict[str, Any] = {
     "title": "Atlas sync",
@@ -37,13 +36,10 @@ TRANSCRIPT: dict[str, Any] = {
 
 
 @pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def home(short_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A profile with no embedding model: text and full-text search only."""
-    path = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(path))
-    monkeypatch.setenv("BRAINCUE_MODELS", str(path / "no-models"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    monkeypatch.setenv("BRAINCUE_MODELS", str(short_home / "no-models"))
+    return short_home
 
 
 @pytest.fixture

@@ -11,17 +11,17 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 import pytest
 import trio
 import zmq
+from daemonkit import running_daemon
 
-from daemon.app import Daemon, serve
-from daemon.config import Config, Paths, load_settings
+from daemon.config import Paths, load_settings
 from daemon.errors import ConfigError, DaemonNotRunning
 from daemon.ipc import protocol
 from daemon.ipc.client import Client
@@ -39,37 +39,20 @@ from daemon.ipc.testing import (
     DaemonProcess,
     daemon_command,
     daemon_env,
-    short_home,
     start_daemon,
 )
 
 
 @pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(path))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def files(home: Path) -> RuntimeFiles:
+def files(short_home: Path) -> RuntimeFiles:
     return RuntimeFiles.of(Paths.resolve("default"))
 
 
 @pytest.fixture
-def subprocess_daemon(home: Path) -> Iterator[DaemonProcess]:
-    process = start_daemon(home)
+def subprocess_daemon(short_home: Path) -> Iterator[DaemonProcess]:
+    process = start_daemon(short_home)
     yield process
     process.stop(signal.SIGKILL)
-
-
-@asynccontextmanager
-async def running_daemon() -> AsyncIterator[Daemon]:
-    async with trio.open_nursery() as nursery:
-        daemon: Daemon = await nursery.start(serve, Config.load())
-        yield daemon
-        nursery.cancel_scope.cancel()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,7 +66,8 @@ async def test_serve_is_ready_once_its_sockets_answer(files: RuntimeFiles) -> No
     assert not files.requests.exists() and not files.lock.exists()
 
 
-async def test_status_reports_the_daemon(home: Path) -> None:
+async def test_status_reports_the_daemon(short_home: Path) -> None:
+    before = time.time()
     async with running_daemon() as daemon:
 
         async def count_sessions() -> dict[str, int]:
@@ -91,14 +75,14 @@ async def test_status_reports_the_daemon(home: Path) -> None:
 
         daemon.counters.append(count_sessions)
         status = await trio.to_thread.run_sync(Client().request, Status())
-    assert isinstance(status, StatusReply)
     assert (status.profile, status.protocol, status.capture) == ("default", 1, "off")
+    assert status.pid == os.getpid()  # served in this process
     assert status.counts == {"spaces": 0, "sessions": 3, "turns": 0, "chunks": 0,
                              "documents": 0, "assertions": 0, "vectors": 0}
-    assert status.uptime_s >= 0 and status.ipc["received"] == 1
+    assert 0 <= status.uptime_s <= time.time() - before and status.ipc["received"] == 1
 
 
-async def test_settings_are_read_and_changed_over_ipc(home: Path) -> None:
+async def test_settings_are_read_and_changed_over_ipc(short_home: Path) -> None:
     async with running_daemon() as daemon:
         client = Client()
 
@@ -118,7 +102,7 @@ async def test_settings_are_read_and_changed_over_ipc(home: Path) -> None:
     assert load_settings(Paths.resolve("default")).search_k == 8
 
 
-async def test_twenty_concurrent_clients(home: Path) -> None:
+async def test_twenty_concurrent_clients(short_home: Path) -> None:
     failures: list[BaseException] = []
 
     def session(n: int) -> None:
@@ -151,8 +135,8 @@ async def test_twenty_concurrent_clients(home: Path) -> None:
 # subprocess
 
 
-def test_sigterm_stops_the_daemon_cleanly(home: Path, files: RuntimeFiles) -> None:
-    daemon = start_daemon(home)
+def test_sigterm_stops_the_daemon_cleanly(short_home: Path, files: RuntimeFiles) -> None:
+    daemon = start_daemon(short_home)
     try:
         assert Client(timeout=10).request(Status()).pid == daemon.pid
     finally:
@@ -165,9 +149,9 @@ def test_sigterm_stops_the_daemon_cleanly(home: Path, files: RuntimeFiles) -> No
 
 
 def test_a_second_daemon_for_the_profile_exits_with_a_clear_message(
-    home: Path, subprocess_daemon: DaemonProcess
+    short_home: Path, subprocess_daemon: DaemonProcess
 ) -> None:
-    second = subprocess.run(daemon_command("default"), env=daemon_env(home),
+    second = subprocess.run(daemon_command("default"), env=daemon_env(short_home),
                             capture_output=True, text=True, timeout=60)
     assert second.returncode == 1
     assert second.stderr.strip().splitlines()[-1] == (
@@ -177,20 +161,20 @@ def test_a_second_daemon_for_the_profile_exits_with_a_clear_message(
     )
     assert type(Client(timeout=10).request(Ping())) is Pong
     # another profile is another daemon
-    other = start_daemon(home, profile="work")
+    other = start_daemon(short_home, profile="work")
     try:
         assert Client("work", timeout=10).request(Status()).pid == other.pid
     finally:
         assert other.stop() == 0
 
 
-def test_a_killed_daemons_lock_is_taken_over(home: Path, files: RuntimeFiles) -> None:
-    killed = start_daemon(home)
+def test_a_killed_daemons_lock_is_taken_over(short_home: Path, files: RuntimeFiles) -> None:
+    killed = start_daemon(short_home)
     assert killed.stop(signal.SIGKILL) == -signal.SIGKILL
     assert files.requests.exists() and files.lock.exists()  # left behind
     with pytest.raises(DaemonNotRunning):
         Client(timeout=10).request(Ping())
-    successor = start_daemon(home)
+    successor = start_daemon(short_home)
     try:
         assert files.lock.read_text().strip() == str(successor.pid)
         assert Client(timeout=10).request(Status()).pid == successor.pid
@@ -273,7 +257,7 @@ def fuzz(dealer: zmq.Socket[bytes], fuzzer: Fuzzer, count: int, client: Client) 
     return replied, dropped
 
 
-def test_ten_thousand_fuzzed_messages(home: Path, subprocess_daemon: DaemonProcess) -> None:
+def test_ten_thousand_fuzzed_messages(short_home: Path, subprocess_daemon: DaemonProcess) -> None:
     files = RuntimeFiles.of(Paths.resolve("default"))
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     dealer = context.socket(zmq.DEALER)
@@ -336,27 +320,27 @@ OTHER_USER_CLIENT = textwrap.dedent("""
 """)
 
 
-def run_as_nobody(home: Path, files: RuntimeFiles) -> list[str]:
+def run_as_nobody(short_home: Path, files: RuntimeFiles) -> list[str]:
     result = subprocess.run(
         ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
          sys.executable, "-c", OTHER_USER_CLIENT, str(files.requests)],
-        env=daemon_env(home), capture_output=True, text=True, timeout=60)
+        env=daemon_env(short_home), capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()
 
 
 @pytest.mark.skipif(shutil.which("setpriv") is None or os.geteuid() != 0,
                     reason="runs a client as `nobody` through setpriv, which needs root")
-def test_another_user_cannot_connect(home: Path, subprocess_daemon: DaemonProcess) -> None:
+def test_another_user_cannot_connect(short_home: Path, subprocess_daemon: DaemonProcess) -> None:
     files = RuntimeFiles.of(Paths.resolve("default"))
     assert stat.S_IMODE(files.directory.stat().st_mode) == 0o700
     assert stat.S_IMODE(files.requests.stat().st_mode) == 0o600
     assert stat.S_IMODE(files.events.stat().st_mode) == 0o600
-    blocked_by_directory = run_as_nobody(home, files)
+    blocked_by_directory = run_as_nobody(short_home, files)
     # Even with every directory open to others, the sockets themselves refuse other users.
-    for directory in (home, files.directory.parent, files.directory):
+    for directory in (short_home, files.directory.parent, files.directory):
         directory.chmod(0o755)
-    blocked_by_socket = run_as_nobody(home, files)
+    blocked_by_socket = run_as_nobody(short_home, files)
     for lines in (blocked_by_directory, blocked_by_socket):
         assert lines[:2] == ["socket: EACCES", "zmq: no answer"]
         assert lines[2].startswith("client: IpcError permission denied on the daemon's socket")

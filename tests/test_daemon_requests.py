@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +15,13 @@ import msgspec
 import pytest
 import trio
 import trio.testing
+from daemonkit import running_daemon
 from test_documents import make_pdf
 
-from daemon.app import Daemon, serve
-from daemon.config import Config, Paths, Settings
+from daemon.config import Paths, Settings
 from daemon.engines import Engines, unload_check_interval, unload_idle_engines
 from daemon.errors import BrainCueError, InvalidInput, ModelNotInstalled, NotFound
-from daemon.handlers.search import search_hit
-from daemon.handlers.store import deleted_counts, session_info
+from daemon.handlers.wire import deleted_counts, search_hit, session_info
 from daemon.ipc import protocol
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
@@ -45,7 +42,7 @@ from daemon.ipc.protocol import (
     Status,
 )
 from daemon.ipc.runtime import RuntimeFiles
-from daemon.ipc.testing import short_home, start_daemon
+from daemon.ipc.testing import start_daemon
 from daemon.llm.embed import ScriptedEmbedder
 from daemon.llm.generate import ScriptedGenerator
 from daemon.store import export, records
@@ -74,32 +71,14 @@ def transcript(**changes: Any) -> bytes:
 
 
 @pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(path))
-    monkeypatch.setenv("BRAINCUE_MODELS", str(path / "no-models"))  # nothing real loads
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+def home(short_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("BRAINCUE_MODELS", str(short_home / "no-models"))  # nothing real loads
+    return short_home
 
 
 def scripted_engines() -> Engines:
     return Engines(Settings, Path("/nonexistent"), embedder=ScriptedEmbedder(),
                    generator=ScriptedGenerator(lambda messages: "I do not know."))
-
-
-@asynccontextmanager
-async def running_daemon(engines: Engines | None = None) -> AsyncIterator[Daemon]:
-    async with trio.open_nursery() as nursery:
-        daemon: Daemon = await nursery.start(partial_serve(engines))
-        yield daemon
-        nursery.cancel_scope.cancel()
-
-
-def partial_serve(engines: Engines | None) -> Callable[..., Any]:
-    async def run(task_status: trio.TaskStatus[Daemon]) -> None:
-        await serve(Config.load(), engines=engines, task_status=task_status)
-
-    return run
 
 
 async def in_thread(fn: Callable[[], None]) -> None:

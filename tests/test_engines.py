@@ -226,8 +226,8 @@ async def test_scripted_stream_yields_word_tokens() -> None:
 
 async def test_breaking_out_of_a_stream_stops_it_at_the_next_token() -> None:
     generator = ScriptedGenerator(["one two three four five six"])
-    received = []
-    async with aclosing(generator.stream([])) as tokens:
+    received: list[str] = []
+    async with aclosing(generator.stream([])) as tokens:  # type: ignore[type-var]
         async for token in tokens:
             received.append(token)
             if len(received) == 2:
@@ -281,7 +281,7 @@ async def test_llama_stream_stops_the_model_when_the_consumer_breaks(
     fake_llama_generator: tuple[LlamaGenerator, FakeLlama],
 ) -> None:
     generator, fake = fake_llama_generator
-    async with aclosing(generator.stream([ChatMessage("user", "go")])) as tokens:
+    async with aclosing(generator.stream([ChatMessage("user", "go")])) as tokens:  # type: ignore[type-var]
         async for _ in tokens:
             break
     # the worker runs calls in order: this one starts only once the stream's producer ended

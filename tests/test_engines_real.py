@@ -51,10 +51,10 @@ def qwen(installed_model: ModelPath) -> Iterator[LlamaGenerator]:
 # -- whisper -----------------------------------------------------------------------------------
 
 
-async def test_tiny_en_transcribes_jfk(whisper_tiny: WhisperTranscriber, shared_dir: Path) -> None:
-    audio = load_audio(shared_dir / "audio" / "jfk.wav")
+async def test_tiny_en_transcribes_jfk(whisper_tiny: WhisperTranscriber, test_data: Path) -> None:
+    audio = load_audio(test_data / "audio" / "jfk.wav")
     segments = await whisper_tiny.transcribe(audio)
-    reference = (shared_dir / "audio" / "jfk.txt").read_text()
+    reference = (test_data / "audio" / "jfk.txt").read_text()
     assert word_error_rate(reference, " ".join(s.text for s in segments)) <= 0.10
     duration = len(audio) / SAMPLE_RATE
     assert all(0 <= s.start < s.end <= duration + 0.5 for s in segments)
@@ -66,11 +66,11 @@ def test_digital_silence_gives_no_text(whisper_tiny: WhisperTranscriber) -> None
 
 
 def test_braincue_transcribe_prints_timed_lines(
-    installed_model: ModelPath, shared_dir: Path
+    installed_model: ModelPath, test_data: Path
 ) -> None:
     installed_model("whisper-tiny.en")
     result = CliRunner().invoke(
-        cli, ["transcribe", str(shared_dir / "audio" / "jfk.wav"), "--model", "whisper-tiny.en"]
+        cli, ["transcribe", str(test_data / "audio" / "jfk.wav"), "--model", "whisper-tiny.en"]
     )
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
@@ -85,10 +85,10 @@ def test_low_noise_gives_no_text(whisper_tiny: WhisperTranscriber) -> None:
 
 
 def test_a_quiet_recording_is_transcribed_with_a_warning(
-    installed_model: ModelPath, shared_dir: Path
+    installed_model: ModelPath, test_data: Path
 ) -> None:
     installed_model("whisper-tiny.en")
-    quiet = shared_dir / "audio" / "fleurs" / "fleurs-en-003.ogg"  # speech at -57 dBFS
+    quiet = test_data / "audio" / "fleurs-en-003.ogg"  # speech at -57 dBFS
     result = CliRunner().invoke(cli, ["transcribe", str(quiet), "--model", "whisper-tiny.en"])
     assert result.exit_code == 0, result.output
     assert "warning: fleurs-en-003.ogg is very quiet" in result.stderr
@@ -97,10 +97,10 @@ def test_a_quiet_recording_is_transcribed_with_a_warning(
 
 
 def test_a_fitted_encoder_context_hears_what_the_full_window_hears(
-    installed_model: ModelPath, shared_dir: Path
+    installed_model: ModelPath, test_data: Path
 ) -> None:
-    audio = load_audio(shared_dir / "audio" / "jfk.wav")
-    reference = (shared_dir / "audio" / "jfk.txt").read_text()
+    audio = load_audio(test_data / "audio" / "jfk.wav")
+    reference = (test_data / "audio" / "jfk.txt").read_text()
     for fit in (False, True):
         transcriber = WhisperTranscriber(installed_model("whisper-tiny.en"), threads=2,
                                          fit_context=fit)
@@ -205,7 +205,7 @@ async def test_schema_constrained_generation_decodes_into_the_type(qwen: LlamaGe
 async def test_stream_stops_generating_when_the_consumer_breaks(qwen: LlamaGenerator) -> None:
     request = [ChatMessage("user", "Count from one to two hundred in words, one per line.")]
     received = []
-    async with aclosing(qwen.stream(request, max_tokens=400, temperature=0.0)) as tokens:
+    async with aclosing(qwen.stream(request, max_tokens=400, temperature=0.0)) as tokens:  # type: ignore[type-var]
         async for token in tokens:
             received.append(token)
             if len(received) == 3:

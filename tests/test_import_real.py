@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,26 +13,22 @@ from wer import word_error_rate
 from clients.shell import cli
 from daemon.app import Daemon, serve
 from daemon.config import Config
-from daemon.ipc.testing import short_home
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(path))
-    (path / "config").mkdir()
-    (path / "config" / "config.toml").write_text('asr_model = "whisper-tiny.en"\n')
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+def home(short_home: Path) -> Path:
+    (short_home / "config").mkdir()
+    (short_home / "config" / "config.toml").write_text('asr_model = "whisper-tiny.en"\n')
+    return short_home
 
 
 async def test_an_imported_recording_becomes_a_searchable_session(
-    home: Path, shared_dir: Path, installed_model: Callable[[str], Path]
+    home: Path, test_data: Path, installed_model: Callable[[str], Path]
 ) -> None:
     installed_model("whisper-tiny.en")
-    jfk = shared_dir / "audio" / "jfk.wav"
+    jfk = test_data / "audio" / "jfk.wav"
     async with trio.open_nursery() as nursery:
         daemon: Daemon = await nursery.start(serve, Config.load())
         result = await trio.to_thread.run_sync(
@@ -53,10 +48,10 @@ async def test_an_imported_recording_becomes_a_searchable_session(
 
 
 async def test_a_quiet_recording_is_imported_with_a_warning(
-    home: Path, shared_dir: Path, installed_model: Callable[[str], Path]
+    home: Path, test_data: Path, installed_model: Callable[[str], Path]
 ) -> None:
     installed_model("whisper-tiny.en")
-    quiet = shared_dir / "audio" / "fleurs" / "fleurs-en-009.ogg"  # speech at -56 dBFS
+    quiet = test_data / "audio" / "fleurs-en-009.ogg"  # speech at -56 dBFS
     async with trio.open_nursery() as nursery:
         daemon: Daemon = await nursery.start(serve, Config.load())
         result = await trio.to_thread.run_sync(

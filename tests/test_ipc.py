@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import shutil
 import socket
 import stat
 from collections.abc import AsyncIterator, Iterator
@@ -83,15 +82,7 @@ class UnservedProbe(Request[Ok]):
 
 
 @pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(path))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def paths(home: Path) -> Paths:
+def paths(short_home: Path) -> Paths:
     return Paths.resolve("default")
 
 

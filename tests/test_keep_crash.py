@@ -9,35 +9,25 @@ archive and the assertions without anybody asking again.
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 from keep_crash_daemon import STARTED
 from test_persistence_e2e import ATLAS
 
 from clients.shell import cli
-from daemon.ipc.testing import PROJECT_ROOT, DaemonProcess, daemon_env, short_home, start_daemon
+from daemon.ipc.testing import PROJECT_ROOT, DaemonProcess, daemon_env, start_daemon
 
 HELPER = Path(__file__).with_name("keep_crash_daemon.py")
 
 
-@pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(path))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def scripted_daemon(home: Path, mode: str) -> DaemonProcess:
-    return start_daemon(home, command=[sys.executable, str(HELPER), mode])
+def scripted_daemon(short_home: Path, mode: str) -> DaemonProcess:
+    return start_daemon(short_home, command=[sys.executable, str(HELPER), mode])
 
 
 def ok(*args: str) -> str:
@@ -59,13 +49,13 @@ def shown(session_id: int) -> dict[str, object]:
     return result
 
 
-def test_a_keep_killed_midway_is_finished_by_the_next_daemon(home: Path, tmp_path: Path) -> None:
+def test_a_keep_killed_midway_is_finished_by_the_next_daemon(short_home: Path, tmp_path: Path) -> None:
     transcript = tmp_path / "atlas.json"
     transcript.write_text(json.dumps({
         "title": "Atlas sync", "started_at": "2026-07-28T14:05:00+02:00",
         "turns": [{"speaker": s, "text": t, "t": 5.0 * i} for i, (s, t) in enumerate(ATLAS)],
     }))
-    first = scripted_daemon(home, "hang")
+    first = scripted_daemon(short_home, "hang")
     keeping: subprocess.Popen[bytes] | None = None
     try:
         ok("spaces", "add", "Atlas")
@@ -74,9 +64,9 @@ def test_a_keep_killed_midway_is_finished_by_the_next_daemon(home: Path, tmp_pat
         keeping = subprocess.Popen(
             [sys.executable, "-c", "from clients.shell import main; main()", "keep",
              str(session_id)],
-            env=daemon_env(home), cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL,
+            env=daemon_env(short_home), cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL)
-        within(30, (home / STARTED).exists, "the keep reached the model")
+        within(30, (short_home / STARTED).exists, "the keep reached the model")
         assert "kept, archive running" in ok("sessions")
         assert first.stop(signal.SIGKILL) == -signal.SIGKILL
     finally:
@@ -85,7 +75,7 @@ def test_a_keep_killed_midway_is_finished_by_the_next_daemon(home: Path, tmp_pat
             keeping.kill()
             keeping.wait(10)
 
-    second = scripted_daemon(home, "answer")
+    second = scripted_daemon(short_home, "answer")
     try:
         within(30, lambda: shown(session_id)["session"]["keep_status"] == "done",  # type: ignore[index]
                "the interrupted keep was finished")

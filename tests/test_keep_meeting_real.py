@@ -23,9 +23,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 async def test_a_kept_real_meeting_holds_the_content_rules(
-    installed_model: Callable[[str], Path], shared_dir: Path, tmp_path: Path
+    installed_model: Callable[[str], Path], test_data: Path, tmp_path: Path
 ) -> None:
-    path = shared_dir / "bench" / "qmsum-dev" / "TS3010" / "TS3010a.json"
+    path = test_data / "meetings" / "TS3010a.json"
     settings = Settings()
     generator = LlamaGenerator(installed_model("qwen2.5-coder-0.5b"), threads=2,
                                n_ctx=settings.llm_context)

@@ -321,7 +321,7 @@ async def test_a_backlog_is_reported_and_old_blocks_are_dropped_not_capture_bloc
         await trio.sleep(30)  # the first utterance (1 s of tone and the VAD's margins) is done
         assert 20 / 1.5 < rig.live.status().asr_real_time_factor < 20 / 1.0
         assert status.session_id is not None
-        assert status.sources == {"mic": status.sources["mic"], "loopback": status.sources["loopback"]}
+        assert set(status.sources) == {"mic", "loopback"}
         assert status.sources["mic"].state == "off"
 
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 import trio
+from daemonkit import running_daemon
 
-from daemon.app import Daemon, serve
-from daemon.config import Config
 from daemon.errors import InvalidInput, NotFound
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
@@ -22,26 +18,9 @@ from daemon.ipc.protocol import (
     Status,
     Stop,
 )
-from daemon.ipc.testing import short_home
 
 
-@pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(path))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@asynccontextmanager
-async def running_daemon() -> AsyncIterator[Daemon]:
-    async with trio.open_nursery() as nursery:
-        daemon: Daemon = await nursery.start(serve, Config.load())
-        yield daemon
-        nursery.cancel_scope.cancel()
-
-
-async def test_sessions_start_and_stop_over_ipc_with_the_keep_prompt(home: Path) -> None:
+async def test_sessions_start_and_stop_over_ipc_with_the_keep_prompt(short_home: Path) -> None:
     async with running_daemon() as daemon:
         assert daemon.store is not None
         daemon.store.create_space("Atlas")
@@ -81,7 +60,7 @@ async def test_sessions_start_and_stop_over_ipc_with_the_keep_prompt(home: Path)
         assert (session.status, session.title) == ("ended", "planning")
 
 
-async def test_the_shell_starts_and_stops_sessions(home: Path) -> None:
+async def test_the_shell_starts_and_stops_sessions(short_home: Path) -> None:
     from click.testing import CliRunner
 
     from clients.shell import cli

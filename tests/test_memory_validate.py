@@ -3,6 +3,7 @@ the pieces of a long keep through summarise() and extract() with a scripted mode
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -185,7 +186,7 @@ def long_turns() -> list[Turn]:
             for i, t in enumerate(texts)]
 
 
-def archive_answer(decided: list[str], summary: str = "The team reviewed the drawings.") -> dict:
+def archive_answer(decided: list[str], summary: str = "The team reviewed the drawings.") -> dict[str, Any]:
     return {"topic": "Remote design", "summary": summary,
             "sections": {"decided": decided, "action_items": [], "still_open": [],
                          "changed_since_last_time": []},
@@ -226,7 +227,7 @@ async def test_the_archive_fails_only_when_every_piece_fails() -> None:
 
 
 async def test_extraction_states_each_cue_and_keeps_what_holds() -> None:
-    def respond(messages: list[ChatMessage]) -> object:
+    def respond(messages: Sequence[ChatMessage]) -> object:
         prompt = messages[-1].content
         assert prompt.count("\n>> ") == prompt.count("So we decided")  # the cue turns
         return {"assertions": [

@@ -267,7 +267,7 @@ def test_the_question_says_the_owner_kind_and_period() -> None:
 def generated(n_sessions: int = 30) -> list[Assertion]:
     """Commitments by three owners over 30 sessions, two days apart up to NOW (some this
     month, most before), plus decisions; ids in order."""
-    rows = []
+    rows: list[Assertion] = []
     owners = ["Sarah Chen", "Tom Baker", "Priya"]
     for i in range(n_sessions):
         said = NOW.timestamp() - (n_sessions - 1 - i) * 2 * 86_400 - 3600

@@ -514,7 +514,7 @@ async def test_a_decision_said_again_is_one_assertion_with_a_restatement(world: 
     outcome = await world.keep(second)
     assert (outcome.assertions, outcome.duplicates, outcome.restated) == (0, 2, 2)
     stored = world.store.list_assertions(about_person=False)
-    assert sorted(a.text for a in stored) == sorted([COMMITMENT["text"], DECISION["text"]])
+    assert sorted(a.text for a in stored) == sorted([COMMITMENT["text"], DECISION["text"]])  # type: ignore[type-var]
     assert {a.session_id for a in stored} == {first}
     assert restatements(world) == sorted([(DECISION["text"], second),
                                           (COMMITMENT["text"], second)])

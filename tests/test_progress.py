@@ -5,18 +5,15 @@ ending at done == total; the shell shows them on stderr, and not with --json."""
 from __future__ import annotations
 
 import json
-import shutil
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import pytest
 import trio
 from click.testing import Result
 from storekit import T0, Clock
-from test_cli_memory import braincue, recorded, running_daemon
+from test_cli_memory import braincue, recorded, scripted_daemon
 from test_persistence_e2e import Script, World, long_session
 
 from daemon.ipc import protocol
@@ -29,18 +26,9 @@ from daemon.ipc.protocol import (
     StageProgress,
     progress_topic,
 )
-from daemon.ipc.testing import short_home
 from daemon.llm.embed import EmbedProgress, ScriptedEmbedder, current_progress, reporting_to
 
 Step = tuple[str, int, int]
-
-
-@pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = short_home()  # the sockets need a short path
-    monkeypatch.setenv("BRAINCUE_HOME", str(path))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def steps(events: list[StageProgress]) -> list[Step]:
@@ -111,8 +99,8 @@ async def test_each_model_call_of_a_keep_is_a_step_of_its_stage(tmp_path: Path) 
         world.store.close()
 
 
-async def test_a_keep_over_the_sockets_publishes_its_progress_in_order(home: Path) -> None:
-    async with running_daemon(Script()) as daemon:
+async def test_a_keep_over_the_sockets_publishes_its_progress_in_order(short_home: Path) -> None:
+    async with scripted_daemon(Script()) as daemon:
         await daemon.store.run(lambda: daemon.store.create_space("Atlas"))
         session_id = await recorded(daemon)
 
@@ -176,8 +164,8 @@ def long_transcript(turns: int) -> bytes:
     }).encode()
 
 
-async def test_an_import_and_a_document_publish_their_embedding(home: Path) -> None:
-    async with running_daemon(Script()) as daemon:
+async def test_an_import_and_a_document_publish_their_embedding(short_home: Path) -> None:
+    async with scripted_daemon(Script()) as daemon:
 
         def exchange() -> None:
             # 60 turns in 3 chunks: each chunk and each turn has its vector
@@ -204,8 +192,8 @@ async def test_an_import_and_a_document_publish_their_embedding(home: Path) -> N
 # -- the shell ---------------------------------------------------------------------------------
 
 
-async def test_the_shell_shows_a_keeps_stages_on_stderr_but_not_with_json(home: Path) -> None:
-    async with running_daemon(Script()) as daemon:
+async def test_the_shell_shows_a_keeps_stages_on_stderr_but_not_with_json(short_home: Path) -> None:
+    async with scripted_daemon(Script()) as daemon:
         await daemon.store.run(lambda: daemon.store.create_space("Atlas"))
         first, second = await recorded(daemon), await recorded(daemon)
 
@@ -223,10 +211,10 @@ async def test_the_shell_shows_a_keeps_stages_on_stderr_but_not_with_json(home: 
                        for bar in ("summarising: ", "extracting: ", "reconciling: "))
 
 
-async def test_the_shell_shows_an_imports_embedding(home: Path, tmp_path: Path) -> None:
+async def test_the_shell_shows_an_imports_embedding(short_home: Path, tmp_path: Path) -> None:
     transcript = tmp_path / "planning.json"
     transcript.write_bytes(long_transcript(60))
-    async with running_daemon(Script()):
+    async with scripted_daemon(Script()):
         shown: Result = await braincue("import-transcript", str(transcript))
         assert shown.exit_code == 0, (shown.output, shown.exception)
         assert "imported session 1" in shown.stdout

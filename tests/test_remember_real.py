@@ -79,7 +79,7 @@ async def test_a_real_meeting_is_archived_in_its_format_with_verbatim_quotes(
         assert set(headings(chunk.body)) <= allowed
         foreign = {s.title for f in FORMATS.values() for s in f.sections} - allowed
         assert not foreign & set(headings(chunk.body))
-        by_speaker = {}
+        by_speaker: dict[str, list[str]] = {}
         for turn in turns:
             by_speaker.setdefault(turn.speaker, []).append(normalise(turn.text))
         for speaker, text in quotes(chunk.body):

@@ -296,7 +296,7 @@ def test_assertions_follow_as_of_and_person_memory_needs_approval_and_consent(
     query = "boiler service"
 
     def found(scope: Scope, **kw: float) -> set[int]:
-        return {r.id for r in search(store, query, scope=scope, k=10, **kw) if r.item == "assertion"}
+        return {r.id for r in search(store, query, scope=scope, k=10, **kw) if r.item == "assertion"}  # type: ignore[arg-type]
 
     current = found(Scope(space_id=space.id))
     assert new.id in current and old.id not in current

@@ -10,10 +10,10 @@ staging password?".
 from __future__ import annotations
 
 import re
-import shutil
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -30,7 +30,7 @@ from daemon.ipc.protocol import (
     Search,
     ShowSession,
 )
-from daemon.ipc.testing import short_home, start_daemon
+from daemon.ipc.testing import start_daemon
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -59,16 +59,13 @@ def leaks(text: str) -> list[str]:
 
 
 @pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch, models_dir: Path) -> Iterator[Path]:
-    path = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(path))
+def home(short_home: Path, monkeypatch: pytest.MonkeyPatch, models_dir: Path) -> Path:
     monkeypatch.setenv("BRAINCUE_MODELS", str(models_dir))
     config = Paths.resolve("default").config_file
     config.parent.mkdir(parents=True)
     config.write_text('llm_model = "qwen2.5-coder-0.5b"\nembed_model = "all-minilm-l6-v2"\n'
                       "memory_enabled = true\nllm_threads = 2\n")
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    return short_home
 
 
 def test_a_spoken_credential_reaches_no_archive_assertion_search_or_answer(
@@ -88,7 +85,7 @@ def test_a_spoken_credential_reaches_no_archive_assertion_search_or_answer(
             shown = client.request(ShowSession(session_id=session.id))
             archive = [a for a in client.request(
                 Search(query="vendor staging login details", space="Vendor", k=10)).results]
-            written = {
+            written: dict[str, Any] = {
                 "assertions": client.request(ListAssertions(space="Vendor")).assertions,
                 "candidates": client.request(MemoryList()).memories,
                 "searches": [client.request(Search(query=q, space="Vendor", k=10)).results

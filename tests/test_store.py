@@ -215,7 +215,7 @@ def test_growing_chunk_is_reembedded_only_after_real_growth(
 
     def vector_rows() -> list[tuple[int, int, int]]:
         return store.db.read(
-            lambda c: c.execute(
+            lambda c: c.execute(  # type: ignore[arg-type, return-value]
                 "SELECT id, owner_id, chars FROM embeddings WHERE owner_kind = 'chunk'"
             ).fetchall()
         )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import apsw
@@ -27,13 +29,13 @@ def m003_broken(conn: apsw.Connection) -> None:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Database:
+def db(tmp_path: Path) -> Iterator[Database]:
     database = Database(tmp_path / "t.db", [m001_numbers, m002_words])
-    yield database  # type: ignore[misc]
+    yield database
     database.close()
 
 
-def insert(n: int) -> object:
+def insert(n: int) -> Callable[[apsw.Connection], object]:
     return lambda conn: conn.execute("INSERT INTO numbers VALUES (?)", (n,))
 
 
@@ -136,7 +138,7 @@ def test_nested_write_or_read_inside_a_write_is_refused(db: Database) -> None:
 async def test_concurrent_writes_from_threads_all_commit(db: Database) -> None:
     async with trio.open_nursery() as nursery:
         for n in range(10):
-            nursery.start_soon(trio.to_thread.run_sync, db.write, insert(n))
+            nursery.start_soon(partial(trio.to_thread.run_sync, db.write, insert(n)))
     assert db.read(count) == 10
 
 

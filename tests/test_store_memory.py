@@ -280,7 +280,7 @@ def said_again(store: Store, session_id: int, *assertions: Assertion) -> int:
 
 
 def restatement_rows(store: Store) -> list[tuple[int, int]]:
-    return store.db.read(lambda c: c.execute(
+    return store.db.read(lambda c: c.execute(  # type: ignore[arg-type, return-value]
         "SELECT assertion_id, session_id FROM restatements ORDER BY id").fetchall())
 
 
@@ -574,7 +574,7 @@ def test_delete_all_empties_the_profile(store: Store, tmp_path: Path) -> None:
         "embeddings",
         "assertions_fts",
     ):
-        assert store.db.read(lambda c, t=table: c.execute(f"SELECT count(*) FROM {t}").get) == 0
+        assert store.db.read(lambda c, t=table: c.execute(f"SELECT count(*) FROM {t}").get) == 0  # type: ignore[misc]
     assert store.vector_count("chunk") == store.vector_count("assertion") == 0
     assert store.fts_chunks("shearwater", Scope()) == []
     store.create_space("A")  # usable again

@@ -60,8 +60,8 @@ def test_a_stored_vector_still_finds_its_own_text(tmp_path: Path) -> None:
         )
         assert len(rows) == len(TOPICS)
         for chunk_id, dims, blob in rows:
-            stored = from_blob(blob, dims)
-            text = store.get_chunk(chunk_id).text
+            stored = from_blob(blob, dims)  # type: ignore[arg-type]
+            text = store.get_chunk(chunk_id).text  # type: ignore[arg-type]
             assert np.allclose(stored, embedder.embed_sync([text])[0], atol=1e-6)
             assert store.vector_chunks(stored, Scope(), limit=1)[0].id == chunk_id
         for topic, chunk_id in chunks.items():

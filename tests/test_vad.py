@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,7 +27,7 @@ def noise(seconds: float, rms: float, seed: int = 0) -> np.ndarray:
     return rng.normal(0, rms, int(seconds * SAMPLE_RATE)).astype(np.float32)
 
 
-def segment(signal: np.ndarray, config: VadConfig | None = None, block: int = 1600) -> list:
+def segment(signal: np.ndarray, config: VadConfig | None = None, block: int = 1600) -> list[Any]:
     seg = Segmenter(config)
     out = []
     for i in range(0, len(signal), block):

@@ -68,7 +68,7 @@ def test_a_missing_or_corrupt_voice_model_is_a_one_line_model_error(tmp_path: Pa
     assert "\n" not in str(bad.value)
     incomplete = tmp_path / "incomplete.npz"
     buf = io.BytesIO()
-    np.savez(buf, **{"linear.bias": np.zeros(256, np.float32)})
+    np.savez(buf, **{"linear.bias": np.zeros(256, np.float32)})  # type: ignore[arg-type]
     incomplete.write_bytes(buf.getvalue())
     with pytest.raises(ModelError, match="lacks"):
         VoiceEncoder.load(incomplete)
@@ -93,11 +93,11 @@ def test_conversion_is_deterministic_and_matches_the_pin(converted: Path, tmp_pa
 
 
 @pytest.mark.slow
-def test_numpy_encoder_matches_resemblyzer_on_torch(converted: Path, shared_dir: Path) -> None:
+def test_numpy_encoder_matches_resemblyzer_on_torch(converted: Path, test_data: Path) -> None:
     encoder = VoiceEncoder.load(converted)
     reference = json.loads((DATA / "reference.json").read_text())["clips"]
     for name, clip in reference.items():
-        audio, rate = sf.read(shared_dir / clip["path"], dtype="float32")
+        audio, rate = sf.read(test_data / clip["path"], dtype="float32")
         end = None if clip["end_s"] is None else int(clip["end_s"] * rate)
         audio = audio[int(clip["start_s"] * rate) : end]
         embedding = encoder.embed_utterance(audio)

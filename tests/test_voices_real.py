@@ -3,8 +3,7 @@ yields two speakers; naming one shows the name everywhere; forgetting it leaves 
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,6 @@ from clients.shell import cli
 from daemon.app import Daemon, serve
 from daemon.audio.testing import speak
 from daemon.config import Config
-from daemon.ipc.testing import short_home
 
 pytestmark = pytest.mark.slow
 
@@ -32,13 +30,10 @@ SCRIPT = [
 
 
 @pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(path))
-    (path / "config").mkdir()
-    (path / "config" / "config.toml").write_text('asr_model = "whisper-tiny.en"\n')
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+def home(short_home: Path) -> Path:
+    (short_home / "config").mkdir()
+    (short_home / "config" / "config.toml").write_text('asr_model = "whisper-tiny.en"\n')
+    return short_home
 
 
 @pytest.fixture

@@ -11,11 +11,12 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 import click
 import msgspec
 
+from clients.cli.context import Context
 from clients.cli.output import source_line
 from daemon.errors import NotFound
 from daemon.ipc.client import Client
@@ -27,9 +28,6 @@ from daemon.ipc.protocol import (
     AskReply,
     answer_topic,
 )
-
-if TYPE_CHECKING:
-    from clients.shell import Context
 
 ASK_TIMEOUT_S = 300.0  # a long answer on a slow machine; its tokens show progress meanwhile
 POLL_S = 0.2

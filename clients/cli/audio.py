@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 import msgspec
 
+from clients.cli.context import Context
 from daemon.asr import Segment, WhisperTranscriber
 from daemon.asr.engine import fits_context
 from daemon.asr.level import level_warning
 from daemon.audio import load_audio
 from daemon.models.registry import speech_model
-
-if TYPE_CHECKING:
-    from clients.shell import Context
 
 
 def format_timestamp(seconds: float) -> str:

@@ -8,22 +8,17 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import TYPE_CHECKING
 
 import click
 
+from clients.cli.context import Context
 from clients.service import Layout, ServiceManager
 from daemon.errors import BrainCueError, ConfigError, DaemonNotRunning
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import Status
 
-if TYPE_CHECKING:
-    from clients.shell import Context
-
 
 def _pass_context() -> Context:
-    from clients.shell import Context  # imported here: clients.shell imports this module
-
     context = click.get_current_context().find_object(Context)
     assert context is not None
     return context

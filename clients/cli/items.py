@@ -5,18 +5,14 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import click
 
+from clients.cli.context import Context
 from clients.cli.output import echo_json, local_time, plural, table
 from clients.cli.search import DATE_FORMATS
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import CloseItem, ItemInfo, OpenItems
-
-if TYPE_CHECKING:
-    from clients.shell import Context
-
 
 # -- pure: what is printed -----------------------------------------------------------------------
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 import msgspec
 
+from clients.cli.context import Context
 from clients.cli.items import carried_lines
 from clients.cli.progress import IMPORT_TIMEOUT_S, request_watching
 from daemon.ipc.client import Client
@@ -26,9 +26,6 @@ from daemon.ipc.protocol import (
     Start,
     Stop,
 )
-
-if TYPE_CHECKING:
-    from clients.shell import Context
 
 STOP_TIMEOUT_S = 120.0  # a stop first waits for transcription to catch up
 DATE_FORMATS = ["%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S"]

@@ -12,10 +12,10 @@ import datetime as dt
 import re
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import click
 
+from clients.cli.context import Context
 from clients.cli.output import echo_json, local_time, plural
 from clients.cli.progress import request_with_progress
 from daemon.errors import InvalidInput
@@ -39,9 +39,6 @@ from daemon.ipc.protocol import (
     RestatementInfo,
     SettingValue,
 )
-
-if TYPE_CHECKING:
-    from clients.shell import Context
 
 # A keep runs the language model over the whole transcript, piece by piece.
 KEEP_TIMEOUT_S = 3 * 3600.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from clients.cli.context import Context
 from daemon.config import Config
 from daemon.errors import ModelError
 from daemon.models.install import Installer, SourceChoice
@@ -23,8 +24,6 @@ from daemon.models.registry import (
 
 
 def _config() -> Config:
-    from clients.shell import Context  # imported here: clients.shell imports this module
-
     context = click.get_current_context().find_object(Context)
     return context.config if context is not None else Config.load()
 

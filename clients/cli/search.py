@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import textwrap
-from typing import TYPE_CHECKING
 
 import click
 
+from clients.cli.context import Context
 from clients.cli.output import echo_json, local_time
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import Search, SearchExplain, SearchHit
-
-if TYPE_CHECKING:
-    from clients.shell import Context
 
 SEARCH_TIMEOUT_S = 60.0  # the first search may wait for the embedding model to load
 DATE_FORMATS = ["%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S"]

@@ -11,10 +11,10 @@ asks the daemon, like `discard`.
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING
 
 import click
 
+from clients.cli.context import Context
 from clients.cli.output import deleted, local_time, plural, table
 from daemon.errors import InvalidInput
 from daemon.ipc.client import Client
@@ -26,9 +26,6 @@ from daemon.store.keys import KeyStore, file_state, key_for
 from daemon.store.schema import MIGRATIONS
 from daemon.store.store import DB_FILE
 from daemon.store.vectors import remove_index_files
-
-if TYPE_CHECKING:
-    from clients.shell import Context
 
 
 @click.group()

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 import msgspec
 
+from clients.cli.context import Context
 from clients.cli.memory import settings_switch_lines
 from clients.cli.output import duration, echo_json, offset, plural, table
 from daemon.config import APPLIES_LATER
@@ -28,9 +27,6 @@ from daemon.ipc.protocol import (
     StatusReply,
     TurnEvent,
 )
-
-if TYPE_CHECKING:
-    from clients.shell import Context
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 

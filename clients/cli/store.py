@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
+from clients.cli.context import Context
 from clients.cli.memory import assertion_details
 from clients.cli.output import (
     deleted,
@@ -47,9 +47,6 @@ from daemon.ipc.protocol import (
     SpaceInfo,
     TurnInfo,
 )
-
-if TYPE_CHECKING:
-    from clients.shell import Context
 
 STORE_TIMEOUT_S = 900.0  # removing a large Space or document deletes many rows and vectors
 

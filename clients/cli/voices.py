@@ -9,10 +9,10 @@ Nothing about a voice is kept across sessions unless it is named; `forget` delet
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import click
 
+from clients.cli.context import Context
 from clients.cli.output import echo_json
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
@@ -23,9 +23,6 @@ from daemon.ipc.protocol import (
     VoicesList,
     VoicesReply,
 )
-
-if TYPE_CHECKING:
-    from clients.shell import Context
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 # naming, merging and forgetting rewrite every turn, header and archive of the voice and embed

@@ -18,7 +18,7 @@ import trio
 from daemon.config import Settings
 from daemon.errors import BrainCueError, InvalidInput, ModelNotInstalled, NotFound
 from daemon.handlers.context import Context
-from daemon.handlers.memory import assertion_infos
+from daemon.handlers.wire import ask_reply, assertion_infos
 from daemon.ipc.dispatch import Handlers, Publish
 from daemon.ipc.protocol import (
     AnswerDone,
@@ -28,13 +28,11 @@ from daemon.ipc.protocol import (
     AskReply,
     AssertionInfo,
     AssertionsReply,
-    Citation,
     ListAssertions,
     Ok,
     answer_topic,
 )
 from daemon.memory.ask import Answer, Asker
-from daemon.memory.grounding import Cited
 from daemon.memory.sensitive import Gate
 from daemon.store.fusion import ItemKey
 from daemon.store.scope import Scope
@@ -94,14 +92,6 @@ async def read_live_context_ahead(
             read = (session, turns)
 
 
-def citation(cited: Cited) -> Citation:
-    source = cited.source
-    return Citation(n=source.n, title=source.title, session_id=source.session_id,
-                    date=source.date, speaker=cited.speaker, quote=cited.quote,
-                    verified=cited.verified, kind=source.kind, chunk_id=source.chunk_id,
-                    document_id=source.document_id)
-
-
 def gate_answer(store: Store, answer: Answer) -> Answer:
     """The answer with every secret said in its sources' sessions redacted, however the model
     phrased it (the one call on the answer side of the sensitive-data gate; a blocking read).
@@ -111,12 +101,6 @@ def gate_answer(store: Store, answer: Answer) -> Answer:
     said = [t.text for session_id in sorted(sessions) for t in store.turns(session_id)]
     gated = Gate.of([*said, answer.question]).redact(answer.text)
     return answer if not gated.count else msgspec.structs.replace(answer, text=gated.text)
-
-
-def ask_reply(answer: Answer) -> AskReply:
-    return AskReply(answer=answer.text, sources=[citation(c) for c in answer.citations],
-                    question=answer.question, nothing_found=answer.nothing_found,
-                    cancelled=answer.cancelled)
 
 
 def register_ask(

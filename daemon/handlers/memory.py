@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -10,7 +10,7 @@ import msgspec
 from daemon.config import Settings
 from daemon.errors import InvalidInput
 from daemon.handlers.context import Context
-from daemon.handlers.items import chain_closures
+from daemon.handlers.wire import assertion_infos, history_reply, remember_reply
 from daemon.ipc.dispatch import Handlers, Publish
 from daemon.ipc.protocol import (
     AssertionInfo,
@@ -27,12 +27,11 @@ from daemon.ipc.protocol import (
     MemoryScope,
     Remember,
     RememberReply,
-    RestatementInfo,
     StageProgress,
 )
 from daemon.memory import person
 from daemon.memory.remember import Rememberer, Stage
-from daemon.store.records import Assertion, Restatement
+from daemon.store.records import Assertion
 from daemon.store.store import Store
 
 
@@ -48,42 +47,6 @@ async def register(daemon: Context) -> None:
     )
     register_memory(daemon.handlers, daemon.store, rememberer, lambda: daemon.settings)
     daemon.nursery.start_soon(rememberer.finish_interrupted)
-
-
-def assertion_infos(store: Store, assertions: Sequence[Assertion]) -> list[AssertionInfo]:
-    """Assertions as the protocol shows them, each with its Space's name (a blocking read)."""
-    names = {s.id: s.name for s in store.list_spaces()} if assertions else {}
-    return [
-        AssertionInfo(
-            id=a.id, kind=a.kind, text=a.text, about_person=a.about_person,
-            review_status=a.review_status, source=a.source, space_id=a.space_id,
-            space=None if a.space_id is None else names.get(a.space_id),
-            occurred_at=a.occurred_at, recorded_at=a.recorded_at, chosen=a.chosen,
-            alternatives=list(a.alternatives), reasoning=a.reasoning, owner=a.owner, due=a.due,
-            session_id=a.session_id, anchor_chunk_id=a.anchor_chunk_id,
-            invalidated_at=a.invalidated_at, superseded_by=a.superseded_by,
-            expires_at=a.expires_at,
-        )
-        for a in assertions
-    ]
-
-
-def restatement_infos(restatements: Sequence[Restatement]) -> list[RestatementInfo]:
-    return [
-        RestatementInfo(assertion_id=r.assertion_id, session_id=r.session_id,
-                        session_title=r.session_title, occurred_at=r.occurred_at,
-                        anchor_chunk_id=r.anchor_chunk_id)
-        for r in restatements
-    ]
-
-
-def history_reply(store: Store, chain: Sequence[Assertion]) -> HistoryReply:
-    """An assertion's history as the protocol shows it: its versions, where they were said
-    again, and the versions that closed it as an open item (a blocking read)."""
-    ids = [a.id for a in chain]
-    return HistoryReply(chain=assertion_infos(store, chain),
-                        restatements=restatement_infos(store.restatements(ids)),
-                        closures=chain_closures(store, ids))
 
 
 def register_memory(
@@ -109,7 +72,7 @@ def register_memory(
 
         outcome = await rememberer.remember(request.session_id, request.answer, target,
                                             progress=progress)
-        return RememberReply(**msgspec.structs.asdict(outcome))
+        return remember_reply(outcome)
 
     async def history(request: History) -> HistoryReply:
         return await store.run(lambda: history_reply(store, store.chain(request.assertion_id)))

@@ -8,8 +8,7 @@ from collections.abc import Callable
 
 from daemon.errors import InvalidInput
 from daemon.handlers.context import Context
-from daemon.handlers.items import item_infos
-from daemon.handlers.memory import history_reply
+from daemon.handlers.wire import history_reply, item_infos
 from daemon.ipc.dispatch import Handlers
 from daemon.ipc.protocol import (
     CloseItem,

@@ -7,20 +7,14 @@ memories about the person are searched only with the ``memory_enabled`` consent.
 
 from __future__ import annotations
 
-import msgspec
-
 from daemon.errors import InvalidInput
 from daemon.handlers.context import Context
-from daemon.ipc.protocol import Search, SearchHit, SearchReply
+from daemon.handlers.wire import search_hit
+from daemon.ipc.protocol import Search, SearchReply
 from daemon.store.scope import Scope
-from daemon.store.search import SearchOptions, SearchResult, search
+from daemon.store.search import SearchOptions, search
 
 MAX_K = 100
-
-
-def search_hit(result: SearchResult) -> SearchHit:
-    """A result as the protocol shows it (the same fields, as plain lists and structs)."""
-    return msgspec.convert(msgspec.to_builtins(result), SearchHit)
 
 
 async def register(daemon: Context) -> None:

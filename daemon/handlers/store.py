@@ -10,21 +10,27 @@ replies.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import msgspec
 
 from daemon.errors import InvalidInput
 from daemon.handlers.context import Context
-from daemon.handlers.memory import assertion_infos
 from daemon.handlers.progress import embedding_progress
+from daemon.handlers.wire import (
+    assertion_infos,
+    deleted_counts,
+    document_info,
+    session_info,
+    space_info,
+    space_names,
+    turn_infos,
+)
 from daemon.ipc.dispatch import Publish
 from daemon.ipc.protocol import (
     AddDocument,
     AddSpace,
     DeletedReply,
-    DocumentInfo,
     DocumentReply,
     DocumentsReply,
     ExportReply,
@@ -42,18 +48,15 @@ from daemon.ipc.protocol import (
     SessionsReply,
     SetSpace,
     ShowSession,
-    SpaceInfo,
     SpaceReply,
     SpacesReply,
-    TurnInfo,
 )
 from daemon.llm.embed import EmbedProgress
-from daemon.memory.sensitive import mask_lines
 from daemon.sessions import gist
 from daemon.store.chunking import format_offset
 from daemon.store.documents import extract_text
 from daemon.store.export import render
-from daemon.store.records import Deleted, Document, KeepState, Session, Space, Turn
+from daemon.store.records import Turn
 from daemon.store.store import Store
 from daemon.store.transcript import import_transcript, parse_named_transcript
 
@@ -61,89 +64,6 @@ NO_VECTORS_NOTE = (
     "stored for full-text search; vectors are added once an embedding model is installed "
     "(`braincue models install`) and the daemon restarts"
 )
-
-
-# -- the store's rows as the protocol shows them (pure) -----------------------------------------
-
-
-def space_info(space: Space, *, sessions: int = 0, documents: int = 0) -> SpaceInfo:
-    return SpaceInfo(
-        id=space.id,
-        name=space.name,
-        activity=space.activity,
-        memory_enabled=space.memory_enabled,
-        created_at=space.created_at,
-        sessions=sessions,
-        documents=documents,
-    )
-
-
-def session_info(session: Session, space_names: Mapping[int, str],
-                 keep: KeepState | None = None) -> SessionInfo:
-    return SessionInfo(
-        id=session.id,
-        title=session.title,
-        activity=session.activity,
-        status=session.status,
-        started_at=session.started_at,
-        ended_at=session.ended_at,
-        space=_name(session.space_id, space_names),
-        participants=list(session.participants),
-        turns=session.turn_count,
-        practice=session.practice,
-        keep_status=None if keep is None else keep.status,
-        keep_reason=None if keep is None else keep.reason,
-    )
-
-
-def turn_infos(turns: Sequence[Turn]) -> list[TurnInfo]:
-    """A session's turns as said, each with its masked form where a secret is masked."""
-    masked = mask_lines([t.text for t in turns])
-    return [turn_info(t, None if text == t.text else text)
-            for t, text in zip(turns, masked, strict=True)]
-
-
-def turn_info(turn: Turn, masked: str | None = None) -> TurnInfo:
-    return TurnInfo(
-        id=turn.id,
-        seq=turn.seq,
-        speaker=turn.speaker,
-        source=turn.source,
-        start=turn.start,
-        end=turn.end,
-        text=turn.text,
-        ref=turn.ref,
-        masked=masked,
-    )
-
-
-def document_info(document: Document, space_names: Mapping[int, str]) -> DocumentInfo:
-    return DocumentInfo(
-        id=document.id,
-        title=document.title,
-        filename=document.filename,
-        media_type=document.media_type,
-        chars=document.chars,
-        chunks=document.chunk_count,
-        added_at=document.added_at,
-        space=_name(document.space_id, space_names),
-    )
-
-
-def deleted_counts(deleted: Deleted) -> dict[str, int]:
-    """What a deletion removed, by kind, leaving out the kinds it removed none of."""
-    return {kind: n for kind, n in msgspec.structs.asdict(deleted).items() if n}
-
-
-def _name(space_id: int | None, space_names: Mapping[int, str]) -> str | None:
-    return None if space_id is None else space_names.get(space_id)
-
-
-# -- store work (blocking: runs on a worker thread) ---------------------------------------------
-
-
-def space_names(store: Store) -> dict[int, str]:
-    return {space.id: space.name for space in store.list_spaces()}
 
 
 # -- handlers ----------------------------------------------------------------------------------

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from daemon.handlers.context import Context
+from daemon.handlers.wire import voice_info
 from daemon.ipc.dispatch import Handlers
 from daemon.ipc.protocol import (
     HeardVoiceInfo,
     VoiceForget,
-    VoiceInfo,
     VoiceMerge,
     VoiceName,
     VoiceReply,
     VoicesList,
     VoicesReply,
 )
-from daemon.store.voices import StoredVoice, list_voices
+from daemon.store.voices import list_voices
 from daemon.voices.service import Voices
 
 
@@ -22,11 +22,6 @@ async def register(daemon: Context) -> None:
     """The daemon part: the voices the live pipeline and imports use."""
     assert daemon.live is not None and daemon.live.voices is not None
     register_voices(daemon.handlers, daemon.live.voices)
-
-
-def voice_info(v: StoredVoice) -> VoiceInfo:
-    return VoiceInfo(id=v.id, name=v.name, sessions=v.sessions, turns=v.turns,
-                     seconds=round(v.seconds, 1), created_at=v.created_at)
 
 
 def register_voices(handlers: Handlers, voices: Voices) -> None:

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+R = TypeVar("R")
 OWNER_KINDS: tuple[OwnerKind, ...] = ("chunk", "assertion", "turn")
 # turn vectors fetched per chunk wanted: the best turns of a query cluster in few chunks
 TURNS_PER_CHUNK_FETCHED = 4
@@ -621,16 +622,7 @@ class Store:
 
     def get_turns(self, ids: Sequence[int]) -> list[Turn]:
         """Turns by id, in the order asked; ids that no longer exist are left out."""
-        rows = self.db.read(
-            lambda conn: sql.rows(
-                conn,
-                f"SELECT {sql.TURN_COLUMNS} FROM turns"
-                " WHERE id IN (SELECT value FROM json_each(?))",
-                (sql.json_ids(ids),),
-            )
-        )
-        by_id = {r[0]: sql.turn_from(r) for r in rows}
-        return [by_id[i] for i in ids if i in by_id]
+        return self._by_ids(sql.TURN_COLUMNS, "turns", sql.turn_from, ids)
 
     def turns_of_chunk(self, chunk_id: int) -> list[Turn]:
         """The turns a transcript chunk covers (empty for archives and documents), as
@@ -681,16 +673,7 @@ class Store:
 
     def get_chunks(self, ids: Sequence[int]) -> list[Chunk]:
         """Chunks by id, in the order asked; ids that no longer exist are left out."""
-        rows = self.db.read(
-            lambda conn: sql.rows(
-                conn,
-                f"SELECT {sql.CHUNK_COLUMNS} FROM chunks c"
-                " WHERE c.id IN (SELECT value FROM json_each(?))",
-                (sql.json_ids(ids),),
-            )
-        )
-        by_id = {r[0]: sql.chunk_from(r) for r in rows}
-        return [by_id[i] for i in ids if i in by_id]
+        return self._by_ids(sql.CHUNK_COLUMNS, "chunks c", sql.chunk_from, ids)
 
     def get_chunk(self, chunk_id: int) -> Chunk:
         found = self.get_chunks([chunk_id])
@@ -1061,15 +1044,21 @@ class Store:
 
     def get_assertions(self, ids: Sequence[int]) -> list[Assertion]:
         """Assertions by id, in the order asked; ids that no longer exist are left out."""
+        return self._by_ids(sql.ASSERTION_COLUMNS, "assertions a", sql.assertion_from, ids)
+
+    def _by_ids(
+        self, columns: str, table: str, from_row: Callable[[Any], R], ids: Sequence[int]
+    ) -> list[R]:
+        """Rows of ``table`` by id, made by ``from_row``, in the order asked; ids that no
+        longer exist are left out."""
         rows = self.db.read(
             lambda conn: sql.rows(
                 conn,
-                f"SELECT {sql.ASSERTION_COLUMNS} FROM assertions a"
-                " WHERE a.id IN (SELECT value FROM json_each(?))",
+                f"SELECT {columns} FROM {table} WHERE id IN (SELECT value FROM json_each(?))",
                 (sql.json_ids(ids),),
             )
         )
-        by_id = {r[0]: sql.assertion_from(r) for r in rows}
+        by_id = {r[0]: from_row(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
     def get_assertion(self, assertion_id: int) -> Assertion:

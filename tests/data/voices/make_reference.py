@@ -2,7 +2,7 @@
 
 Run once, in a throwaway venv (never the project's): ``pip install torch==2.13.0
 librosa==0.10.2.post1 webrtcvad-wheels 'scipy<1.15' soundfile``, unzip the resemblyzer==0.1.4
-wheel into SRC, then ``python make_reference.py SRC ../shared OUT.json``.
+wheel into SRC, then ``python make_reference.py SRC tests/data OUT.json``.
 """
 
 import json
@@ -16,17 +16,17 @@ sys.path.insert(0, sys.argv[1])
 from resemblyzer import VoiceEncoder
 from resemblyzer.audio import normalize_volume
 
-SHARED = Path(sys.argv[2])
+DATA = Path(sys.argv[2])
 CLIPS = {
     "jfk": ("audio/jfk.wav", 0.0, None),
     "jfk-short": ("audio/jfk.wav", 1.0, 2.2),
-    "dev00-mid": ("audio/ami-excerpts/dev00.wav", 5.0, 12.0),
+    "dev00-mid": ("audio/ami-dev00.wav", 5.0, 12.0),
 }
 
 encoder = VoiceEncoder(device="cpu")
 clips = {}
 for name, (path, start, end) in CLIPS.items():
-    wav, rate = sf.read(SHARED / path, dtype="float32")
+    wav, rate = sf.read(DATA / path, dtype="float32")
     wav = wav[int(start * rate) : None if end is None else int(end * rate)]
     louder = normalize_volume(wav, -30, increase_only=True)
     embedding, partials, _ = encoder.embed_utterance(louder, return_partials=True)

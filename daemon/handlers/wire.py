@@ -1,0 +1,216 @@
+"""The domain's records as the protocol shows them: every conversion to a wire type is here
+(pure, or a blocking read where a Space's name or a closure's evidence is looked up)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import msgspec
+
+from daemon.ipc.protocol import (
+    AskReply,
+    AssertionInfo,
+    CarriedForward,
+    Citation,
+    ClosureInfo,
+    DocumentInfo,
+    HistoryReply,
+    ItemInfo,
+    RememberReply,
+    RestatementInfo,
+    SearchHit,
+    SessionInfo,
+    SpaceInfo,
+    TurnInfo,
+    VoiceInfo,
+)
+from daemon.memory.ask import Answer
+from daemon.memory.grounding import Cited
+from daemon.memory.open_items import CARRIED_MAX, OpenItem
+from daemon.memory.open_items import CarriedForward as Carried
+from daemon.memory.remember import Remembered
+from daemon.memory.sensitive import mask_lines
+from daemon.store.records import (
+    Assertion,
+    Deleted,
+    Document,
+    KeepState,
+    Restatement,
+    Session,
+    Space,
+    Turn,
+)
+from daemon.store.search import SearchResult
+from daemon.store.store import Store
+from daemon.store.voices import StoredVoice
+
+
+def item_infos(
+    store: Store,
+    items: Sequence[OpenItem],
+    status: Mapping[int, str] | None = None,
+    closed_by: Mapping[int, Assertion] | None = None,
+) -> list[ItemInfo]:
+    """Items with their Space's name; ``status`` by id (default: every one open), and the
+    version that closed each closed one (a blocking read)."""
+    names = {s.id: s.name for s in store.list_spaces()} if items else {}
+    infos = []
+    for item in items:
+        a = item.assertion
+        closing = (closed_by or {}).get(a.id)
+        infos.append(ItemInfo(
+            id=a.id, kind=a.kind, text=a.text, occurred_at=a.occurred_at,
+            status="open" if status is None else status.get(a.id, ""),
+            owner=a.owner, due=a.due, space=None if a.space_id is None else names.get(a.space_id),
+            session_id=a.session_id, session_title=item.session_title, chosen=a.chosen,
+            alternatives=list(a.alternatives), reasoning=a.reasoning,
+            closed_by=None if closing is None else closing.id,
+            closed_at=None if closing is None else closing.occurred_at,
+        ))
+    return infos
+
+
+def carried_event(store: Store, carried: Carried, space: str) -> CarriedForward:
+    return CarriedForward(session_id=carried.session_id, space=space, message=carried.message,
+                          items=item_infos(store, carried.items[:CARRIED_MAX]))
+
+
+def chain_closures(store: Store, ids: Sequence[int]) -> list[ClosureInfo]:
+    """The closures among these versions, each with its evidence turn while it exists."""
+    closures = store.item_closures(ids)
+    evidence = [c.evidence_turn_id for c in closures.values() if c.evidence_turn_id is not None]
+    turns = {t.id: t for t in store.get_turns(evidence)}
+    infos = []
+    for assertion_id, closure in closures.items():
+        turn = None if closure.evidence_turn_id is None else turns.get(closure.evidence_turn_id)
+        infos.append(ClosureInfo(
+            assertion_id=assertion_id, status=closure.status,
+            evidence_turn_id=closure.evidence_turn_id,
+            speaker="" if turn is None else turn.speaker, text="" if turn is None else turn.text,
+        ))
+    return infos
+
+
+def space_info(space: Space, *, sessions: int = 0, documents: int = 0) -> SpaceInfo:
+    return msgspec.structs.replace(msgspec.convert(space, SpaceInfo, from_attributes=True),
+                                   sessions=sessions, documents=documents)
+
+
+def session_info(session: Session, space_names: Mapping[int, str],
+                 keep: KeepState | None = None) -> SessionInfo:
+    return SessionInfo(
+        id=session.id,
+        title=session.title,
+        activity=session.activity,
+        status=session.status,
+        started_at=session.started_at,
+        ended_at=session.ended_at,
+        space=_name(session.space_id, space_names),
+        participants=list(session.participants),
+        turns=session.turn_count,
+        practice=session.practice,
+        keep_status=None if keep is None else keep.status,
+        keep_reason=None if keep is None else keep.reason,
+    )
+
+
+def turn_infos(turns: Sequence[Turn]) -> list[TurnInfo]:
+    """A session's turns as said, each with its masked form where a secret is masked."""
+    masked = mask_lines([t.text for t in turns])
+    return [turn_info(t, None if text == t.text else text)
+            for t, text in zip(turns, masked, strict=True)]
+
+
+def turn_info(turn: Turn, masked: str | None = None) -> TurnInfo:
+    return msgspec.structs.replace(msgspec.convert(turn, TurnInfo, from_attributes=True),
+                                   masked=masked)
+
+
+def document_info(document: Document, space_names: Mapping[int, str]) -> DocumentInfo:
+    return DocumentInfo(
+        id=document.id,
+        title=document.title,
+        filename=document.filename,
+        media_type=document.media_type,
+        chars=document.chars,
+        chunks=document.chunk_count,
+        added_at=document.added_at,
+        space=_name(document.space_id, space_names),
+    )
+
+
+def deleted_counts(deleted: Deleted) -> dict[str, int]:
+    """What a deletion removed, by kind, leaving out the kinds it removed none of."""
+    return {kind: n for kind, n in msgspec.structs.asdict(deleted).items() if n}
+
+
+def _name(space_id: int | None, space_names: Mapping[int, str]) -> str | None:
+    return None if space_id is None else space_names.get(space_id)
+
+
+def space_names(store: Store) -> dict[int, str]:
+    return {space.id: space.name for space in store.list_spaces()}
+
+
+def assertion_infos(store: Store, assertions: Sequence[Assertion]) -> list[AssertionInfo]:
+    """Assertions as the protocol shows them, each with its Space's name (a blocking read)."""
+    names = {s.id: s.name for s in store.list_spaces()} if assertions else {}
+    return [
+        AssertionInfo(
+            id=a.id, kind=a.kind, text=a.text, about_person=a.about_person,
+            review_status=a.review_status, source=a.source, space_id=a.space_id,
+            space=None if a.space_id is None else names.get(a.space_id),
+            occurred_at=a.occurred_at, recorded_at=a.recorded_at, chosen=a.chosen,
+            alternatives=list(a.alternatives), reasoning=a.reasoning, owner=a.owner, due=a.due,
+            session_id=a.session_id, anchor_chunk_id=a.anchor_chunk_id,
+            invalidated_at=a.invalidated_at, superseded_by=a.superseded_by,
+            expires_at=a.expires_at,
+        )
+        for a in assertions
+    ]
+
+
+def restatement_infos(restatements: Sequence[Restatement]) -> list[RestatementInfo]:
+    return [
+        RestatementInfo(assertion_id=r.assertion_id, session_id=r.session_id,
+                        session_title=r.session_title, occurred_at=r.occurred_at,
+                        anchor_chunk_id=r.anchor_chunk_id)
+        for r in restatements
+    ]
+
+
+def history_reply(store: Store, chain: Sequence[Assertion]) -> HistoryReply:
+    """An assertion's history as the protocol shows it: its versions, where they were said
+    again, and the versions that closed it as an open item (a blocking read)."""
+    ids = [a.id for a in chain]
+    return HistoryReply(chain=assertion_infos(store, chain),
+                        restatements=restatement_infos(store.restatements(ids)),
+                        closures=chain_closures(store, ids))
+
+
+def remember_reply(outcome: Remembered) -> RememberReply:
+    return msgspec.convert(outcome, RememberReply, from_attributes=True)
+
+
+def search_hit(result: SearchResult) -> SearchHit:
+    """A result as the protocol shows it (the same fields, as plain lists and structs)."""
+    return msgspec.convert(msgspec.to_builtins(result), SearchHit)
+
+
+def voice_info(v: StoredVoice) -> VoiceInfo:
+    return VoiceInfo(id=v.id, name=v.name, sessions=v.sessions, turns=v.turns,
+                     seconds=round(v.seconds, 1), created_at=v.created_at)
+
+
+def citation(cited: Cited) -> Citation:
+    source = cited.source
+    return Citation(n=source.n, title=source.title, session_id=source.session_id,
+                    date=source.date, speaker=cited.speaker, quote=cited.quote,
+                    verified=cited.verified, kind=source.kind, chunk_id=source.chunk_id,
+                    document_id=source.document_id)
+
+
+def ask_reply(answer: Answer) -> AskReply:
+    return AskReply(answer=answer.text, sources=[citation(c) for c in answer.citations],
+                    question=answer.question, nothing_found=answer.nothing_found,
+                    cancelled=answer.cancelled)
