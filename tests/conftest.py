@@ -59,6 +59,14 @@ def short_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.fixture
+def bare_home(short_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A :func:`short_home` whose models directory is empty: nothing real loads (without an
+    embedding model the store keeps text and full-text search only)."""
+    monkeypatch.setenv("BRAINCUE_MODELS", str(short_home / "no-models"))
+    return short_home
+
+
 @pytest.fixture(autouse=True)
 def restore_umask() -> Iterator[None]:
     """`braincue` commands run in-process set umask 077 (as they should): not for later tests."""

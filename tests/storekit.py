@@ -1,9 +1,10 @@
-"""Helpers for the store tests: a settable clock and embedders that count or fail."""
+"""Helpers for the store tests: a settable clock, embedders that count or fail, a transcript."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -63,3 +64,18 @@ def recorded_session(
     store.append_turns(session.id, turns(*texts))
     store.end_session(session.id, ended_at=started_at + 5 * len(texts))
     return session.id
+
+
+# A short transcript in the import format (`braincue import-transcript`).
+TRANSCRIPT: dict[str, Any] = {
+    "title": "Atlas sync",
+    "started_at": "2026-07-28T14:05:00+02:00",
+    "activity": "project",
+    "participants": ["me", "Sarah"],
+    "turns": [
+        {"speaker": "me", "text": "Shall we ship Atlas on Friday?", "t": 0, "ref": "u1"},
+        {"speaker": "Sarah", "text": "Friday works, the database migration is done.",
+         "t": 3.5, "end": 6.0},
+        {"speaker": "me", "text": "Then Friday it is.", "t": 7.25},
+    ],
+}

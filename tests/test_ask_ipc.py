@@ -3,7 +3,6 @@ with its citations, AskCancel, a client that goes away, ListAssertions."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
@@ -31,7 +30,6 @@ from daemon.ipc.protocol import (
     answer_topic,
 )
 from daemon.ipc.server import IpcServer, serve_ipc
-from daemon.ipc.testing import short_home
 from daemon.llm.generate import ChatMessage, ScriptedGenerator
 from daemon.memory.ask import Asker
 from daemon.store.fusion import ItemKey
@@ -60,11 +58,8 @@ class BlockingGenerator(ScriptedGenerator):
 
 
 @pytest.fixture
-def paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[Paths]:
-    home = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(home))
-    yield Paths.resolve("default")
-    shutil.rmtree(home, ignore_errors=True)
+def paths(short_home: Path) -> Paths:
+    return Paths.resolve("default")
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ meeting (QMSum dev), the answer cites a turn of the question's gold span."""
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -25,23 +24,20 @@ from daemon.ipc.protocol import (
     SettingsSet,
     answer_topic,
 )
-from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
+from daemon.ipc.testing import DaemonProcess, start_daemon
 from daemon.memory.grounding import echoes_question
 
 LLM = "qwen2.5-coder-0.5b"
 
 
 @pytest.fixture
-def daemon(monkeypatch: pytest.MonkeyPatch,
+def daemon(short_home: Path,
            installed_model: Callable[[str], Path]) -> Iterator[DaemonProcess]:
     installed_model(LLM)  # fails, never skips, when it is missing
     installed_model("all-minilm-l6-v2")
-    home = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(home))
-    started = start_daemon(home)
+    started = start_daemon(short_home)
     yield started
     started.stop()
-    shutil.rmtree(home, ignore_errors=True)
 
 
 def ask_streaming(request: Ask) -> tuple[list[str], AskReply]:

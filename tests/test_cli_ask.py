@@ -7,7 +7,6 @@ import json
 import os
 import pty
 import select
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -22,21 +21,18 @@ from clients.cli.ask import AnswerView
 from clients.cli.output import source_line
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import Citation
-from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
+from daemon.ipc.testing import DaemonProcess, start_daemon
 
 BRAINCUE = Path(sys.executable).parent / "braincue"
 
 
 @pytest.fixture
-def daemon(monkeypatch: pytest.MonkeyPatch) -> Iterator[DaemonProcess]:
-    home = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(home))
-    started = start_daemon(home)
+def daemon(short_home: Path) -> Iterator[DaemonProcess]:
+    started = start_daemon(short_home)
     with Client(timeout=60) as client:
         import_kept_sessions(client)
     yield started
     started.stop()
-    shutil.rmtree(home, ignore_errors=True)
 
 
 def braincue(*args: str) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from test_cli_store import TRANSCRIPT
+from storekit import TRANSCRIPT
 
 from clients.cli.status import event_lines, status_lines
 from clients.shell import cli
@@ -36,14 +36,8 @@ SHELL = [sys.executable, "-c", "from clients.shell import main; main()"]
 
 
 @pytest.fixture
-def home(short_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("BRAINCUE_MODELS", str(short_home / "no-models"))
-    return short_home
-
-
-@pytest.fixture
-def daemon(home: Path) -> Iterator[DaemonProcess]:
-    process = start_daemon(home)
+def daemon(bare_home: Path) -> Iterator[DaemonProcess]:
+    process = start_daemon(bare_home)
     yield process
     process.stop(signal.SIGKILL)
 
@@ -108,7 +102,7 @@ def test_settings(daemon: DaemonProcess) -> None:
     assert "unknown setting 'nope'" in str(unknown.exception)
 
 
-def test_follow_prints_events_until_the_daemon_stops(home: Path, daemon: DaemonProcess,
+def test_follow_prints_events_until_the_daemon_stops(bare_home: Path, daemon: DaemonProcess,
                                                      tmp_path: Path) -> None:
     follow = subprocess.Popen([*SHELL, "follow"], cwd=PROJECT_ROOT, env=os.environ.copy(),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -171,7 +165,7 @@ def test_follow_json_prints_one_event_per_line(daemon: DaemonProcess) -> None:
         follow.wait()
 
 
-def test_the_shell_exits_1_with_one_line_when_no_daemon_runs(home: Path) -> None:
+def test_the_shell_exits_1_with_one_line_when_no_daemon_runs(bare_home: Path) -> None:
     result = subprocess.run([*SHELL, "sessions"], cwd=PROJECT_ROOT, env=os.environ.copy(),
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1

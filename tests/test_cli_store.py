@@ -9,10 +9,10 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from storekit import TRANSCRIPT
 from test_documents import make_pdf
 
 from clients.shell import cli
@@ -21,30 +21,10 @@ from daemon.ipc.client import Client
 from daemon.ipc.protocol import MAX_CONTENT_BYTES, ShowSession, Status
 from daemon.ipc.testing import DaemonProcess, start_daemon
 
-TRANSCRIPT: dict[str, Any] = {
-    "title": "Atlas sync",
-    "started_at": "2026-07-28T14:05:00+02:00",
-    "activity": "project",
-    "participants": ["me", "Sarah"],
-    "turns": [
-        {"speaker": "me", "text": "Shall we ship Atlas on Friday?", "t": 0, "ref": "u1"},
-        {"speaker": "Sarah", "text": "Friday works, the database migration is done.",
-         "t": 3.5, "end": 6.0},
-        {"speaker": "me", "text": "Then Friday it is.", "t": 7.25},
-    ],
-}
-
 
 @pytest.fixture
-def home(short_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A profile with no embedding model: text and full-text search only."""
-    monkeypatch.setenv("BRAINCUE_MODELS", str(short_home / "no-models"))
-    return short_home
-
-
-@pytest.fixture
-def daemon(home: Path) -> Iterator[DaemonProcess]:
-    process = start_daemon(home)
+def daemon(bare_home: Path) -> Iterator[DaemonProcess]:
+    process = start_daemon(bare_home)
     yield process
     assert process.stop() == 0, process.log()
 
@@ -245,7 +225,7 @@ def test_search(daemon: DaemonProcess, transcript_file: Path) -> None:
     assert run("search").exit_code == 2
 
 
-def test_without_a_daemon_every_command_says_how_to_start_one(home: Path,
+def test_without_a_daemon_every_command_says_how_to_start_one(bare_home: Path,
                                                               transcript_file: Path) -> None:
     for args in (["sessions"], ["show", "1"], ["export", "1", "--format", "md"],
                  ["import-transcript", str(transcript_file)], ["spaces", "list"],
@@ -261,11 +241,11 @@ def test_without_a_daemon_every_command_says_how_to_start_one(home: Path,
 
 @pytest.mark.slow
 def test_vectors_follow_once_a_model_is_installed(
-    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transcript_file: Path,
+    bare_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transcript_file: Path,
     installed_model: Callable[[str], Path], models_dir: Path,
 ) -> None:
     installed_model("all-minilm-l6-v2")  # fails, never skips, when it is missing
-    without = start_daemon(home)
+    without = start_daemon(bare_home)
     try:
         assert "vectors are added once" in ok("import-transcript", str(transcript_file)).stderr
     finally:
@@ -273,7 +253,7 @@ def test_vectors_follow_once_a_model_is_installed(
     assert "no vectors: no embed model is installed" in without.log()
 
     monkeypatch.setenv("BRAINCUE_MODELS", str(models_dir))
-    with_model = start_daemon(home)
+    with_model = start_daemon(bare_home)
     try:
         notes = tmp_path / "notes.md"
         notes.write_text("The offsite is in Lisbon in October.\n")

@@ -16,6 +16,7 @@ import pytest
 import trio
 import trio.testing
 from daemonkit import running_daemon
+from storekit import TRANSCRIPT
 from test_documents import make_pdf
 
 from daemon.config import Paths, Settings
@@ -52,28 +53,9 @@ from daemon.store.keys import KeyStore
 from daemon.store.records import Deleted, Session
 from daemon.store.search import Anchor, Explanation, LinkedAssertion, SearchResult
 
-TRANSCRIPT: dict[str, Any] = {
-    "title": "Atlas sync",
-    "started_at": "2026-07-28T14:05:00+02:00",
-    "activity": "project",
-    "participants": ["me", "Sarah"],
-    "turns": [
-        {"speaker": "me", "text": "Shall we ship Atlas on Friday?", "t": 0, "ref": "u1"},
-        {"speaker": "Sarah", "text": "Friday works, the database migration is done.",
-         "t": 3.5, "end": 6.0},
-        {"speaker": "me", "text": "Then Friday it is.", "t": 7.25},
-    ],
-}
-
 
 def transcript(**changes: Any) -> bytes:
     return json.dumps({**TRANSCRIPT, **changes}).encode()
-
-
-@pytest.fixture
-def home(short_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("BRAINCUE_MODELS", str(short_home / "no-models"))  # nothing real loads
-    return short_home
 
 
 def scripted_engines() -> Engines:
@@ -122,7 +104,7 @@ def test_rows_become_wire_structs() -> None:
 # the store's requests, in-process
 
 
-async def test_sessions_transcripts_and_exports(home: Path) -> None:
+async def test_sessions_transcripts_and_exports(bare_home: Path) -> None:
     async with running_daemon(scripted_engines()):
 
         def exchange() -> None:
@@ -186,7 +168,7 @@ async def test_sessions_transcripts_and_exports(home: Path) -> None:
         await in_thread(exchange)
 
 
-async def test_spaces_and_documents(home: Path) -> None:
+async def test_spaces_and_documents(bare_home: Path) -> None:
     async with running_daemon(scripted_engines()) as daemon:
 
         def exchange() -> None:
@@ -253,7 +235,7 @@ async def test_spaces_and_documents(home: Path) -> None:
         assert daemon.store.list_spaces() == []
 
 
-async def test_twenty_concurrent_clients_read_and_write_the_store(home: Path) -> None:
+async def test_twenty_concurrent_clients_read_and_write_the_store(bare_home: Path) -> None:
     failures: list[BaseException] = []
 
     def session(n: int) -> None:
@@ -301,7 +283,7 @@ def test_search_results_keep_every_field_on_the_wire() -> None:
     assert hit.explain is not None and hit.explain.legs["fts_chunks"].rank == 1
 
 
-async def test_search_over_ipc_in_a_scope(home: Path) -> None:
+async def test_search_over_ipc_in_a_scope(bare_home: Path) -> None:
     async with running_daemon(scripted_engines()):
 
         def exchange() -> None:
@@ -391,7 +373,7 @@ PROTOCOL_TYPES = {tag: cls for tag, cls in protocol.REQUESTS.types.items()
 NOT_SERVED_YET: set[str] = set()
 
 
-async def test_every_request_type_gets_its_reply_or_a_typed_error(home: Path) -> None:
+async def test_every_request_type_gets_its_reply_or_a_typed_error(bare_home: Path) -> None:
     async with running_daemon(scripted_engines()) as daemon:
         session = await trio.to_thread.run_sync(
             lambda: Client(timeout=30).request(ImportTranscript(content=transcript())).session.id)
@@ -428,9 +410,9 @@ async def test_every_request_type_gets_its_reply_or_a_typed_error(home: Path) ->
 # engines
 
 
-def test_without_models_the_daemon_runs_on_text(home: Path, caplog: pytest.LogCaptureFixture
+def test_without_models_the_daemon_runs_on_text(bare_home: Path, caplog: pytest.LogCaptureFixture
                                                 ) -> None:
-    engines = Engines(Settings, Path(home / "no-models"))
+    engines = Engines(Settings, Path(bare_home / "no-models"))
     with caplog.at_level(logging.WARNING):
         assert engines.open_embedder() is None
     assert "no vectors: no embed model is installed" in caplog.text
@@ -439,7 +421,7 @@ def test_without_models_the_daemon_runs_on_text(home: Path, caplog: pytest.LogCa
     assert engines.loaded() == []
 
 
-async def test_the_daemon_answers_without_an_embedding_model(home: Path) -> None:
+async def test_the_daemon_answers_without_an_embedding_model(bare_home: Path) -> None:
     async with running_daemon():
 
         def exchange() -> None:
@@ -507,8 +489,8 @@ def protocol_message(text: str) -> Any:
 # stopping
 
 
-def test_sigterm_leaves_a_consistent_database_and_no_socket(home: Path) -> None:
-    daemon = start_daemon(home)
+def test_sigterm_leaves_a_consistent_database_and_no_socket(bare_home: Path) -> None:
+    daemon = start_daemon(bare_home)
     files = RuntimeFiles.of(Paths.resolve("default"))
     try:
         with Client(timeout=30) as client:
@@ -532,12 +514,12 @@ def test_sigterm_leaves_a_consistent_database_and_no_socket(home: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sigterm_saves_the_vector_index(home: Path, monkeypatch: pytest.MonkeyPatch,
+def test_sigterm_saves_the_vector_index(bare_home: Path, monkeypatch: pytest.MonkeyPatch,
                                         installed_model: Callable[[str], Path],
                                         models_dir: Path) -> None:
     installed_model("all-minilm-l6-v2")  # fails, never skips, when it is missing
     monkeypatch.setenv("BRAINCUE_MODELS", str(models_dir))
-    daemon = start_daemon(home)
+    daemon = start_daemon(bare_home)
     try:
         with Client(timeout=60) as client:
             client.request(ImportTranscript(content=transcript()))
@@ -549,19 +531,19 @@ def test_sigterm_saves_the_vector_index(home: Path, monkeypatch: pytest.MonkeyPa
     data_dir = Paths.resolve("default").data_dir
     sidecar = json.loads((data_dir / "vectors-chunk.json").read_text())
     assert sidecar["count"] == 1
-    restarted = start_daemon(home)
+    restarted = start_daemon(bare_home)
     try:
         assert "vector index" not in restarted.log()  # the saved index was taken as is
     finally:
         assert restarted.stop(signal.SIGTERM) == 0
 
 
-def test_a_store_that_cannot_open_stops_the_daemon_with_one_line(home: Path) -> None:
+def test_a_store_that_cannot_open_stops_the_daemon_with_one_line(bare_home: Path) -> None:
     paths = Paths.resolve("default")
     paths.data_dir.mkdir(parents=True)
     (paths.data_dir / "braincue.db").write_bytes(b"not a database at all" * 100)
     with pytest.raises(RuntimeError, match="exited with 1") as failed:
-        start_daemon(home)
+        start_daemon(bare_home)
     assert "braincued: error: the database" in str(failed.value)
     assert "is encrypted (or damaged) and no key for it was found" in str(failed.value)
     assert "Traceback" not in str(failed.value)

@@ -50,7 +50,6 @@ from daemon.ipc.protocol import (
     Start,
     StatusReply,
 )
-from daemon.ipc.testing import short_home
 
 HAVE_X = all(shutil.which(tool) for tool in ("Xvfb", "dbus-daemon", "xdotool"))
 # Tests under Xvfb: marked slow; without the tools (scripts/setup.sh --dev installs them) the
@@ -186,11 +185,8 @@ def notifications(bus: str) -> Iterator[FakeNotificationServer]:
 
 
 @pytest.fixture
-def paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[Paths]:
-    home = short_home()  # socket paths must stay short
-    monkeypatch.setenv("BRAINCUE_HOME", str(home))
-    yield Paths.resolve()
-    shutil.rmtree(home, ignore_errors=True)
+def paths(short_home: Path) -> Paths:
+    return Paths.resolve()
 
 
 @pytest.fixture

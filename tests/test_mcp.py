@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,20 +16,17 @@ from mcp_types import TextContent
 
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import ListAssertions
-from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
+from daemon.ipc.testing import DaemonProcess, start_daemon
 
 BRAINCUE = Path(sys.executable).parent / "braincue"
 TOOLS = {"search", "ask", "list_sessions", "get_transcript", "open_commitments", "decisions"}
 
 
 @pytest.fixture
-def daemon(monkeypatch: pytest.MonkeyPatch) -> Iterator[DaemonProcess]:
-    home = short_home()
-    monkeypatch.setenv("BRAINCUE_HOME", str(home))
-    started = start_daemon(home)
+def daemon(short_home: Path) -> Iterator[DaemonProcess]:
+    started = start_daemon(short_home)
     yield started
     started.stop()
-    shutil.rmtree(home, ignore_errors=True)
 
 
 def server(home: Path) -> StdioServerParameters:
