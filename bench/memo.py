@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from daemon.llm import Embedder
+from daemon.llm.embed import EmbedProgress
 
 
 class MemoEmbedder:
@@ -20,16 +21,21 @@ class MemoEmbedder:
         self.dimensions = inner.dimensions
         self._seen: dict[str, npt.NDArray[np.float32]] = {}
 
-    def embed_sync(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    def embed_sync(
+        self, texts: Sequence[str], progress: EmbedProgress | None = None
+    ) -> npt.NDArray[np.float32]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._seen]
         if missing:
-            self._seen.update(zip(missing, self.inner.embed_sync(missing), strict=True))
+            self._seen.update(zip(missing, self.inner.embed_sync(missing, progress),
+                                  strict=True))
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         return np.stack([self._seen[t] for t in texts])
 
-    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        return self.embed_sync(texts)
+    async def embed(
+        self, texts: Sequence[str], progress: EmbedProgress | None = None
+    ) -> npt.NDArray[np.float32]:
+        return self.embed_sync(texts, progress)
 
     def close(self) -> None:
         self.inner.close()

@@ -31,7 +31,7 @@ from bench.common import default_models_dir, machine
 from bench.memo import MemoEmbedder
 from daemon.errors import ModelError
 from daemon.llm import Embedder, LlamaEmbedder
-from daemon.llm.embed import normalize_rows
+from daemon.llm.embed import EmbedProgress, normalize_rows
 from daemon.models.registry import model_path
 from daemon.store.records import NewAssertion, NewTurn
 from daemon.store.scope import Scope
@@ -84,7 +84,9 @@ class SyntheticEmbedder:
         self.dimensions = dimensions
         self._mix = np.random.default_rng(0).standard_normal((LATENT, dimensions))
 
-    def embed_sync(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    def embed_sync(
+        self, texts: Sequence[str], progress: EmbedProgress | None = None
+    ) -> npt.NDArray[np.float32]:
         rows = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         for i, text in enumerate(texts):
             rng = np.random.default_rng(zlib.crc32(text.encode()))
@@ -93,7 +95,9 @@ class SyntheticEmbedder:
             )
         return normalize_rows(rows)
 
-    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    async def embed(
+        self, texts: Sequence[str], progress: EmbedProgress | None = None
+    ) -> npt.NDArray[np.float32]:
         return self.embed_sync(texts)
 
     def close(self) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from daemon.errors import EngineError
-from daemon.llm.embed import ScriptedEmbedder
+from daemon.llm.embed import EmbedProgress, ScriptedEmbedder
 from daemon.store.records import NewTurn
 from daemon.store.store import Store
 
@@ -32,11 +32,13 @@ class CountingEmbedder(ScriptedEmbedder):
         self.texts: list[str] = []
         self.failing = False
 
-    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_sync(
+        self, texts: Sequence[str], progress: EmbedProgress | None = None
+    ) -> np.ndarray:
         if self.failing:
             raise EngineError("embedding failed: scripted failure")
         self.texts.extend(texts)
-        return super().embed_sync(texts)
+        return super().embed_sync(texts, progress)
 
 
 def open_store(

@@ -20,7 +20,7 @@ from clients.shell import cli
 from daemon.asr import SAMPLE_RATE, WhisperTranscriber
 from daemon.audio import load_audio
 from daemon.llm import ChatMessage, LlamaEmbedder, LlamaGenerator
-from daemon.llm.embed import EmbedProgress, reporting_to
+from daemon.llm.embed import EmbedProgress
 
 pytestmark = pytest.mark.slow
 
@@ -159,15 +159,15 @@ def test_embedder_truncates_long_text_and_is_batch_independent(minilm: LlamaEmbe
     assert minilm.embed_sync([]).shape == (0, minilm.dimensions)
 
 
-async def test_the_embedder_reports_each_batch_to_the_progress_of_its_context(
+async def test_the_embedder_reports_each_batch_to_the_progress_it_is_given(
     minilm: LlamaEmbedder,
 ) -> None:
     reports: list[tuple[int, int]] = []
     texts = [f"point {i} of the plan" for i in range(20)]
-    with reporting_to(EmbedProgress(lambda done, total: reports.append((done, total)))):
-        minilm.embed_sync(texts)  # batches of 8, on the embedder's own thread
-        await minilm.embed(texts[:3])
-    minilm.embed_sync(texts)  # nobody counts any more
+    progress = EmbedProgress(lambda done, total: reports.append((done, total)))
+    minilm.embed_sync(texts, progress)  # batches of 8, on the embedder's own thread
+    await minilm.embed(texts[:3], progress)
+    minilm.embed_sync(texts)  # nobody counts this one
     assert reports == [(0, 20), (8, 20), (16, 20), (20, 20), (20, 23), (23, 23)]
 
 

@@ -26,7 +26,7 @@ from daemon.ipc.protocol import (
     StageProgress,
     progress_topic,
 )
-from daemon.llm.embed import EmbedProgress, ScriptedEmbedder, current_progress, reporting_to
+from daemon.llm.embed import EmbedProgress, ScriptedEmbedder
 
 Step = tuple[str, int, int]
 
@@ -121,28 +121,27 @@ async def test_a_keep_over_the_sockets_publishes_its_progress_in_order(short_hom
 # -- embedding counted in a context ----------------------------------------------------------------
 
 
-def test_an_embedder_reports_each_batch_to_the_progress_of_its_context() -> None:
+def test_an_embedder_reports_each_batch_to_the_progress_it_is_given() -> None:
     embedder = ScriptedEmbedder()
     reports: list[tuple[int, int]] = []
     texts = [f"turn {i}" for i in range(20)]
     plain = embedder.embed_sync(texts)
-    with reporting_to(EmbedProgress(lambda done, total: reports.append((done, total)))):
-        counted = embedder.embed_sync(texts)
-        embedder.embed_sync(texts[:3])  # a second call adds to the total
-    embedder.embed_sync(texts)  # nobody counts any more
+    progress = EmbedProgress(lambda done, total: reports.append((done, total)))
+    counted = embedder.embed_sync(texts, progress)
+    embedder.embed_sync(texts[:3], progress)  # a second call adds to the total
+    embedder.embed_sync(texts)  # nobody counts this one
     assert (counted == plain).all()  # counting changes nothing embedded
     assert reports == [(0, 20), (8, 20), (16, 20), (20, 20), (20, 23), (23, 23)]
-    assert current_progress() is None
 
 
-async def test_the_progress_of_a_task_follows_it_to_worker_threads_and_no_further() -> None:
+async def test_each_progress_counts_only_the_calls_it_is_given_on_any_thread() -> None:
     embedder = ScriptedEmbedder()
     reports: dict[str, list[tuple[int, int]]] = {"a": [], "b": []}
 
     async def job(name: str, n: int) -> None:
-        with reporting_to(EmbedProgress(lambda d, t: reports[name].append((d, t)))):
-            await trio.to_thread.run_sync(embedder.embed_sync, ["x"] * n)
-            await embedder.embed(["y"] * 2)
+        progress = EmbedProgress(lambda d, t: reports[name].append((d, t)))
+        await trio.to_thread.run_sync(embedder.embed_sync, ["x"] * n, progress)
+        await embedder.embed(["y"] * 2, progress)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(job, "a", 3)

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 
 import trio
 
 from daemon.ipc.dispatch import Publish
 from daemon.ipc.protocol import StageProgress
-from daemon.llm.embed import EmbedProgress, reporting_to
+from daemon.llm.embed import EmbedProgress
 
 
-@contextlib.contextmanager
-def embedding_progress(request_id: str, publish: Publish) -> Iterator[EmbedProgress]:
-    """Publish the ``embedding`` stage of ``request_id``: every text embedded in this context
-    until the block ends (on the store's worker threads too). Call from the trio thread; the
-    events are published there, in order, before the request's work hands back its result."""
+def embedding_progress(request_id: str, publish: Publish) -> EmbedProgress:
+    """An :class:`EmbedProgress` that publishes the ``embedding`` stage of ``request_id``, for
+    the request's store calls to count what they embed (on the store's worker threads). Make
+    it on the trio thread; the events are published there, in order, before the request's work
+    hands back its result."""
     token = trio.lowlevel.current_trio_token()
 
     def report(done: int, total: int) -> None:
@@ -24,5 +23,4 @@ def embedding_progress(request_id: str, publish: Publish) -> Iterator[EmbedProgr
         with contextlib.suppress(trio.RunFinishedError):  # the daemon is gone: nobody waits
             token.run_sync_soon(publish, event)
 
-    with reporting_to(EmbedProgress(report)) as progress:
-        yield progress
+    return EmbedProgress(report)

@@ -9,7 +9,6 @@ replies.
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import msgspec
@@ -124,11 +123,12 @@ async def register(daemon: Context) -> None:
         def work(progress: EmbedProgress) -> tuple[SessionInfo, list[Turn], int]:
             transcript = parse_named_transcript(request.content, request.filename)
             progress.expect_at_least(len(transcript.turns))  # each turn is embedded
-            session, turns, chunks = import_transcript(store, transcript, request.space)
+            session, turns, chunks = import_transcript(store, transcript, request.space,
+                                                       progress)
             return session_info(session, space_names(store)), turns, chunks
 
-        with embedding_progress(request.id, publish) as progress:
-            session, turns, chunks = await db(functools.partial(work, progress))
+        progress = embedding_progress(request.id, publish)
+        session, turns, chunks = await db(work, progress)
         daemon.publish(SessionEnded(
             session_id=session.id,
             duration_s=(session.ended_at or session.started_at) - session.started_at,
@@ -193,16 +193,15 @@ async def register(daemon: Context) -> None:
             raise InvalidInput("filename: a document needs its file's name",
                                fix="its extension (.txt, .md, .pdf) says how to read it")
 
-        def work() -> DocumentReply:
+        def work(progress: EmbedProgress) -> DocumentReply:
             text = msgspec.structs.replace(extract_text(filename, request.content),
                                            modified_at=request.modified_at)
             document = store.add_document(text, space_id=store.space_id(request.space),
-                                          title=request.title)
+                                          title=request.title, progress=progress)
             return DocumentReply(document=document_info(document, space_names(store)),
                                  note=_vectors_note(store))
 
-        with embedding_progress(request.id, publish):
-            return await db(work)
+        return await db(work, embedding_progress(request.id, publish))
 
     async def remove_document(request: RemoveDocument) -> DeletedReply:
         def work() -> DeletedReply:

@@ -4,19 +4,16 @@ Rows are float32 and L2-normalised, so a dot product is the cosine. ``model_id``
 model file: vectors from different ids never mix (the store rebuilds its index on a change).
 
 Embedding thousands of turns or a long document takes minutes on a small CPU. Whoever waits for
-it can count the texts embedded on its behalf: an :class:`EmbedProgress` made current with
-:func:`reporting_to` is told of every embedding call made in that context (a trio task and the
-worker threads it starts, which copy its context), whatever layer makes the call.
+it can count the texts embedded on its behalf: an :class:`EmbedProgress` passed to ``embed`` /
+``embed_sync`` (and down from the store calls that embed) is told of each call and each batch.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -33,15 +30,19 @@ class Embedder(Protocol):
     model_id: str
     dimensions: int
 
-    async def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    async def embed(
+        self, texts: Sequence[str], progress: EmbedProgress | None = None
+    ) -> np.ndarray: ...
 
-    def embed_sync(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed_sync(
+        self, texts: Sequence[str], progress: EmbedProgress | None = None
+    ) -> np.ndarray: ...
 
     def close(self) -> None: ...
 
 
 class EmbedProgress:
-    """Texts embedded in one context: ``report(done, total)`` when an embedding call starts
+    """Texts embedded for one piece of work: ``report(done, total)`` when an embedding call starts
     (its texts added to ``total``) and after each batch. It runs on the thread that embeds,
     under a lock, so reports arrive in order.
 
@@ -77,24 +78,6 @@ class EmbedProgress:
             with self._lock:
                 self.done = min(self._asked, self.done + texts)
                 self._report(self.done, self.total)
-
-
-_progress: ContextVar[EmbedProgress | None] = ContextVar("braincue_embed_progress", default=None)
-
-
-@contextlib.contextmanager
-def reporting_to(progress: EmbedProgress) -> Iterator[EmbedProgress]:
-    """Make ``progress`` count what is embedded in this context until the block ends."""
-    token = _progress.set(progress)
-    try:
-        yield progress
-    finally:
-        _progress.reset(token)
-
-
-def current_progress() -> EmbedProgress | None:
-    """What counts the texts embedded in this context (None: nobody is counting)."""
-    return _progress.get()
 
 
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:
@@ -172,14 +155,16 @@ class LlamaEmbedder:
             raise EngineError(f"embedding failed: {e}") from e
         return normalize_rows(np.array(rows, dtype=np.float32))
 
-    # The caller's context says who counts (the worker thread has a context of its own).
-
-    async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        texts, progress = list(texts), current_progress()
+    async def embed(
+        self, texts: Sequence[str], progress: EmbedProgress | None = None
+    ) -> np.ndarray:
+        texts = list(texts)
         return await self._worker.call(lambda: self._embed(texts, progress))
 
-    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
-        texts, progress = list(texts), current_progress()
+    def embed_sync(
+        self, texts: Sequence[str], progress: EmbedProgress | None = None
+    ) -> np.ndarray:
+        texts = list(texts)
         return self._worker.call_sync(lambda: self._embed(texts, progress))
 
     def close(self) -> None:
@@ -222,10 +207,11 @@ class ScriptedEmbedder:
             vector[index] += sign * weight
         return vector
 
-    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_sync(
+        self, texts: Sequence[str], progress: EmbedProgress | None = None
+    ) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        progress = current_progress()
         if progress is None:
             return normalize_rows(np.stack([self._vector(t) for t in texts]))
         progress.expect(len(texts))
@@ -235,9 +221,11 @@ class ScriptedEmbedder:
             progress.embedded(min(self.batch, len(texts) - start))
         return normalize_rows(np.stack(rows))
 
-    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+    async def embed(
+        self, texts: Sequence[str], progress: EmbedProgress | None = None
+    ) -> np.ndarray:
         await trio.lowlevel.checkpoint()
-        return self.embed_sync(texts)
+        return self.embed_sync(texts, progress)
 
     def close(self) -> None:
         pass

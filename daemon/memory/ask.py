@@ -102,7 +102,7 @@ class Asker:
         self._live_session = live_session
 
     async def _db(self, fn: Callable[[], T]) -> T:
-        return await trio.to_thread.run_sync(fn)
+        return await self.store.run(fn)
 
     async def ask(
         self,

@@ -417,7 +417,7 @@ class Rememberer:
         self._lock = trio.Lock()
 
     async def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+        return await self.store.run(fn, *args, **kwargs)
 
     async def remember(
         self,

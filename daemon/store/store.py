@@ -76,7 +76,7 @@ from daemon.store.vectors import VectorIndex, Vectors, from_blob, scoped_search,
 
 if TYPE_CHECKING:
     from daemon.config import Paths
-    from daemon.llm.embed import Embedder
+    from daemon.llm.embed import Embedder, EmbedProgress
 
 log = logging.getLogger(__name__)
 
@@ -446,8 +446,11 @@ class Store:
         self._write(txn)
         return self.get_session(session_id)
 
-    def append_turns(self, session_id: int, turns: Sequence[NewTurn]) -> list[Turn]:
-        """Add turns to a live session and make them searchable.
+    def append_turns(
+        self, session_id: int, turns: Sequence[NewTurn], *, progress: EmbedProgress | None = None
+    ) -> list[Turn]:
+        """Add turns to a live session and make them searchable (``progress`` counts what is
+        embedded).
 
         The turns, the chunks they change (the newest chunk grows; chunks that fill up close
         and never change again) and their FTS entries commit in one transaction before
@@ -461,8 +464,8 @@ class Store:
         stored, touched = self._write(
             lambda conn, _: writes.append_turns(conn, session_id, turns, self.chunk_limit)
         )
-        self._refresh_chunk_vectors(touched, swallow=True)
-        self._embed_turns([t.id for t in stored], swallow=True)
+        self._refresh_chunk_vectors(touched, swallow=True, progress=progress)
+        self._embed_turns([t.id for t in stored], swallow=True, progress=progress)
         return stored
 
     def end_session(
@@ -471,8 +474,10 @@ class Store:
         *,
         ended_at: float | None = None,
         status: SessionStatus = "ended",
+        progress: EmbedProgress | None = None,
     ) -> Session:
-        """End a live session: its last chunk closes (and is embedded as it stands)."""
+        """End a live session: its last chunk closes (and is embedded as it stands, counted by
+        ``progress``)."""
         _check_choice("status", status, SESSION_STATUSES)
         if status == "live":
             raise InvalidInput("status: an ended session cannot be 'live'")
@@ -496,7 +501,7 @@ class Store:
             return open_ids
 
         closed = self._write(txn)
-        self._refresh_chunk_vectors(closed, swallow=True)
+        self._refresh_chunk_vectors(closed, swallow=True, progress=progress)
         return self.get_session(session_id)
 
     def delete_session(self, session_id: int) -> Deleted:
@@ -740,9 +745,11 @@ class Store:
         *,
         space_id: int | None = None,
         title: str | None = None,
+        progress: EmbedProgress | None = None,
     ) -> Document:
         """Add a document (a file path, or text already read with
-        :func:`daemon.store.documents.read_document`) to a Space, or profile-wide without one.
+        :func:`daemon.store.documents.read_document`) to a Space, or profile-wide without one
+        (``progress`` counts what is embedded).
         It is chunked at paragraph and heading boundaries, embedded first, then written with
         its chunks, FTS entries and vectors in one transaction. The same file cannot be added
         twice to one Space."""
@@ -757,7 +764,7 @@ class Store:
             markdown=doc.media_type == "text/markdown",
             limit=self.chunk_limit,
         )
-        vectors = self._embed([p.text for p in parts])
+        vectors = self._embed([p.text for p in parts], progress)
 
         def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
             if space_id is not None:
@@ -1493,14 +1500,19 @@ class Store:
         index = self._indexes.get(kind)
         return len(index) if index is not None else 0
 
-    def _embed(self, texts: list[str]) -> Vectors | None:
+    def _embed(self, texts: list[str], progress: EmbedProgress | None = None) -> Vectors | None:
         if self.embedder is None:
             return None
-        vectors: Vectors = self.embedder.embed_sync(texts)
+        vectors: Vectors = self.embedder.embed_sync(texts, progress)
         return vectors
 
     def _refresh_chunk_vectors(
-        self, chunk_ids: Sequence[int], *, swallow: bool, growing: bool = False
+        self,
+        chunk_ids: Sequence[int],
+        *,
+        swallow: bool,
+        growing: bool = False,
+        progress: EmbedProgress | None = None,
     ) -> int:
         """Embed the chunks among ``chunk_ids`` whose vector is missing or stale (an open
         chunk only once it grew by ``live_reembed_chars``, or always when ``growing``)."""
@@ -1526,7 +1538,8 @@ class Store:
         ]
         if not todo:
             return 0
-        vectors = self._embed_texts([text for _, text in todo], "chunks", swallow=swallow)
+        vectors = self._embed_texts([text for _, text in todo], "chunks", swallow=swallow,
+                                    progress=progress)
         if vectors is None:
             return 0
 
@@ -1542,12 +1555,15 @@ class Store:
 
         return self._write(txn)
 
-    def _embed_texts(self, texts: Sequence[str], what: str, *, swallow: bool) -> Vectors | None:
+    def _embed_texts(
+        self, texts: Sequence[str], what: str, *, swallow: bool,
+        progress: EmbedProgress | None = None,
+    ) -> Vectors | None:
         """The texts' vectors; with ``swallow``, None (and a log line) when embedding fails, so
         what was stored stays stored and is embedded by a later pass."""
         assert self.embedder is not None
         try:
-            vectors: Vectors = self.embedder.embed_sync(texts)
+            vectors: Vectors = self.embedder.embed_sync(texts, progress)
         except Exception as e:
             if not swallow:
                 raise
@@ -1556,7 +1572,9 @@ class Store:
             return None
         return vectors
 
-    def _embed_turns(self, turn_ids: Sequence[int], *, swallow: bool) -> int:
+    def _embed_turns(
+        self, turn_ids: Sequence[int], *, swallow: bool, progress: EmbedProgress | None = None
+    ) -> int:
         """Embed the turns among ``turn_ids`` that have no vector from the current model, each
         under its session's context header (see :mod:`daemon.store.turnviews`)."""
         if self.embedder is None or not turn_ids:
@@ -1590,7 +1608,8 @@ class Store:
         ]
         if not todo:
             return 0
-        vectors = self._embed_texts([text for _, text in todo], "turns", swallow=swallow)
+        vectors = self._embed_texts([text for _, text in todo], "turns", swallow=swallow,
+                                    progress=progress)
         if vectors is None:
             return 0
 

@@ -31,6 +31,7 @@ from daemon.errors import InvalidInput
 from daemon.store.records import ACTIVITIES, NewTurn, Session, Turn
 
 if TYPE_CHECKING:
+    from daemon.llm.embed import EmbedProgress
     from daemon.store.store import Store
 
 
@@ -134,10 +135,11 @@ def parse_named_transcript(content: bytes, filename: str) -> TranscriptIn:
 
 
 def import_transcript(
-    store: Store, transcript: TranscriptIn, space: str | None
+    store: Store, transcript: TranscriptIn, space: str | None,
+    progress: EmbedProgress | None = None,
 ) -> tuple[Session, list[Turn], int]:
     """An ended session made from ``transcript``: (session, turns, chunks). Nothing is left
-    behind when a step fails."""
+    behind when a step fails. ``progress`` counts what is embedded."""
     session = store.create_session(
         space_id=store.space_id(space),
         activity=transcript.activity,
@@ -150,9 +152,10 @@ def import_transcript(
             NewTurn(speaker=t.speaker, text=t.text, start=t.t, end=t.end, ref=t.ref,
                     source="import")
             for t in transcript.turns
-        ])
+        ], progress=progress)
         last = max(t.t if t.end is None else t.end for t in transcript.turns)
-        session = store.end_session(session.id, ended_at=session.started_at + last)
+        session = store.end_session(session.id, ended_at=session.started_at + last,
+                                    progress=progress)
     except BaseException:
         store.delete_session(session.id)
         raise
