@@ -34,9 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import default_models_dir, machine
-from daemon.asr import SAMPLE_RATE, WhisperTranscriber
+from daemon.asr import WhisperTranscriber
 from daemon.asr.level import speech_level_db
 from daemon.audio import load_audio
+from daemon.audio.format import SAMPLE_RATE
 from daemon.models.registry import model_path
 from tests.wer import word_error_rate
 

@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import default_models_dir, machine
-from daemon.audio.capture import SAMPLE_RATE
 from daemon.audio.files import load_audio_channels
+from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.pipeline import segment_tracks
 from daemon.models.registry import resolve_model
 from daemon.voices.diarize import DiarizeConfig, NamedVoice, SessionVoices

@@ -31,14 +31,9 @@ import trio
 
 from daemon.asr.engine import Segment, Transcriber, WhisperTranscriber, fits_context
 from daemon.asr.level import is_quiet, level_warning
-from daemon.audio.capture import (
-    SAMPLE_RATE,
-    SPEAKER,
-    BlockChannel,
-    CaptureThread,
-    Source,
-)
+from daemon.audio.capture import SPEAKER, BlockChannel, CaptureThread, Source
 from daemon.audio.files import load_audio_channels
+from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.pipeline import UTTERANCE_QUEUE, Heard, Pipeline, segment_tracks
 from daemon.audio.vad import VadConfig, is_phantom
 from daemon.config import Settings

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Generic, TypeVar
 
+from daemon.audio.capture import Source
 from daemon.errors import InvalidInput
 from daemon.store.fts import query_terms
 
-Source = Literal["mic", "loopback"]
 T = TypeVar("T")
 
 START_WINDOW_S = 30.0

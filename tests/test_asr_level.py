@@ -9,7 +9,6 @@ import pytest
 
 from daemon.asr.engine import (
     FULL_CONTEXT,
-    SAMPLE_RATE,
     Segment,
     audio_context,
     fits_context,
@@ -25,6 +24,7 @@ from daemon.asr.level import (
     speech_level_db,
 )
 from daemon.asr.threads import ThreadChooser, read_busy_ticks, threads_for
+from daemon.audio.format import SAMPLE_RATE
 
 
 def speech(seconds: float, amplitude: float, floor: float = 0.0, seed: int = 0) -> np.ndarray:

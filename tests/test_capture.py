@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import trio
 
-from daemon.audio.capture import BLOCK, SAMPLE_RATE, Block, BlockChannel, BlockClock
+from daemon.audio.capture import BLOCK, Block, BlockChannel, BlockClock
+from daemon.audio.format import SAMPLE_RATE
 
 BLOCK_S = BLOCK / SAMPLE_RATE
 

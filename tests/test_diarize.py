@@ -8,13 +8,14 @@ import itertools
 import numpy as np
 
 from daemon.asr.engine import Segment
+from daemon.audio.format import SAMPLE_RATE
 from daemon.voices.diarize import (
     DiarizeConfig,
     NamedVoice,
     SessionVoices,
     window_starts,
 )
-from daemon.voices.encoder import HOP, PARTIAL_FRAMES, SAMPLE_RATE
+from daemon.voices.encoder import HOP, PARTIAL_FRAMES
 from daemon.voices.service import split_by_voice
 
 RATE = SAMPLE_RATE

@@ -22,9 +22,10 @@ from wer import word_error_rate
 
 from clients.cli.audio import format_segment, format_timestamp
 from clients.shell import cli
-from daemon.asr import SAMPLE_RATE, ScriptedTranscriber, Segment, WhisperTranscriber
+from daemon.asr import ScriptedTranscriber, Segment, WhisperTranscriber
 from daemon.asr.engine import clean_segments, is_silent
 from daemon.audio import load_audio, load_audio_channels
+from daemon.audio.format import SAMPLE_RATE
 from daemon.errors import AudioError, EngineError, ModelNotInstalled
 from daemon.llm import (
     ChatMessage,

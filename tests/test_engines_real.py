@@ -17,8 +17,9 @@ from click.testing import CliRunner
 from wer import word_error_rate
 
 from clients.shell import cli
-from daemon.asr import SAMPLE_RATE, WhisperTranscriber
+from daemon.asr import WhisperTranscriber
 from daemon.audio import load_audio
+from daemon.audio.format import SAMPLE_RATE
 from daemon.llm import ChatMessage, LlamaEmbedder, LlamaGenerator
 from daemon.llm.embed import EmbedProgress
 

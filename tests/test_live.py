@@ -18,7 +18,8 @@ import trio
 import trio.testing
 
 from daemon.asr.engine import ScriptedTranscriber, Segment
-from daemon.audio.capture import BLOCK, SAMPLE_RATE, Block, Source
+from daemon.audio.capture import BLOCK, Block, Source
+from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.pipeline import Heard, UtteranceQueue
 from daemon.config import Settings
 from daemon.errors import AudioError, InvalidInput, NotFound

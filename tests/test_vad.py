@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from daemon.audio.vad import SAMPLE_RATE, Segmenter, VadConfig, is_degenerate, is_phantom
+from daemon.audio.format import SAMPLE_RATE
+from daemon.audio.vad import Segmenter, VadConfig, is_degenerate, is_phantom
 
 
 def tone(seconds: float, amplitude: float = 0.1, freq: float = 220.0) -> np.ndarray:

@@ -1,11 +1,5 @@
 """Speech recognition: the :class:`Transcriber` protocol and its implementations."""
 
-from daemon.asr.engine import (
-    SAMPLE_RATE,
-    ScriptedTranscriber,
-    Segment,
-    Transcriber,
-    WhisperTranscriber,
-)
+from daemon.asr.engine import ScriptedTranscriber, Segment, Transcriber, WhisperTranscriber
 
-__all__ = ["SAMPLE_RATE", "ScriptedTranscriber", "Segment", "Transcriber", "WhisperTranscriber"]
+__all__ = ["ScriptedTranscriber", "Segment", "Transcriber", "WhisperTranscriber"]

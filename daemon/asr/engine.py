@@ -22,10 +22,9 @@ import trio
 
 from daemon.asr.level import holds_sound, level
 from daemon.asr.threads import ThreadChooser
+from daemon.audio.format import SAMPLE_RATE
 from daemon.errors import EngineError, ModelNotInstalled
 from daemon.worker import WorkerThread
-
-SAMPLE_RATE = 16000
 
 # whisper's encoder sees 30 s as 1500 positions (50 a second). An utterance needs only its own
 # positions plus a margin: cut tight, the decoder loses track of the end and repeats itself

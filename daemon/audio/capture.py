@@ -21,9 +21,10 @@ from typing import Any, Literal
 import numpy as np
 import trio
 
+from daemon.audio.format import SAMPLE_RATE
+
 log = logging.getLogger(__name__)
 
-SAMPLE_RATE = 16000
 BLOCK = 1600  # 100 ms
 Source = Literal["mic", "loopback"]
 SPEAKER: dict[Source, str] = {"mic": "me", "loopback": "them"}

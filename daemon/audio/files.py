@@ -8,7 +8,7 @@ import numpy as np
 import soundfile
 import soxr
 
-from daemon.asr.engine import SAMPLE_RATE
+from daemon.audio.format import SAMPLE_RATE
 from daemon.errors import AudioError
 
 _BLOCK_SECONDS = 30  # read and resample in blocks: a long recording never exists at its own rate

@@ -23,7 +23,8 @@ import numpy as np
 import trio
 
 from daemon.asr.engine import Segment, Transcriber
-from daemon.audio.capture import SAMPLE_RATE, Block, BlockChannel, Source
+from daemon.audio.capture import Block, BlockChannel, Source
+from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.vad import Segmenter, Utterance, VadConfig
 
 log = logging.getLogger(__name__)

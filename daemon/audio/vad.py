@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-SAMPLE_RATE = 16000
+from daemon.audio.format import SAMPLE_RATE
+
 FRAME = 320  # 20 ms analysis frames
 
 

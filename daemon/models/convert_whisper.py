@@ -18,6 +18,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
+from daemon.audio.format import SAMPLE_RATE
 from daemon.errors import ModelError
 
 GGML_MAGIC = 0x67676D6C
@@ -37,7 +38,6 @@ CT2_DTYPES: dict[int, np.dtype[Any]] = {
 }
 CT2_BFLOAT16 = 5
 
-SAMPLE_RATE = 16_000
 N_FFT = 400
 MULTILINGUAL_MIN_VOCAB = 51_865
 ENGLISH_VOCAB = 51_864

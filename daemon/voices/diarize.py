@@ -21,7 +21,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from daemon.voices.encoder import HOP, PARTIAL_FRAMES, SAMPLE_RATE, normalize_volume
+from daemon.audio.format import SAMPLE_RATE
+from daemon.voices.encoder import HOP, PARTIAL_FRAMES, normalize_volume
 
 Vectors = npt.NDArray[np.float32]
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from daemon.audio.format import SAMPLE_RATE
 from daemon.errors import ModelError
 from daemon.models.convert_resemblyzer import EXPECTED_SHAPES
 from daemon.models.convert_whisper import mel_filter_bank
@@ -29,7 +30,6 @@ from daemon.models.convert_whisper import mel_filter_bank
 Audio = npt.NDArray[np.float32]
 Vectors = npt.NDArray[np.float32]
 
-SAMPLE_RATE = 16_000
 N_FFT = 400  # 25 ms
 HOP = 160  # 10 ms
 N_MELS = 40
