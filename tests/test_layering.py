@@ -32,8 +32,8 @@ STORE_MAY_IMPORT = ("daemon.store", "daemon.errors", "daemon.config", "daemon.wo
 STORE_HELPERS = {
     # pure functions over strings, no import of ours: every stored text is masked with them
     "daemon.memory.sensitive": "the secret masks",
-    # the Embedder Protocol (a type only): the store still embeds inside its writes
-    "daemon.llm.embed": "the Embedder Protocol",
+    # types only (TYPE_CHECKING): the Embedder protocol the indexing is given, EmbedProgress
+    "daemon.llm.embed": "the Embedder protocol",
 }
 
 # Imports that break the direction and are still to be mended, each with why it is still there.

@@ -156,7 +156,7 @@ def test_a_model_change_rebuilds_and_never_mixes_models(
                 ]
             )
         )
-        assert store._indexes["chunk"].keys() == new_keys
+        assert store.index.indexes["chunk"].keys() == new_keys
         for topic, chunk_id in chunks.items():
             assert top_chunk(store, topic) == chunk_id
 

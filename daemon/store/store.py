@@ -21,6 +21,7 @@ new turn on its own, once, under its context header (:mod:`daemon.store.turnview
 embedded whole dilutes its turns, so vector search ranks transcript chunks by their best turn
 (:meth:`Store.vector_turns`). A vector that could not be made is made later by
 :meth:`Store.embed_pending`, which also re-embeds everything after a change of embedding model.
+The embedding and the vector writes themselves are :mod:`daemon.store.indexing`'s (``Store.index``).
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ import trio
 
 from daemon.errors import InvalidInput, NotFound
 from daemon.memory.sensitive import mask_lines
-from daemon.store import backup, chunking, documents, fts, sql, turnviews, writes
+from daemon.store import backup, chunking, documents, fts, sql, writes
 from daemon.store.db import CorruptDatabase, Database, encryption_available
 from daemon.store.documents import DocumentText
+from daemon.store.indexing import LIVE_REEMBED_CHARS, Indexing
 from daemon.store.keys import DatabaseKey, KeyStore, key_for
 from daemon.store.records import (
     ACTIVITIES,
@@ -72,7 +74,7 @@ from daemon.store.records import (
 )
 from daemon.store.schema import MIGRATIONS
 from daemon.store.scope import Scope, assertion_filter, chunk_filter
-from daemon.store.vectors import VectorIndex, Vectors, from_blob, scoped_search, to_blob
+from daemon.store.vectors import Vectors, from_blob, scoped_search
 
 if TYPE_CHECKING:
     from daemon.config import Paths
@@ -82,12 +84,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
-OWNER_KINDS: tuple[OwnerKind, ...] = ("chunk", "assertion", "turn")
 # turn vectors fetched per chunk wanted: the best turns of a query cluster in few chunks
 TURNS_PER_CHUNK_FETCHED = 4
 
 DB_FILE = "braincue.db"
-LIVE_REEMBED_CHARS = 350  # a quarter of a chunk: the growing chunk is re-embedded ~4 times
 UNSET: Any = msgspec.UNSET
 
 
@@ -111,7 +111,6 @@ class Store:
     ) -> None:
         self.data_dir = data_dir
         self.embedder = embedder
-        self.live_reembed_chars = live_reembed_chars
         self.chunk_limit = chunk_limit
         self.key = key
         self._clock = clock
@@ -126,19 +125,9 @@ class Store:
                                before_migrating=before_migrating)
         except CorruptDatabase as e:  # never written to: say what restores it
             raise CorruptDatabase(str(e), fix=backup.restore_advice(data_dir)) from e
-        self._indexes: dict[str, VectorIndex] = {}
         try:
-            if embedder is not None:
-                for kind in OWNER_KINDS:
-                    index = VectorIndex(
-                        data_dir / f"vectors-{kind}.usearch",
-                        owner_kind=kind,
-                        model_id=embedder.model_id,
-                        dims=embedder.dimensions,
-                        key=None if key is None else key.raw,
-                    )
-                    self.db.read(index.open)
-                    self._indexes[kind] = index
+            self.index = Indexing(self.db, data_dir, embedder, key=key,
+                                  live_reembed_chars=live_reembed_chars, clock=clock)
         except BaseException:
             self.db.close()
             raise
@@ -192,9 +181,7 @@ class Store:
     def save_indexes(self) -> None:
         """Save the vector indexes that changed (they are also saved as they grow and on
         close)."""
-        for index in self._indexes.values():
-            if index.dirty:
-                index.save()
+        self.index.save()
 
     def __enter__(self) -> Store:
         return self
@@ -464,8 +451,8 @@ class Store:
         stored, touched = self._write(
             lambda conn, _: writes.append_turns(conn, session_id, turns, self.chunk_limit)
         )
-        self._refresh_chunk_vectors(touched, swallow=True, progress=progress)
-        self._embed_turns([t.id for t in stored], swallow=True, progress=progress)
+        self.index.refresh_chunks(touched, swallow=True, progress=progress)
+        self.index.embed_turns([t.id for t in stored], swallow=True, progress=progress)
         return stored
 
     def end_session(
@@ -501,7 +488,7 @@ class Store:
             return open_ids
 
         closed = self._write(txn)
-        self._refresh_chunk_vectors(closed, swallow=True, progress=progress)
+        self.index.refresh_chunks(closed, swallow=True, progress=progress)
         return self.get_session(session_id)
 
     def delete_session(self, session_id: int) -> Deleted:
@@ -703,7 +690,7 @@ class Store:
         )
         head = writes.archive_header(ctx)
         bodies = chunking.split_text(text, self.chunk_limit) or [""]
-        vectors = self._embed([f"{head}\n{b}" for b in bodies])
+        vectors = self.index.embed([f"{head}\n{b}" for b in bodies])
 
         def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> list[int]:
             space_id = writes.check_archivable(conn, session_id)
@@ -725,7 +712,7 @@ class Store:
                     occurred_at=session.started_at,
                 )
                 if vectors is not None:
-                    self._put_vector(
+                    self.index.put_vector(
                         conn, changes, "chunk", chunk_id, vectors[i], len(head) + 1 + len(body)
                     )
                 ids.append(chunk_id)
@@ -764,7 +751,7 @@ class Store:
             markdown=doc.media_type == "text/markdown",
             limit=self.chunk_limit,
         )
-        vectors = self._embed([p.text for p in parts], progress)
+        vectors = self.index.embed([p.text for p in parts], progress)
 
         def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
             if space_id is not None:
@@ -804,7 +791,8 @@ class Store:
                     occurred_at=dated,
                 )
                 if vectors is not None:
-                    self._put_vector(conn, changes, "chunk", chunk_id, vectors[i], len(part.text))
+                    self.index.put_vector(conn, changes, "chunk", chunk_id, vectors[i],
+                                          len(part.text))
             return document_id
 
         return self.get_document(self._write(txn))
@@ -856,7 +844,7 @@ class Store:
             _check_assertion(item)
         if not new:
             return []
-        vectors = self._embed([writes.assertion_body(item) for item in new])
+        vectors = self.index.embed([writes.assertion_body(item) for item in new])
         now = self._clock()
 
         def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> list[int]:
@@ -864,7 +852,7 @@ class Store:
             for i, item in enumerate(new):
                 ids.append(writes.insert_assertion(conn, item, now))
                 if vectors is not None:
-                    self._put_vector(
+                    self.index.put_vector(
                         conn,
                         changes,
                         "assertion",
@@ -890,7 +878,7 @@ class Store:
         vectors = None
         if isinstance(new, NewAssertion):
             _check_assertion(new)
-            vectors = self._embed([writes.assertion_body(new)])
+            vectors = self.index.embed([writes.assertion_body(new)])
         now = self._clock()
 
         def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
@@ -910,7 +898,7 @@ class Store:
             if isinstance(new, NewAssertion):
                 new_id = writes.insert_assertion(conn, new, now)
                 if vectors is not None:
-                    self._put_vector(
+                    self.index.put_vector(
                         conn,
                         changes,
                         "assertion",
@@ -977,7 +965,7 @@ class Store:
             raise InvalidInput("text: an assertion needs some text")
         body = writes.assertion_body(edited)
         reembed = body != writes.assertion_body(current)
-        vectors = self._embed([body]) if reembed else None
+        vectors = self.index.embed([body]) if reembed else None
         columns: dict[str, Any] = {
             k: (json.dumps(list(v)) if k == "alternatives" else v)
             for k, v in {
@@ -1001,7 +989,7 @@ class Store:
             if reembed:
                 writes.drop_vectors(conn, changes, "assertion", [assertion_id])
                 if vectors is not None:
-                    self._put_vector(
+                    self.index.put_vector(
                         conn, changes, "assertion", assertion_id, vectors[0], len(body)
                     )
 
@@ -1256,10 +1244,7 @@ class Store:
 
     def embed_query(self, text: str) -> Vectors | None:
         """The query's vector under the current model (None without an embedder)."""
-        if self.embedder is None:
-            return None
-        vector: Vectors = self.embedder.embed_sync([text])[0]
-        return vector
+        return self.index.embed_query(text)
 
     def vector_chunks(
         self,
@@ -1363,7 +1348,7 @@ class Store:
     ) -> list[Hit]:
         """The nearest owners in scope. ``count``: the scope admits few of the index's rows
         (some kinds of chunk), so count them first and read them from the owners' side."""
-        index = self._indexes.get(kind)
+        index = self.index.indexes.get(kind)
         if index is None or self.embedder is None:
             return []
         vector = self.embed_query(query) if isinstance(query, str) else query
@@ -1432,57 +1417,8 @@ class Store:
     def embed_pending(
         self, batch: int = 64, *, should_stop: Callable[[], bool] | None = None
     ) -> int:
-        """Embed every turn, chunk and assertion that has no vector from the current model (or
-        whose chunk text grew since), e.g. after a model change or an embedding failure.
-        Returns how many vectors were written; a model failure raises. ``should_stop`` is
-        asked between batches (a daemon shutting down stops there; the rest waits)."""
-        if self.embedder is None:
-            return 0
-        model = self.embedder.model_id
-        chunk_ids = self.db.read(
-            lambda conn: sql.column(
-                conn,
-                "SELECT c.id FROM chunks c LEFT JOIN embeddings e ON e.owner_kind = 'chunk'"
-                " AND e.owner_id = c.id AND e.model_id = ?"
-                " WHERE e.id IS NULL OR e.chars <> length(c.header) + 1 + length(c.body)"
-                " ORDER BY c.id",
-                (model,),
-            )
-        )
-        assertion_ids = self.db.read(
-            lambda conn: sql.column(
-                conn,
-                "SELECT a.id FROM assertions a LEFT JOIN embeddings e"
-                " ON e.owner_kind = 'assertion' AND e.owner_id = a.id AND e.model_id = ?"
-                " WHERE e.id IS NULL ORDER BY a.id",
-                (model,),
-            )
-        )
-        turn_ids = self.db.read(
-            lambda conn: sql.column(
-                conn,
-                "SELECT t.id FROM turns t LEFT JOIN embeddings e"
-                " ON e.owner_kind = 'turn' AND e.owner_id = t.id AND e.model_id = ?"
-                " WHERE e.id IS NULL ORDER BY t.id",
-                (model,),
-            )
-        )
-        written = 0
-        for start in range(0, len(turn_ids), batch):
-            if should_stop is not None and should_stop():
-                return written
-            written += self._embed_turns(turn_ids[start : start + batch], swallow=False)
-        for start in range(0, len(chunk_ids), batch):
-            if should_stop is not None and should_stop():
-                return written
-            written += self._refresh_chunk_vectors(
-                chunk_ids[start : start + batch], swallow=False, growing=True
-            )
-        for start in range(0, len(assertion_ids), batch):
-            if should_stop is not None and should_stop():
-                return written
-            written += self._embed_assertions(assertion_ids[start : start + batch])
-        return written
+        """See :meth:`daemon.store.indexing.Indexing.embed_pending`."""
+        return self.index.embed_pending(batch, should_stop=should_stop)
 
     def counts(self) -> dict[str, int]:
         """How many rows of each kind the profile holds (for status)."""
@@ -1497,200 +1433,12 @@ class Store:
 
     def vector_count(self, kind: OwnerKind) -> int:
         """How many vectors of the current model the index holds for ``kind``."""
-        index = self._indexes.get(kind)
-        return len(index) if index is not None else 0
-
-    def _embed(self, texts: list[str], progress: EmbedProgress | None = None) -> Vectors | None:
-        if self.embedder is None:
-            return None
-        vectors: Vectors = self.embedder.embed_sync(texts, progress)
-        return vectors
-
-    def _refresh_chunk_vectors(
-        self,
-        chunk_ids: Sequence[int],
-        *,
-        swallow: bool,
-        growing: bool = False,
-        progress: EmbedProgress | None = None,
-    ) -> int:
-        """Embed the chunks among ``chunk_ids`` whose vector is missing or stale (an open
-        chunk only once it grew by ``live_reembed_chars``, or always when ``growing``)."""
-        if self.embedder is None or not chunk_ids:
-            return 0
-        model = self.embedder.model_id
-        threshold = 0 if growing else self.live_reembed_chars
-        rows = self.db.read(
-            lambda conn: sql.rows(
-                conn,
-                "SELECT c.id, c.header, c.body, c.closed, e.chars FROM chunks c"
-                " LEFT JOIN embeddings e ON e.owner_kind = 'chunk' AND e.owner_id = c.id"
-                " AND e.model_id = ? WHERE c.id IN (SELECT value FROM json_each(?))",
-                (model, sql.json_ids(chunk_ids)),
-            )
-        )
-        todo = [
-            (chunk_id, f"{head}\n{body}")
-            for chunk_id, head, body, closed, chars in rows
-            if chars is None
-            or (closed and chars != len(head) + 1 + len(body))
-            or (not closed and len(head) + 1 + len(body) - chars >= max(1, threshold))
-        ]
-        if not todo:
-            return 0
-        vectors = self._embed_texts([text for _, text in todo], "chunks", swallow=swallow,
-                                    progress=progress)
-        if vectors is None:
-            return 0
-
-        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
-            written = 0
-            for (chunk_id, text), vector in zip(todo, vectors, strict=True):
-                row = sql.row(conn, "SELECT header, body FROM chunks WHERE id = ?", (chunk_id,))
-                if row is None or f"{row[0]}\n{row[1]}" != text:
-                    continue  # changed while it was being embedded: the next pass takes it
-                self._put_vector(conn, changes, "chunk", chunk_id, vector, len(text))
-                written += 1
-            return written
-
-        return self._write(txn)
-
-    def _embed_texts(
-        self, texts: Sequence[str], what: str, *, swallow: bool,
-        progress: EmbedProgress | None = None,
-    ) -> Vectors | None:
-        """The texts' vectors; with ``swallow``, None (and a log line) when embedding fails, so
-        what was stored stays stored and is embedded by a later pass."""
-        assert self.embedder is not None
-        try:
-            vectors: Vectors = self.embedder.embed_sync(texts, progress)
-        except Exception as e:
-            if not swallow:
-                raise
-            log.warning("could not embed %d %s (kept without vectors for now): %s",
-                        len(texts), what, e)
-            return None
-        return vectors
-
-    def _embed_turns(
-        self, turn_ids: Sequence[int], *, swallow: bool, progress: EmbedProgress | None = None
-    ) -> int:
-        """Embed the turns among ``turn_ids`` that have no vector from the current model, each
-        under its session's context header (see :mod:`daemon.store.turnviews`)."""
-        if self.embedder is None or not turn_ids:
-            return 0
-        model = self.embedder.model_id
-        rows = self.db.read(
-            lambda conn: sql.rows(
-                conn,
-                "SELECT t.id, t.speaker, t.start_s, t.text, s.started_at, s.title, s.participants"
-                " FROM turns t JOIN sessions s ON s.id = t.session_id"
-                " LEFT JOIN embeddings e ON e.owner_kind = 'turn' AND e.owner_id = t.id"
-                " AND e.model_id = ? WHERE t.id IN (SELECT value FROM json_each(?))"
-                " AND e.id IS NULL ORDER BY t.id",
-                (model, sql.json_ids(turn_ids)),
-            )
-        )
-        todo = [
-            (
-                turn_id,
-                turnviews.turn_view(
-                    chunking.ChunkContext(
-                        date=writes.local_date(started_at),
-                        kind="transcript",
-                        title=title,
-                        participants=tuple(json.loads(participants)),
-                    ),
-                    chunking.ChunkTurn(id=turn_id, speaker=speaker, start=start, text=text),
-                ),
-            )
-            for turn_id, speaker, start, text, started_at, title, participants in rows
-        ]
-        if not todo:
-            return 0
-        vectors = self._embed_texts([text for _, text in todo], "turns", swallow=swallow,
-                                    progress=progress)
-        if vectors is None:
-            return 0
-
-        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
-            written = 0
-            for (turn_id, text), vector in zip(todo, vectors, strict=True):
-                if sql.row(conn, "SELECT 1 FROM turns WHERE id = ?", (turn_id,)):
-                    self._put_vector(conn, changes, "turn", turn_id, vector, len(text))
-                    written += 1
-            return written
-
-        return self._write(txn)
-
-    def _embed_assertions(self, ids: Sequence[int]) -> int:
-        found = self.get_assertions(ids)
-        if not found or self.embedder is None:
-            return 0
-        bodies = [writes.assertion_body(a) for a in found]
-        vectors = self.embedder.embed_sync(bodies)
-
-        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
-            written = 0
-            for a, body, vector in zip(found, bodies, vectors, strict=True):
-                if sql.row(conn, "SELECT 1 FROM assertions WHERE id = ?", (a.id,)):
-                    self._put_vector(conn, changes, "assertion", a.id, vector, len(body))
-                    written += 1
-            return written
-
-        return self._write(txn)
-
-    def _put_vector(
-        self,
-        conn: apsw.Connection,
-        changes: writes.IndexChanges,
-        kind: OwnerKind,
-        owner_id: int,
-        vector: Vectors,
-        chars: int,
-    ) -> None:
-        """Store ``vector`` as the owner's vector under the current model (replacing, never
-        updating in place: a new row id is what tells a stale index apart)."""
-        assert self.embedder is not None
-        model = self.embedder.model_id
-        old = sql.column(
-            conn,
-            "SELECT id FROM embeddings WHERE owner_kind = ? AND owner_id = ? AND model_id = ?",
-            (kind, owner_id, model),
-        )
-        if old:
-            conn.execute(
-                "DELETE FROM embeddings WHERE id IN (SELECT value FROM json_each(?))",
-                (sql.json_ids(old),),
-            )
-            changes.removed[kind].extend(old)
-        vector = np.asarray(vector, dtype=np.float32)
-        conn.execute(
-            "INSERT INTO embeddings (owner_kind, owner_id, model_id, dims, chars, vector,"
-            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (kind, owner_id, model, int(vector.shape[0]), chars, to_blob(vector), self._clock()),
-        )
-        changes.added[kind].append((int(conn.last_insert_rowid()), vector))
+        return self.index.count(kind)
 
     # -- plumbing ------------------------------------------------------------------------------
 
     def _write(self, fn: Callable[[apsw.Connection, writes.IndexChanges], T]) -> T:
-        changes = writes.IndexChanges()
-        return self.db.write(
-            lambda conn: fn(conn, changes), on_commit=lambda _: self._apply(changes)
-        )
-
-    def _apply(self, changes: writes.IndexChanges) -> None:
-        for kind, keys in changes.removed.items():
-            if kind in self._indexes:
-                self._indexes[kind].remove(keys)
-        for kind, items in changes.added.items():
-            index = self._indexes.get(kind)
-            if index is not None and items:
-                index.add([key for key, _ in items], np.stack([v for _, v in items]))
-        for index in self._indexes.values():
-            index.save_if_due()
-
+        return self.index.write(fn)
 
 # -- pure helpers --------------------------------------------------------------------------------
 

@@ -201,10 +201,10 @@ def _rewrite_session(conn: apsw.Connection, changes: writes.IndexChanges, r: Rel
 
 
 def _reembed(store: Store, found: _ToEmbed) -> None:
-    store._refresh_chunk_vectors(found.chunks, swallow=True)
-    store._embed_turns(found.turns, swallow=True)
+    store.index.refresh_chunks(found.chunks, swallow=True)
+    store.index.embed_turns(found.turns, swallow=True)
     try:
-        store._embed_assertions(found.assertions)
+        store.index.embed_assertions(found.assertions)
     except Exception as e:  # kept without vectors until the next catch-up pass
         log.warning("could not embed %d renamed assertion(s): %s", len(found.assertions), e)
 
