@@ -39,23 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from daemon.memory.archive import FORMATS
+from daemon.memory.validate import copied_run, norm, words
 
 DECISION_QUERY = re.compile(r"\b(decid\w*|decision\w*|agree\w*|conclu\w*)\b", re.I)
-COPY_WORDS = 12  # an assertion sharing a run of more words with one turn is a copy
 SHORT_ITEM_WORDS = 3  # a section item of at most this many words is a label, not a statement
 PLACEHOLDER_OWNERS = {"me", "them"}
-_WORD = re.compile(r"[^\W_]+")
 
 
 # -- pure scoring ------------------------------------------------------------------------------
-
-
-def words(text: str) -> list[str]:
-    return _WORD.findall(text.casefold())
-
-
-def norm(text: str) -> str:
-    return " ".join(words(text))
 
 
 def sentence_lines(text: str) -> str:
@@ -140,20 +131,6 @@ class StoredAssertion:
     alternatives: tuple[str, ...] = ()
     reasoning: str = ""
     owner: str = ""
-
-
-def copied_run(text: str, turns: Sequence[str], limit: int = COPY_WORDS) -> bool:
-    """Whether ``text`` shares a run of more than ``limit`` consecutive words with one turn."""
-    mine = words(text)
-    n = limit + 1
-    if len(mine) < n:
-        return False
-    grams = {tuple(mine[i:i + n]) for i in range(len(mine) - n + 1)}
-    for turn in turns:
-        theirs = words(turn)
-        if any(tuple(theirs[i:i + n]) in grams for i in range(len(theirs) - n + 1)):
-            return True
-    return False
 
 
 def hygiene(archive_text: str, assertions: Sequence[StoredAssertion], speakers: Iterable[str],
