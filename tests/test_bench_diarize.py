@@ -8,6 +8,7 @@ from bench.diarize import (
     FileScore,
     der,
     grid_configs,
+    misnamed,
     read_rttm,
     recognised,
     speech_spans,
@@ -52,3 +53,9 @@ def test_overall_der_weighs_files_by_their_speech_time() -> None:
     short = FileScore(missed=1.0, false_alarm=1.0, confusion=0.0, total=2.0, found=1, truth=1)
     long = FileScore(missed=0.0, false_alarm=0.0, confusion=2.0, total=18.0, found=2, truth=3)
     assert der([short, long]) == 4.0 / 20.0
+
+
+def test_a_name_on_speech_mostly_someone_elses_is_misnamed() -> None:
+    reference = [(0.0, 4.0, "Sarah"), (4.0, 10.0, "Tom")]
+    hypothesis = [(0.0, 4.0, "Sarah"), (4.0, 10.0, "Ann"), (10.0, 11.0, "Them 3")]
+    assert misnamed(reference, hypothesis, {"Sarah", "Ann", "Bo"}) == ["Ann"]
