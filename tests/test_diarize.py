@@ -120,3 +120,10 @@ def test_only_what_whisper_heard_words_in_is_given_to_the_voices() -> None:
     assert len(voices.voices) == 1
     again = label_segments(voices, ToneEncoder(), speech(("ann", 3.0)), [Segment(0, 3, "Hi.")])
     assert [s.speaker for s in again] == ["Them 1"]
+
+
+def test_a_segment_whisper_timed_past_the_utterance_ends_with_it() -> None:
+    voices = SessionVoices(DiarizeConfig())
+    said = label_segments(voices, ToneEncoder(), speech(("ann", 2.0)),
+                          [Segment(0.0, 2.6, "Years.")])
+    assert [(s.start, s.end) for s in said] == [(0.0, 2.0)]

@@ -92,7 +92,11 @@ def spoken_span(segments: Sequence[Segment], n_samples: int) -> tuple[int, int]:
 def label_segments(voices: SessionVoices, encoder: WindowEmbedder, audio: np.ndarray,
                    segments: Sequence[Segment]) -> list[Said]:
     """Who said which of whisper's ``segments`` of one utterance, the session's voices told
-    only what was spoken."""
+    only what was spoken. A segment's times are kept inside the utterance: whisper's last
+    timestamp can run past the audio it was given."""
+    duration = len(audio) / SAMPLE_RATE
+    segments = [Segment(min(s.start, duration), min(s.end, duration), s.text)
+                for s in segments]
     begin, end = spoken_span(segments, len(audio))
     pieces = voices.label_utterance(encoder, audio[begin:end])
     offset = begin / SAMPLE_RATE
