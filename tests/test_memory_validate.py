@@ -11,6 +11,7 @@ import pytest
 from daemon.errors import EngineError
 from daemon.llm.generate import AnswerCutOff, ChatMessage, ScriptedGenerator
 from daemon.memory import validate
+from daemon.memory.archive import format_for, take_sections
 from daemon.memory.extract import (
     ExtractedAssertion,
     Undertaken,
@@ -370,3 +371,22 @@ def test_a_stated_task_is_what_was_said_not_what_the_model_made_up() -> None:
     assert stated("I will investigate the Teletubby front. Then lunch.") == \
         "Marketing will investigate the Teletubby front."
     assert stated("Marketing will design and implement a smart remote control system.") is None
+
+
+@pytest.mark.parametrize(("text", "is_proposal"), [
+    ("Marketing suggests a rubber case for the remote.", True),
+    ("The team discussed the colours of the remote.", True),
+    ("The Industrial Designer thinks a kinetic battery could work.", True),
+    ("The team decided on a rubber case, as Marketing suggested.", False),
+    ("The remote will be yellow and round.", False),
+    ("The group agreed to consider solar power later.", False),
+])
+def test_a_proposal_is_not_a_decision(text: str, is_proposal: bool) -> None:
+    assert validate.proposal(text) is is_proposal
+    fmt = format_for("meeting")
+    said = [text, "Marketing rubber remote Industrial Designer kinetic battery solar group"]
+    kept = take_sections(fmt, {"decided": [text]}, said, PEOPLE)["decided"]
+    assert kept == ([] if is_proposal else [text])
+    item = check_assertion(ExtractedAssertion(kind="decision", text=text, chosen="rubber case"),
+                           PEOPLE, said)
+    assert item is not None and item.kind == ("fact" if is_proposal else "decision")

@@ -345,8 +345,8 @@ PROMPT_WORDS = validate.scaffolding(
 def check_assertion(item: ExtractedAssertion, people: Sequence[str],
                     turns: Sequence[str]) -> ExtractedAssertion | None:
     """``item`` as it may be stored, or None (:mod:`daemon.memory.validate`'s rules): a decision
-    needs a real chosen option; a commitment or task whose owner did not speak is kept as a
-    fact, without the owner."""
+    needs a real chosen option, and one that only reports a proposal is kept as a fact; a
+    commitment or task whose owner did not speak is kept as a fact, without the owner."""
     text = validate.scrub(item.text)
     if not validate.is_statement(text, turns, PROMPT_WORDS, names=people,
                                  min_words=validate.MIN_ASSERTION_WORDS):
@@ -358,6 +358,8 @@ def check_assertion(item: ExtractedAssertion, people: Sequence[str],
 
     kind = item.kind
     chosen = alternatives = reasoning = owner = due = None
+    if kind == "decision" and validate.proposal(text):
+        kind = "fact"  # "Marketing suggests a rubber case": true, and not settled
     if kind == "decision":
         chosen = field(item.chosen)
         if not validate.real_choice(chosen) or validate.owner_of(chosen, people):
