@@ -309,6 +309,10 @@ PM, MK, ID = "Project Manager", "Marketing", "Industrial Designer"
     ([(PM, "I dunno what I'm going to design.")], []),
     ([(ID, "It's not my task to talk about experience with remote controls.")], []),
     ([(PM, "I'll show you the tools, and I'll open it on the Smartboard.")], []),
+    ([(PM, "So I'll make an example.")], []),  # "make" is work only when said for later
+    ([(MK, "Oh you're much taller than me so I'm gonna write down here.")], []),
+    ([(ID, "That's my task. Okay. Where have I put it?")], []),  # "my task" says no task
+    ([(MK, "So, my name is Mark, and I am responsible for User Interface Design.")], []),
     ([(PM, "And you will look into the technical design."), (MK, "What do you mean?")], []),
 ])
 def test_undertakings_and_their_owners(turns: list[tuple[str, str]],

@@ -119,20 +119,26 @@ def excerpt(turns: Sequence[tuple[str, str]], index: int) -> str:
 # design"), a negation or anything in the past takes nothing on, and neither does what is done
 # in the meeting itself ("I'll show you", "I'll save it": no piece of work is named).
 
-WORK = (r"(investigate|look (into|up)|have a look|research|check|find out|send|e-?mail|mail|"
-        r"forward|prepare|write|draft|design|work (on|out)|bring|contact|ask|call|phone|"
-        r"think (about|of)|come up with|present|search|study|read|update|organi[sz]e|arrange|"
-        r"figure out|sort out|take care of|handle|fix|finish|compile|collect|gather|"
-        r"summari[sz]e|test|order|book|schedule|review|talk to|follow up|make|put|try|"
-        r"explore)")
+# Work that is done after the meeting by its nature; and verbs that name it only when the
+# sentence says it is for later ("I'll make notes and put them in the project folder", not
+# "I'll make an example", "I'm gonna write down here").
+WORK = (r"((?P<work>investigate|look (into|up)|have a look|research|find out|send|e-?mail|mail|"
+        r"forward|prepare|draft|work (on|out)|contact|call|phone|think (about|of)|"
+        r"come up with|study|update|organi[sz]e|arrange|figure out|sort out|take care of|"
+        r"compile|collect|gather|summari[sz]e|order|book|schedule|review|follow up|explore)|"
+        r"(?P<weak>check|write|design|bring|ask|present|search|read|handle|fix|test|talk to|"
+        r"make|put|try))")
+LATER = re.compile(r"\b(next (meeting|time|week)|after (the|this) meeting|afterwards|later|"
+                   r"tomorrow|tonight|by (monday|tuesday|wednesday|thursday|friday|the)|folder|"
+                   r"project documents?|e-?mail|when i'?m (done|back)|before)\b")
 _GAP = r"(?:[\w'-]+ ){0,3}?"  # "I'll just quickly send": a few words between
 SELF_UNDERTAKING = re.compile(
     r"(?<!what )(?<!how )(?<!if )(?<!whether )(?<!when )\b(i'?ll|i will|i shall|i'?m going to|"
-    r"i am going to|i'?m gonna|let me|i'?ll have to)( also)? " + _GAP + WORK + r"\b"
+    r"i am going to|i'?m gonna|i'?ll have to)( also)? " + _GAP + WORK + r"\b"
     r"|(?<!not )\b(is|are|'s|be) (also |now )?my (task|job|responsibility)\b"
     r"(?! to (explain|present|tell|talk|show|give|point))"
     r"|\bmy (task|job) (is|will be)\b"
-    r"|\bi('ll| will| am|'m)( going to)?( be)? (responsible|in charge) for\b")
+    r"|\bi('ll| will)( be)? (responsible|in charge) for\b")  # not "I am ...": a role
 YOU_UNDERTAKING = re.compile(
     r"\b(you'?ll|you will|you('re| are) going to|(it'?s|is) your (task|job)( to)?|"
     r"your (task|job) is( to)?)( also)? " + _GAP + WORK + r"\b")
@@ -190,11 +196,11 @@ def find_undertakings(turns: Sequence[tuple[str, str]],
             owner: str | None = None
             assigned = False
             if sentence.endswith("?"):
-                if REQUEST.search(sentence):  # "can you send ...?" — "sure, I will"
+                if _work(REQUEST, sentence):  # "can you send ...?" — "sure, I will"
                     owner, assigned = _accepted_by(turns, i, AGREEMENT), True
-            elif SELF_UNDERTAKING.search(sentence):
+            elif _work(SELF_UNDERTAKING, sentence):
                 owner = speaker
-            elif YOU_UNDERTAKING.search(sentence):
+            elif _work(YOU_UNDERTAKING, sentence):
                 owner = _named(sentence, people, speaker) or _accepted_by(turns, i, ACCEPTANCE)
                 assigned = True
             if owner is not None:
@@ -202,6 +208,19 @@ def find_undertakings(turns: Sequence[tuple[str, str]],
                 found.append(Undertaking(i, owner, assigned, due.group() if due else ""))
                 break
     return found
+
+
+def _work(pattern: re.Pattern[str], sentence: str) -> bool:
+    """Whether ``sentence`` takes on a piece of work as ``pattern`` says: work done after a
+    meeting, a weaker verb said with when, or "my task" saying what the task is."""
+    for match in pattern.finditer(sentence):
+        if match.groupdict().get("weak"):
+            if LATER.search(sentence):
+                return True
+        elif match.groupdict().get("work") or len(
+                validate.content_words(sentence) - {"task", "job", "responsibility"}) >= 2:
+            return True
+    return False
 
 
 def _accepted_by(turns: Sequence[tuple[str, str]], index: int,
