@@ -283,15 +283,15 @@ def _clip(text: str) -> str:
     return words
 
 
-GROUNDED = 0.6  # share of a stated task's content words the lines shown must contain
+GROUNDED = 0.5  # share of a stated task's content words the lines shown must contain
 
 
 def undertaking_assertion(answer: Undertaken, group: Sequence[Undertaking],
                           turns: Sequence[tuple[str, str]]) -> ExtractedAssertion | None:
     """The commitment (taken on) or task (given) the model's first sentence states about a
     group of undertakings, its owner and due date read from the transcript, its last turn the
-    evidence; None when the sentence is not about what was said (most of its words are in
-    none of the lines the model was shown: it made the work up)."""
+    evidence; None when the sentence is not about what was said (more than half of its
+    words are in none of the lines the model was shown: it made the work up)."""
     first = group[0]
     text = clip_sentence(validate.scrub(answer.text))
     first_person = re.match(r"(?i)i('ll| will)\b", text)
