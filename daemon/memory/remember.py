@@ -78,15 +78,21 @@ from daemon.memory.extract import (
     Extraction,
     KnownMemory,
     Ruling,
+    Undertaken,
+    Undertaking,
     already_known,
     check_assertion,
     excerpt,
     extraction_prompt,
     find_anchor,
     find_cues,
+    find_undertakings,
+    group_undertakings,
     normalise,
     plan_from_ruling,
     reconcile_prompt,
+    undertaking_assertion,
+    undertaking_prompt,
 )
 from daemon.memory.pieces import (
     clip_sentences,
@@ -127,6 +133,8 @@ Steps = Callable[[int, int], None]  # (done, total) of one stage
 
 ARCHIVE_TOKENS = 1024  # a full archive is ~500 tokens; a cut-off one keeps its complete items
 EXTRACT_TOKENS = 640  # a call's six items of ~70 tokens, and room
+UNDERTAKING_TOKENS = 80  # one sentence
+MAX_UNDERTAKINGS = 8  # per session: the last ones, where a meeting settles who does what
 RETRY_HALVES = 1  # a piece that gives no answer is asked again once, in two halves
 EXCERPTS_PER_CALL = 6
 MINUTES_PER_EXCERPT = 2.5  # a 35-minute meeting: 14 excerpts
@@ -358,32 +366,64 @@ async def summarise(generator: Generator, context: int, session: Session,
 
 async def extract(generator: Generator, context: int, session: Session, turns: Sequence[Turn],
                   *, memories: bool, steps: Steps = _no_steps) -> list[ExtractedAssertion]:
-    """What a session established, extract-then-abstract: the turns whose wording carries a
-    decision, a commitment or a preference are found first (:func:`find_cues`); the model
-    states each from the turns around it, a few excerpts a call (each call a step); the
-    statements are merged, validated (:func:`check_assertion`) and each kept once. Memories
-    about the person only when ``memories``. Raises only when every call failed."""
+    """What a session established, extract-then-abstract. A short transcript is read whole.
+    In a longer one, the turns whose wording carries a decision or a preference are found
+    first (:func:`find_cues`) and the model states each from the turns around it, a few
+    excerpts a call; what someone takes on or is given (:func:`find_undertakings`) is read off
+    the transcript — its owner, and whether it is a commitment or a task — and the model is
+    asked only what the work is, one call each; commitments and tasks the model offers from
+    the decision excerpts are not kept (it takes past remarks and other people's words for
+    them). The statements are merged, validated (:func:`check_assertion`) and each kept once.
+    Memories about the person only when ``memories``. Each call is a step. Raises only when
+    every call failed."""
     said = spoken(turns)
     pairs = [(t.speaker, t.text) for t in said]
     people = validate.speakers(t.speaker for t in turns)
     minutes = max(1.0, ((said[-1].end or said[-1].start) - said[0].start) / 60) if said else 1.0
     limit = max(MIN_EXCERPTS, min(MAX_EXCERPTS, round(minutes / MINUTES_PER_EXCERPT)))
-    if sum(len(t) for _, t in pairs) <= WHOLE_TRANSCRIPT_CHARS:  # short: its own context
+    whole = sum(len(t) for _, t in pairs) <= WHOLE_TRANSCRIPT_CHARS  # short: its own context
+    if whole:
         excerpts = ["\n".join(transcript_lines(pairs))] if pairs else []
+        undertakings: list[list[Undertaking]] = []
     else:
         excerpts = [excerpt(pairs, i) for i in find_cues([t for _, t in pairs], limit)]
+        undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
     batches = [excerpts[i:i + EXCERPTS_PER_CALL]
                for i in range(0, len(excerpts), EXCERPTS_PER_CALL)]
+    total = len(batches) + len(undertakings)
 
     def ask(batch: Sequence[str]) -> list[dict[str, str]]:
         return extraction_prompt(session.title, batch, memory_enabled=memories, speakers=people)
 
-    extractions, failures = await answer_pieces(generator, batches, ask, Extraction,
-                                                Extraction, EXTRACT_TOKENS, steps)
-    if failures and not extractions:
+    extractions, failures = await answer_pieces(
+        generator, batches, ask, Extraction, Extraction, EXTRACT_TOKENS,
+        lambda done, _: steps(done, total))
+    if not whole:
+        extractions = [Extraction([a for a in e.assertions
+                                   if a.kind not in ("commitment", "task")])
+                       for e in extractions]
+    taken: list[ExtractedAssertion] = []
+    for n, group in enumerate(undertakings, len(batches) + 1):
+        cue = group[0]
+        try:
+            answer = await generator.generate(
+                chat(undertaking_prompt(pairs, group)),
+                Undertaken, max_tokens=UNDERTAKING_TOKENS)
+        except BrainCueError as e:
+            log.warning("an undertaking of %s gave no answer: %s", cue.owner, e)
+            failures.append(_why(e))
+        else:
+            item = undertaking_assertion(answer, group, pairs)
+            if item is None:
+                log.info("a task of %s not kept: not what was said: %r", cue.owner, answer.text)
+            else:
+                taken.append(item)
+        steps(n, total)
+    if failures and not (extractions or taken):
         raise EngineError(failures[0])
     texts = [t.text for t in turns]
-    checked = (check_assertion(i, people, texts) for i in merge_extractions(extractions))
+    merged = merge_extractions([*extractions, Extraction(taken)])
+    checked = (check_assertion(i, people, texts) for i in merged)
     return [standing_claim(i) for i in checked if i is not None][:MAX_EXTRACTED]
 
 
