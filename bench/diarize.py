@@ -4,8 +4,12 @@
                                       [--hop 0.4 --change 0.75 --same 0.78 --named 0.80]
 
 Each file goes through what `braincue import` of a mono file does: the daemon's VAD cuts it
-into utterances, and :class:`daemon.voices.diarize.SessionVoices` labels them ("Them 1", ...)
-as one session. Printed:
+into utterances, whisper transcribes them (the best installed speech model, as the daemon
+picks it), and :class:`daemon.voices.service.Voices` labels the transcribed segments ("Them 1",
+...) as one session: the hypothesis is the turns that would be stored. ``--speech vad`` scores
+every piece of every VAD utterance instead (no whisper), ``--speech reference`` the reference's
+speech regions (the voices alone). Whisper's segments are cached (``--cache``), so tuning the
+voices does not transcribe again. Printed:
 
 - the diarisation error rate per file and overall (missed + false alarm + confusion over the
   reference speech time, overlapping speech included, a 0.25 s collar on each side of every
@@ -27,23 +31,31 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the daemon runs numpy (daemon/__main__)
 
 import argparse
+import hashlib
+import itertools
+import json
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from bench.common import default_models_dir, machine
+from daemon.asr import WhisperTranscriber
+from daemon.asr.engine import Segment
 from daemon.audio.files import load_audio_channels
 from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.pipeline import segment_tracks
 from daemon.models.registry import resolve_model
-from daemon.voices.diarize import DiarizeConfig, NamedVoice, SessionVoices
+from daemon.voices.diarize import DiarizeConfig, NamedVoice, SessionVoices, Vectors, WindowEmbedder
 from daemon.voices.encoder import VoiceEncoder
+from daemon.voices.service import label_segments
 
-PAIRS = (("trn07", "trn08"), ("dev00", "dev01"))
+# the issue's pairs, then the other excerpts that share speakers (MÉO069 in all three, MEE067
+# in trn00 and trn03, MEE068 in trn00 and trn01): a check on what the first two tuned
+PAIRS = (("trn07", "trn08"), ("dev00", "dev01"), ("trn00", "trn03"), ("trn00", "trn01"))
 COLLAR_EACH_SIDE_S = 0.25
 
 Turn = tuple[float, float, str]  # start, end, speaker
@@ -99,28 +111,83 @@ def speech_spans(turns: Sequence[Turn], gap_s: float = 0.3) -> list[tuple[float,
     return [(s, e) for s, e in spans]
 
 
+Utterance = tuple[float, np.ndarray, list[Segment] | None]  # start, audio, whisper's segments
+
+
+class Transcripts:
+    """Whisper's segments of each VAD utterance, cached in a JSON file by model, file and
+    utterance (the VAD is deterministic): transcribing the excerpts takes minutes, labelling
+    them seconds."""
+
+    def __init__(self, models: Path, cache: Path | None) -> None:
+        self.path = resolve_model("asr", "", models)
+        self.cache = cache
+        self._known: dict[str, list[list[float | str]]] = (
+            json.loads(cache.read_text()) if cache is not None and cache.exists() else {}
+        )
+        self._transcriber: WhisperTranscriber | None = None
+
+    def segments(self, name: str, start: float, audio: np.ndarray) -> list[Segment]:
+        key = f"{self.path.stem}:{name}:{start:.3f}:{len(audio)}"
+        if key not in self._known:
+            if self._transcriber is None:
+                # one thread: the text does not depend on it, and a starved second thread
+                # would spin
+                self._transcriber = WhisperTranscriber(self.path, threads=1)
+            found = self._transcriber.transcribe_sync(audio)
+            self._known[key] = [[s.start, s.end, s.text] for s in found]
+            if self.cache is not None:
+                self.cache.write_text(json.dumps(self._known))
+        return [Segment(float(a), float(b), str(t)) for a, b, t in self._known[key]]
+
+
+@dataclass(frozen=True)
+class Recording:
+    name: str
+    duration: float
+    utterances: list[Utterance]
+
+
+def utterances(
+    path: Path, speech: str, reference: Sequence[Turn], transcripts: Transcripts | None
+) -> Recording:
+    """The utterances of one file: from the daemon's VAD (with whisper's segments when
+    ``transcripts`` is given), or the reference's speech regions."""
+    audio = load_audio_channels(path).mean(axis=0).astype(np.float32)
+    duration = len(audio) / SAMPLE_RATE
+    if speech == "reference":
+        return Recording(path.stem, duration, [
+            (s, audio[int(s * SAMPLE_RATE) : int(e * SAMPLE_RATE)], None)
+            for s, e in speech_spans(reference)
+        ])
+    return Recording(path.stem, duration, [
+        (u.start, u.audio,
+         None if transcripts is None else transcripts.segments(path.stem, u.start, u.audio))
+        for _, u in segment_tracks([("them", audio)])
+    ])
+
+
 def diarize(
-    encoder: VoiceEncoder,
-    path: Path,
+    encoder: WindowEmbedder,
+    recording: Recording,
     config: DiarizeConfig,
     named: Sequence[NamedVoice] = (),
-    speech: Sequence[tuple[float, float]] | None = None,
 ) -> Result:
-    """Label ``path`` as one session: utterances from the daemon's VAD, or ``speech``."""
-    audio = load_audio_channels(path).mean(axis=0).astype(np.float32)
-    utterances = (
-        [(u.start, u.audio) for _, u in segment_tracks([("them", audio)])]
-        if speech is None
-        else [(s, audio[int(s * SAMPLE_RATE) : int(e * SAMPLE_RATE)]) for s, e in speech]
-    )
+    """Label ``spoken`` as one session: every piece, or the turns whisper's segments make."""
     voices = SessionVoices(config, named)
     hypothesis: list[Turn] = []
     began, cpu_began = time.perf_counter(), time.process_time()
-    for start, samples in utterances:
-        for piece in voices.label_utterance(encoder, samples):
-            hypothesis.append((start + piece.start, start + piece.end, piece.label))
+    for start, samples, segments in recording.utterances:
+        if segments is not None and not segments:
+            continue  # nothing transcribed: no turn, and the voices are not asked
+        if segments is None:
+            hypothesis += [(start + p.start, start + p.end, p.label)
+                           for p in voices.label_utterance(encoder, samples)]
+        else:  # as the daemon does
+            hypothesis += [(start + t.start, start + t.end, t.speaker)
+                           for t in label_segments(voices, encoder, samples, segments)]
     seconds, cpu = time.perf_counter() - began, time.process_time() - cpu_began
-    return Result(path.stem, len(audio) / SAMPLE_RATE, hypothesis, voices, seconds, cpu)
+    return Result(recording.name, recording.duration, hypothesis, voices, seconds, cpu)
 
 
 def _annotation(turns: Sequence[Turn]):  # type: ignore[no-untyped-def]
@@ -132,6 +199,96 @@ def _annotation(turns: Sequence[Turn]):  # type: ignore[no-untyped-def]
     return annotation
 
 
+class CachedEmbedder:
+    """The encoder, remembering each utterance's windows: a grid labels the same audio many
+    times over."""
+
+    def __init__(self, encoder: VoiceEncoder) -> None:
+        self.encoder = encoder
+        self._known: dict[tuple[int, bytes, tuple[int, ...]], Vectors] = {}
+
+    def embed_windows(self, audio: Vectors, starts: list[int]) -> Vectors:
+        key = (len(audio), hashlib.sha1(audio.tobytes()).digest(), tuple(starts))
+        if key not in self._known:
+            self._known[key] = self.encoder.embed_windows(audio, starts)
+        return self._known[key]
+
+
+@dataclass(frozen=True)
+class FileScore:
+    missed: float  # seconds
+    false_alarm: float
+    confusion: float
+    total: float  # reference speech seconds, collars removed
+    found: int  # speakers
+    truth: int
+
+    @property
+    def error(self) -> float:
+        return self.missed + self.false_alarm + self.confusion
+
+
+def der(scores: Iterable[FileScore]) -> float:
+    listed = list(scores)
+    return sum(s.error for s in listed) / sum(s.total for s in listed)
+
+
+def score(reference: Sequence[Turn], result: Result) -> FileScore:
+    from pyannote.metrics.diarization import DiarizationErrorRate
+
+    # pyannote's collar is the whole width removed around a boundary
+    metric = DiarizationErrorRate(collar=2 * COLLAR_EACH_SIDE_S, skip_overlap=False)
+    parts = metric(_annotation(reference), _annotation(result.hypothesis), detailed=True)
+    return FileScore(parts["missed detection"], parts["false alarm"], parts["confusion"],
+                     parts["total"], len({t[2] for t in result.hypothesis}),
+                     len({t[2] for t in reference}))
+
+
+GRID_FIELDS = {"hop": "hop_s", "change": "change_below", "min-piece": "min_piece_s",
+               "same": "same_voice", "min-new": "min_new_voice_s"}
+
+
+def grid_configs(spec: str, base: DiarizeConfig) -> list[DiarizeConfig]:
+    """``"same=0.7,0.8 change=0.6,0.7"``: every combination, over ``base``."""
+    axes: list[list[tuple[str, float]]] = []
+    for item in spec.split():
+        key, _, values = item.partition("=")
+        if key not in GRID_FIELDS:
+            raise SystemExit(f"--grid: {key!r} is not one of {', '.join(GRID_FIELDS)}")
+        axes.append([(GRID_FIELDS[key], float(v)) for v in values.split(",")])
+    return [replace(base, **dict(combo)) for combo in itertools.product(*axes)]
+
+
+def tune(encoder: CachedEmbedder, recordings: dict[str, Recording],
+         reference: dict[str, list[Turn]], configs: Sequence[DiarizeConfig]) -> None:
+    """Every config in-sample, the best one, and leave-one-out: each file scored with the config
+    that is best on the other eleven (DER, then speaker count)."""
+    table = []
+    for config in configs:
+        scores = {n: score(reference[n], diarize(encoder, r, config))
+                  for n, r in recordings.items()}
+        right = sum(s.found == s.truth for s in scores.values())
+        print(f"{config}: DER {100 * der(scores.values()):.1f}%, count right {right}")
+        table.append((config, scores))
+
+    def rank(scores: dict[str, FileScore], files: Sequence[str]) -> tuple[float, int]:
+        return (round(der(scores[f] for f in files), 3),
+                -sum(scores[f].found == scores[f].truth for f in files))
+
+    names = sorted(recordings)
+    best, best_scores = min(table, key=lambda row: rank(row[1], names))
+    print(f"in-sample best {best}: DER {100 * der(best_scores.values()):.1f}%, count right "
+          f"{sum(s.found == s.truth for s in best_scores.values())} of {len(names)}")
+    held: list[FileScore] = []
+    for name in names:
+        rest = [n for n in names if n != name]
+        config, scores = min(table, key=lambda row: rank(row[1], rest))
+        held.append(scores[name])
+        print(f"  held out {name}: {config}")
+    print(f"leave-one-out DER {100 * der(held):.1f}%, count right "
+          f"{sum(s.found == s.truth for s in held)} of {len(names)}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/audio/ami-excerpts"))
@@ -141,13 +298,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--change", type=float, default=defaults.change_below)
     parser.add_argument("--min-piece", type=float, default=defaults.min_piece_s)
     parser.add_argument("--same", type=float, default=defaults.same_voice)
+    parser.add_argument("--min-new", type=float, default=defaults.min_new_voice_s)
     parser.add_argument("--named", type=float, default=defaults.named_voice)
-    parser.add_argument("--speech", choices=("vad", "reference"), default="vad",
-                        help="utterances from the daemon's VAD (what an import does), or the "
-                             "reference's speech (the voices alone)")
+    parser.add_argument("--speech", choices=("whisper", "vad", "reference"), default="whisper",
+                        help="the turns an import stores (VAD, whisper, voices), every piece of "
+                             "the VAD's utterances, or the reference's speech (the voices alone)")
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="a JSON file that keeps whisper's segments between runs")
+    parser.add_argument("--grid", default="",
+                        help='tune instead: "same=0.7,0.8 change=0.6,0.7" (hop, change, '
+                             "min-piece, same, min-new) scored in-sample and leave-one-out")
     args = parser.parse_args(argv)
     try:
-        from pyannote.metrics.diarization import DiarizationErrorRate
+        import pyannote.metrics  # noqa: F401
     except ImportError:
         parser.error("needs pyannote.metrics (bench only): .venv/bin/pip install pyannote.metrics")
     config = DiarizeConfig(
@@ -155,56 +318,41 @@ def main(argv: Sequence[str] | None = None) -> None:
         change_below=args.change,
         min_piece_s=args.min_piece,
         same_voice=args.same,
+        min_new_voice_s=args.min_new,
         named_voice=args.named,
     )
     models = args.models or default_models_dir()
     encoder = VoiceEncoder.load(resolve_model("voice", "", models))
     reference = read_rttm((args.data / "reference.rttm").read_text())
-    # pyannote's collar is the whole width removed around a boundary
-    metric = DiarizationErrorRate(collar=2 * COLLAR_EACH_SIDE_S, skip_overlap=False)
+    transcripts = Transcripts(models, args.cache) if args.speech == "whisper" else None
+    recordings = {
+        name: utterances(args.data / f"{name}.wav", args.speech, turns, transcripts)
+        for name, turns in sorted(reference.items())
+    }
+    source = f"whisper ({transcripts.path.stem})" if transcripts is not None else args.speech
+    print(f"speech from {source}")
+    if args.grid:
+        tune(CachedEmbedder(encoder), recordings, reference, grid_configs(args.grid, config))
+        return
     results: dict[str, Result] = {}
-    right = 0
-    print(f"config: {config}, utterances from {args.speech}")
+    scores: dict[str, FileScore] = {}
+    print(f"config: {config}")
     print(f"{'file':6} {'DER':>6} {'miss':>6} {'FA':>6} {'conf':>6} {'spk':>4} {'ref':>4}")
     for name in sorted(reference):
-        speech = None if args.speech == "vad" else speech_spans(reference[name])
-        result = diarize(encoder, args.data / f"{name}.wav", config, speech=speech)
-        results[name] = result
-        ref, hyp = _annotation(reference[name]), _annotation(result.hypothesis)
-        parts = metric(ref, hyp, detailed=True)
-        total = parts["total"]
-        found = len({t[2] for t in result.hypothesis})
-        truth = len({t[2] for t in reference[name]})
-        right += found == truth
+        results[name] = result = diarize(encoder, recordings[name], config)
+        scores[name] = s = score(reference[name], result)
         print(
-            f"{name:6} {100 * parts['diarization error rate']:5.1f}% "
-            f"{100 * parts['missed detection'] / total:5.1f}% "
-            f"{100 * parts['false alarm'] / total:5.1f}% "
-            f"{100 * parts['confusion'] / total:5.1f}% {found:4d} {truth:4d}"
+            f"{name:6} {100 * s.error / s.total:5.1f}% {100 * s.missed / s.total:5.1f}% "
+            f"{100 * s.false_alarm / s.total:5.1f}% {100 * s.confusion / s.total:5.1f}% "
+            f"{s.found:4d} {s.truth:4d}"
         )
-    print(f"overall DER {100 * abs(metric):.1f}%  speaker count right on {right} of {len(results)}")
-
-    found_total = shared_total = 0
-    for first, second in PAIRS:
-        a = results[first]
-        mapping = metric.optimal_mapping(_annotation(reference[first]), _annotation(a.hypothesis))
-        named = [
-            NamedVoice(i, mapping[v.label], v.centroid)
-            for i, v in enumerate(a.voices.voices)
-            if v.label in mapping
-        ]
-        speech = None if args.speech == "vad" else speech_spans(reference[second])
-        b = diarize(encoder, args.data / f"{second}.wav", config, named, speech)
-        shared = sorted({t[2] for t in reference[first]} & {t[2] for t in reference[second]})
-        hits = [s for s in shared if recognised(reference[second], b.hypothesis, s)]
-        named_shared = [s for s in shared if s in {n.name for n in named}]
-        found_total += len(hits)
-        shared_total += len(shared)
-        print(
-            f"re-identification {first} -> {second}: {len(hits)} of {len(shared)} shared "
-            f"speakers ({len(named_shared)} named in {first}): {', '.join(hits) or '-'}"
-        )
-    print(f"re-identification overall: {found_total} of {shared_total}")
+    right = sum(s.found == s.truth for s in scores.values())
+    every = scores.values()
+    print(f"overall DER {100 * der(every):.1f}% (missed {sum(s.missed for s in every):.1f} s, "
+          f"false alarm {sum(s.false_alarm for s in every):.1f} s, confusion "
+          f"{sum(s.confusion for s in every):.1f} s of {sum(s.total for s in every):.1f} s)  "
+          f"speaker count right on {right} of {len(scores)}")
+    reidentify(encoder, recordings, reference, results, config)
     audio_s = sum(r.duration for r in results.values())
     busy_s = sum(r.seconds for r in results.values())
     cpu_s = sum(r.cpu_seconds for r in results.values())
@@ -213,6 +361,54 @@ def main(argv: Sequence[str] | None = None) -> None:
     # per audio second bound the real-time factor on one free core
     print(f"CPU time per audio second {cpu_s / audio_s:.3f} ({cpu_s:.1f} CPU s, all threads)")
 
+
+def reidentify(encoder: WindowEmbedder, recordings: dict[str, Recording],
+               reference: dict[str, list[Turn]], results: dict[str, Result],
+               config: DiarizeConfig) -> None:
+    """Name the voices of the first file of each pair after the reference speakers they map to;
+    count the shared speakers whose speech in the second file mostly carries their name."""
+    from pyannote.metrics.diarization import DiarizationErrorRate
+
+    metric = DiarizationErrorRate(collar=2 * COLLAR_EACH_SIDE_S, skip_overlap=False)
+    totals: dict[bool, list[int]] = {True: [0, 0, 0], False: [0, 0, 0]}  # hits, shared, wrong
+    for k, (first, second) in enumerate(PAIRS):
+        a = results[first]
+        mapping = metric.optimal_mapping(_annotation(reference[first]), _annotation(a.hypothesis))
+        named = [
+            NamedVoice(i, mapping[v.label], v.centroid)
+            for i, v in enumerate(a.voices.voices)
+            if v.label in mapping
+        ]
+        b = diarize(encoder, recordings[second], config, named)
+        shared = sorted({t[2] for t in reference[first]} & {t[2] for t in reference[second]})
+        hits = [s for s in shared if recognised(reference[second], b.hypothesis, s)]
+        wrong = misnamed(reference[second], b.hypothesis, {n.name for n in named})
+        named_shared = [s for s in shared if s in {n.name for n in named}]
+        for i, count in enumerate((len(hits), len(shared), len(wrong))):
+            totals[k < 2][i] += count
+        print(
+            f"re-identification {first} -> {second}: {len(hits)} of {len(shared)} shared "
+            f"speakers ({len(named_shared)} named in {first}): {', '.join(hits) or '-'}; "
+            f"a name on someone else: {', '.join(wrong) or 'none'}"
+        )
+    for issue, (hits_n, shared_n, wrong_n) in totals.items():
+        print(f"re-identification, {'the issue' if issue else 'other'} pairs: {hits_n} of "
+              f"{shared_n}, {wrong_n} name(s) on someone else")
+
+
+def misnamed(reference: Sequence[Turn], hypothesis: Sequence[Turn], names: set[str]
+             ) -> list[str]:
+    """The names in ``hypothesis`` whose speech is mostly someone else's in ``reference``."""
+    wrong = []
+    for name in sorted(names & {h[2] for h in hypothesis}):
+        heard: dict[str, float] = defaultdict(float)
+        for s, e, who in hypothesis:
+            if who == name:
+                for speaker in {t[2] for t in reference}:
+                    heard[speaker] += talk_time(reference, speaker, s, e)
+        if heard and max(heard, key=lambda k: heard[k]) != name:
+            wrong.append(name)
+    return wrong
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from bench.diarize import read_rttm, recognised, speech_spans, talk_time
+import pytest
+
+from bench.diarize import (
+    FileScore,
+    der,
+    grid_configs,
+    misnamed,
+    read_rttm,
+    recognised,
+    speech_spans,
+    talk_time,
+)
+from daemon.voices.diarize import DiarizeConfig
 
 
 def test_rttm_lines_become_turns_by_file() -> None:
@@ -26,3 +38,24 @@ def test_a_speaker_is_recognised_when_most_of_their_speech_carries_their_name() 
     assert recognised(reference, [(0.0, 3.0, "Sarah"), (3.0, 6.0, "Them 2")], "Sarah")
     assert not recognised(reference, [(0.0, 1.0, "Sarah"), (1.0, 6.0, "Them 2")], "Sarah")
     assert not recognised(reference, [(0.0, 6.0, "Them 1")], "Tom")
+
+
+def test_a_grid_is_every_combination_over_the_base_config() -> None:
+    base = DiarizeConfig()
+    configs = grid_configs("same=0.7,0.8 change=0.6", base)
+    assert [(c.same_voice, c.change_below, c.hop_s) for c in configs] == [
+        (0.7, 0.6, base.hop_s), (0.8, 0.6, base.hop_s)]
+    with pytest.raises(SystemExit, match="'colour' is not one of"):
+        grid_configs("colour=1", base)
+
+
+def test_overall_der_weighs_files_by_their_speech_time() -> None:
+    short = FileScore(missed=1.0, false_alarm=1.0, confusion=0.0, total=2.0, found=1, truth=1)
+    long = FileScore(missed=0.0, false_alarm=0.0, confusion=2.0, total=18.0, found=2, truth=3)
+    assert der([short, long]) == 4.0 / 20.0
+
+
+def test_a_name_on_speech_mostly_someone_elses_is_misnamed() -> None:
+    reference = [(0.0, 4.0, "Sarah"), (4.0, 10.0, "Tom")]
+    hypothesis = [(0.0, 4.0, "Sarah"), (4.0, 10.0, "Ann"), (10.0, 11.0, "Them 3")]
+    assert misnamed(reference, hypothesis, {"Sarah", "Ann", "Bo"}) == ["Ann"]

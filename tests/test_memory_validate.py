@@ -12,12 +12,17 @@ import pytest
 from daemon.errors import EngineError
 from daemon.llm.generate import AnswerCutOff, ChatMessage, ScriptedGenerator
 from daemon.memory import validate
+from daemon.memory.archive import format_for, take_sections
 from daemon.memory.extract import (
     ExtractedAssertion,
+    Undertaken,
     check_assertion,
     excerpt,
     extraction_prompt,
     find_cues,
+    find_undertakings,
+    group_undertakings,
+    undertaking_assertion,
 )
 from daemon.memory.remember import extract, summarise
 from daemon.store.records import Session, Turn
@@ -236,6 +241,7 @@ async def test_extraction_states_each_cue_and_keeps_what_holds() -> None:
             {"kind": "decision", "text": "The group picked a rubber case for the remote",
              "chosen": "rubber"},  # near-same
             {"kind": "decision", "text": "The budget owner signs it off.", "chosen": "yes"},
+            # nobody in these turns takes anything on: a model's commitment is not kept
             {"kind": "commitment", "text": "B will update the drawings next week.",
              "owner": "b"},
             {"kind": "task", "text": "Carol will order the samples.", "owner": "Carol"},
@@ -246,10 +252,83 @@ async def test_extraction_states_each_cue_and_keeps_what_holds() -> None:
     assert len(generator.calls) == 1
     assert [(i.kind, i.text, i.owner) for i in items] == [
         ("decision", "The group picked the rubber case for the remote.", ""),
-        ("commitment", "B will update the drawings next week.", "B"),
-        ("fact", "Carol will order the samples.", ""),
     ]
     assert extraction_prompt("x", ["a"], memory_enabled=False)[1]["content"].count("[1]") == 1
+
+
+async def test_what_is_taken_on_has_its_owner_and_kind_from_the_transcript() -> None:
+    turns = long_turns()
+    said = {40: ("A", "Right, marketing research. I will investigate what the users want."),
+            60: ("A", "And B, you will look into the costs of the case."),
+            61: ("B", "Yeah, the costs are my task, I'll do it by Friday.")}
+    for i, (speaker, text) in said.items():
+        turns[i] = msgspec.structs.replace(turns[i], speaker=speaker, text=text)
+
+    def respond(messages: Sequence[ChatMessage]) -> object:
+        prompt = messages[-1].content
+        if '{"assertions"' in prompt:
+            return {"assertions": [{"kind": "task", "text": "A will release the thing I saw.",
+                                    "owner": "A"}]}  # a past remark the model calls a task
+        then = prompt.split("Then:\n")[1].split("\n\n")[0]
+        if 'starts with "A will"' in prompt:
+            assert then == f"A: {said[40][1]}"
+            return {"text": "I will investigate what the users want from the remote."}
+        assert 'starts with "B will"' in prompt
+        # the assignment and its acceptance: one item
+        assert then == f"A: {said[60][1]}\nB: {said[61][1]}"
+        return {"text": "B will look into the costs of the case. And B will sing."}
+
+    generator = ScriptedGenerator(respond)
+    items = await extract(generator, 4096, session(), turns, memories=False)
+    assert len(generator.calls) == 3  # the decision excerpts, then one call per undertaking
+    assert [(i.kind, i.text, i.owner, i.due) for i in items if i.kind != "decision"] == [
+        ("commitment", "A will investigate what the users want from the remote.", "A", ""),
+        ("task", "B will look into the costs of the case.", "B", "by Friday"),
+    ]
+
+
+PM, MK, ID = "Project Manager", "Marketing", "Industrial Designer"
+
+
+@pytest.mark.parametrize(("turns", "expected"), [
+    # a speaker takes work on: theirs, a commitment
+    ([(MK, "Yeah or a Teletubby front. Yeah yeah yeah. I will investigate.")], [(MK, False)]),
+    ([(ID, "Mm yeah also the the look and feel uh of the remote's also my task, yeah.")],
+     [(ID, False)]),
+    ([(PM, "I'll I'll uh make notes and put them in the project folder.")], [(PM, False)]),
+    # given to a participant named, or to "you" and accepted by the next speaker: a task
+    ([(PM, "So the industrial designer, you will work on the case.")], [(ID, True)]),
+    ([(PM, "And you will look into the technical design, I think."),
+      (ID, "Mm yeah, that's fine.")], [(ID, True)]),
+    ([(PM, "Can you send me your slides?"), (MK, "Sure, I will.")], [(MK, True)]),
+    # not taken on: a past remark, a description, advice, a question, a clause, a negation,
+    # what is done in the meeting, a "you will" nobody accepts
+    ([(PM, "We also just released a T_F_T_ thing I saw.")], []),
+    ([(MK, "You can zap away and you can put it on the table.")], []),
+    ([(MK, "I think you should put more time in the design.")], []),
+    ([(PM, "What are you going to do?")], []),
+    ([(PM, "I dunno what I'm going to design.")], []),
+    ([(ID, "It's not my task to talk about experience with remote controls.")], []),
+    ([(PM, "I'll show you the tools, and I'll open it on the Smartboard.")], []),
+    ([(PM, "So I'll make an example.")], []),  # "make" is work only when said for later
+    ([(MK, "Oh you're much taller than me so I'm gonna write down here.")], []),
+    ([(ID, "That's my task. Okay. Where have I put it?")], []),  # "my task" says no task
+    ([(MK, "So, my name is Mark, and I am responsible for User Interface Design.")], []),
+    ([(PM, "And you will look into the technical design."), (MK, "What do you mean?")], []),
+])
+def test_undertakings_and_their_owners(turns: list[tuple[str, str]],
+                                       expected: list[tuple[str, bool]]) -> None:
+    found = find_undertakings(turns, [PM, MK, "User Interface", ID])
+    assert [(u.owner, u.assigned) for u in found] == expected
+
+
+def test_undertakings_of_one_owner_close_together_are_one() -> None:
+    turns = [(PM, "And you will look into the technical design."),
+             (ID, "Yeah, also the look and feel is my task."),
+             (MK, "Okay."), (MK, "I will investigate the fronts."),
+             *[(PM, "Fine.")] * 5, (MK, "And I'll send the survey results.")]
+    groups = group_undertakings(find_undertakings(turns, [PM, MK, ID]))
+    assert [[u.index for u in g] for g in groups] == [[0, 1], [3], [9]]
 
 
 # -- specifics the transcript does not say -----------------------------------------------------
@@ -283,3 +362,36 @@ def test_an_owner_named_in_the_transcript_counts_while_them_is_one_voice() -> No
     assert validate.named_among_them("Sam", ["me", "them"], turns) is None  # never named
     # voices told apart (or a transcript with named speakers): the owner must be one of them
     assert validate.named_among_them("Priya", ["me", "Them 1"], turns) is None
+
+
+def test_a_stated_task_is_what_was_said_not_what_the_model_made_up() -> None:
+    turns = [(PM, "That's marketing research, you can ask."),
+             (MK, "Yeah or a Teletubby front. I will investigate.")]
+    (group,) = group_undertakings(find_undertakings(turns, [PM, MK]))
+
+    def stated(text: str) -> str | None:
+        item = undertaking_assertion(Undertaken(text), group, turns)
+        return None if item is None else item.text
+
+    assert stated("I will investigate the Teletubby front. Then lunch.") == \
+        "Marketing will investigate the Teletubby front."
+    assert stated("Marketing will design and implement a smart remote control system.") is None
+
+
+@pytest.mark.parametrize(("text", "is_proposal"), [
+    ("Marketing suggests a rubber case for the remote.", True),
+    ("The team discussed the colours of the remote.", True),
+    ("The Industrial Designer thinks a kinetic battery could work.", True),
+    ("The team decided on a rubber case, as Marketing suggested.", False),
+    ("The remote will be yellow and round.", False),
+    ("The group agreed to consider solar power later.", False),
+])
+def test_a_proposal_is_not_a_decision(text: str, is_proposal: bool) -> None:
+    assert validate.proposal(text) is is_proposal
+    fmt = format_for("meeting")
+    said = [text, "Marketing rubber remote Industrial Designer kinetic battery solar group"]
+    kept = take_sections(fmt, {"decided": [text]}, said, PEOPLE)["decided"]
+    assert kept == ([] if is_proposal else [text])
+    item = check_assertion(ExtractedAssertion(kind="decision", text=text, chosen="rubber case"),
+                           PEOPLE, said)
+    assert item is not None and item.kind == ("fact" if is_proposal else "decision")

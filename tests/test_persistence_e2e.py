@@ -778,11 +778,11 @@ async def test_no_language_model_keeps_the_session_and_says_so(world: World) -> 
 
 def long_session(world: World) -> int:
     """A 120-turn meeting in Space Atlas, too long for one model call at a 2,048-token
-    context, whose extraction (a commitment cue every ten turns) finds one fact."""
+    context, whose extraction (a decision cue every ten turns) finds one fact."""
     world.settings = Settings(memory_enabled=True, reconcile_distance=0.5, llm_context=2048)
     turns = [("them" if i % 2 else "me", f"Point {i}: the Atlas rollout step {i} needs a "
               "review of the staging checklist and the budget owner signs it off."
-              + (" I will check it by Friday." if i % 10 == 5 else ""))
+              + (" We agreed to check it by Friday." if i % 10 == 5 else ""))
              for i in range(120)]
     world.script.assertions = [{
         "kind": "fact", "text": "Atlas rollout needs the staging checklist reviewed.",

@@ -215,17 +215,22 @@ def _clean_items(value: Any, cap: int) -> list[str]:
     return [i for i in items if i][:cap]
 
 
+SETTLED_KEYS = ("decided", "chose")  # sections of what was settled: no proposals
+
+
 def take_sections(fmt: ArchiveFormat, raw: Mapping[str, Any],
                   turns: Sequence[str] = (), names: Sequence[str] = ()) -> dict[str, list[str]]:
     """Keep the format's keys only, in its order, each a capped list of clean statements; an
-    item already in an earlier section (or near-same) is not repeated."""
+    item already in an earlier section (or near-same) is not repeated, and what was settled
+    holds no proposal (:func:`~daemon.memory.validate.proposal`)."""
     words = prompt_words(fmt)
     taken: list[str] = []
     sections = {}
     for s in fmt.sections:
         items = [validate.scrub(i) for i in _clean_items(raw.get(s.key), MAX_ITEMS * 2)]
         statements = [i for i in items
-                      if validate.is_statement(i, turns, words, questions=True, names=names)]
+                      if validate.is_statement(i, turns, words, questions=True, names=names)
+                      and not (s.key in SETTLED_KEYS and validate.proposal(i))]
         sections[s.key] = validate.unique_items(statements, taken)[: s.cap]
     return sections
 

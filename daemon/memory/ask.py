@@ -30,7 +30,7 @@ import datetime as dt
 import logging
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
-from typing import TypeVar, cast
+from typing import cast
 
 import msgspec
 import trio
@@ -50,7 +50,6 @@ from daemon.store.writes import assertion_body
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 # The fusion search as ask uses it: (question, scope, k) -> the items found, best first, with
 # the caps applied (blocking: runs on a thread).
 Recall = Callable[[str, Scope, int], Sequence[ItemKey]]
@@ -101,9 +100,6 @@ class Asker:
         self._recall = recall
         self._live_session = live_session
 
-    async def _db(self, fn: Callable[[], T]) -> T:
-        return await self.store.run(fn)
-
     async def ask(
         self,
         question: str | None,
@@ -115,9 +111,9 @@ class Asker:
     ) -> Answer:
         stop = trio.Event() if stop is None else stop
         grounding_id = session if session is not None else self._live_session()
-        current = None if grounding_id is None else await self._db(
+        current = None if grounding_id is None else await self.store.run(
             lambda: self.store.get_session(grounding_id))
-        turns = [] if current is None else await self._db(lambda: self.store.turns(current.id))
+        turns = [] if current is None else await self.store.run(self.store.turns, current.id)
         asked = _question(question, current, turns)
         where = await self._space(space, current)
         activity = current.activity if current is not None else (where.activity if where else "")
@@ -126,7 +122,7 @@ class Asker:
         scope = Scope(space_id=None if where is None else where.id,
                       person_memory=settings.memory_enabled)
         recent = turns[grounding.context_window(len(turns)):]
-        sources, forced = await self._db(
+        sources, forced = await self.store.run(
             lambda: self._gather(asked, scope, framing, settings, current, recent))
         answer = Answer(question=asked, text="", citations=[], sources=sources, framing=framing,
                         space=None if where is None else where.name)
@@ -159,8 +155,8 @@ class Asker:
         begin with — the instructions and the conversation so far — so that a question costs
         only its own tokens and its sources; returns how many turns that was. Keeps the model
         loaded (it is used), which is the point while a session is live."""
-        current = await self._db(lambda: self.store.get_session(session_id))
-        turns = await self._db(lambda: self.store.turns(current.id))
+        current = await self.store.run(lambda: self.store.get_session(session_id))
+        turns = await self.store.run(lambda: self.store.turns(current.id))
         where = await self._space(None, current)
         framing = grounding.framing_for(current.activity or (where.activity if where else ""))
         recent = turns[grounding.context_window(len(turns)):]
@@ -171,10 +167,10 @@ class Asker:
 
     async def _space(self, name: str | None, current: Session | None) -> Space | None:
         if name is not None:
-            return await self._db(lambda: self.store.get_space(name))
+            return await self.store.run(lambda: self.store.get_space(name))
         if current is not None and current.space_id is not None:
             space_id = current.space_id
-            return await self._db(lambda: self.store.get_space(space_id))
+            return await self.store.run(lambda: self.store.get_space(space_id))
         return None
 
     # -- sources (blocking: on a thread) -------------------------------------------------------

@@ -67,12 +67,6 @@ DECISION_CUE = re.compile(
     r"let'?s (go|use|do|have|keep|make|say|stick|put|take)|we('ll| will| should| can) (go|use|"
     r"have|keep|make|do|take|stick|put)|(we|i) (chose|choose|picked)|conclu\w*|so it'?s|"
     r"final(ly)?|the (best|only) option|instead|change of plan)\b", re.I)
-COMMITMENT_CUE = re.compile(
-    r"\b(i'?ll|i will|i'?m going to|i can (send|do|look|check|prepare|make|write|draw|mail)|"
-    r"(will|going to|should|has to|have to|needs? to) (send|prepare|look|check|do|email|mail|make|"
-    r"work|present|bring|write|draw|find|research|design|think)|by (monday|tuesday|wednesday|"
-    r"thursday|friday|tomorrow|next week)|next meeting|action item|your (task|job|homework))\b",
-    re.I)
 PREFERENCE_CUE = re.compile(r"\bi (really )?(prefer|like|love|hate|don'?t like|always|never)\b",
                             re.I)
 CUE_MIN_WORDS = 6
@@ -82,15 +76,15 @@ EXCERPT_LINE_CHARS = 320
 
 
 def cue_score(text: str) -> int:
-    """How strongly a turn's wording says something was decided, undertaken or preferred."""
+    """How strongly a turn's wording says something was decided or preferred (what is
+    undertaken is found apart: :func:`find_undertakings`)."""
     if len(validate.words(text)) < CUE_MIN_WORDS:
         return 0
-    return (2 * len(DECISION_CUE.findall(text)) + 2 * len(COMMITMENT_CUE.findall(text))
-            + len(PREFERENCE_CUE.findall(text)))
+    return 2 * len(DECISION_CUE.findall(text)) + len(PREFERENCE_CUE.findall(text))
 
 
 def find_cues(texts: Sequence[str], limit: int) -> list[int]:
-    """The indexes of at most ``limit`` turns that carry a decision or a commitment, strongest
+    """The indexes of at most ``limit`` turns that carry a decision or a preference, strongest
     first among them, returned in transcript order; two cues closer than an excerpt are one."""
     scored = sorted(((cue_score(t), i) for i, t in enumerate(texts)),
                     key=lambda si: (-si[0], si[1]))
@@ -108,11 +102,219 @@ def excerpt(turns: Sequence[tuple[str, str]], index: int) -> str:
     lines = []
     for i in range(max(0, index - EXCERPT_BEFORE), min(len(turns), index + EXCERPT_AFTER + 1)):
         speaker, text = turns[i]
-        words = " ".join(text.split())
-        if len(words) > EXCERPT_LINE_CHARS:
-            words = words[:EXCERPT_LINE_CHARS].rsplit(" ", 1)[0] + " ..."
-        lines.append(f"{'>> ' if i == index else ''}{speaker}: {words}")
+        lines.append(f"{'>> ' if i == index else ''}{speaker}: {_clip(text)}")
     return "\n".join(lines)
+
+
+# -- undertakings: commitments and tasks, read from the turn that takes them on -----------------
+# Who owes what is read off the transcript, not asked of the model: a 0.5B model names the
+# wrong person, and turns a past remark ("we released a TFT thing I saw") into a task. A turn
+# takes something on when a speaker says they will do a piece of work ("I will investigate",
+# "the look and feel is also my task") — the owner is the speaker — or gives one to someone:
+# to a participant it names ("the industrial designer will work on ..."), or to "you" when the
+# next speaker accepts it ("And you will look into the technical design" — "yeah, also my
+# task"), or asks "can you ..." and is told "I will". "You can / you should ..." is how people
+# describe things and give advice ("you can zap", "you should put more time in the design"),
+# not an assignment; a question, a clause under "what" or "if" ("I dunno what I'm going to
+# design"), a negation or anything in the past takes nothing on, and neither does what is done
+# in the meeting itself ("I'll show you", "I'll save it": no piece of work is named).
+
+# Work that is done after the meeting by its nature; and verbs that name it only when the
+# sentence says it is for later ("I'll make notes and put them in the project folder", not
+# "I'll make an example", "I'm gonna write down here").
+WORK = (r"((?P<work>investigate|look (into|up)|have a look|research|find out|send|e-?mail|mail|"
+        r"forward|prepare|draft|work (on|out)|contact|call|phone|think (about|of)|"
+        r"come up with|study|update|organi[sz]e|arrange|figure out|sort out|take care of|"
+        r"compile|collect|gather|summari[sz]e|order|book|schedule|review|follow up|explore)|"
+        r"(?P<weak>check|write|design|bring|ask|present|search|read|handle|fix|test|talk to|"
+        r"make|put|try))")
+LATER = re.compile(r"\b(next (meeting|time|week)|after (the|this) meeting|afterwards|later|"
+                   r"tomorrow|tonight|by (monday|tuesday|wednesday|thursday|friday|the)|folder|"
+                   r"project documents?|e-?mail|when i'?m (done|back)|before)\b")
+_GAP = r"(?:[\w'-]+ ){0,3}?"  # "I'll just quickly send": a few words between
+SELF_UNDERTAKING = re.compile(
+    r"(?<!what )(?<!how )(?<!if )(?<!whether )(?<!when )\b(i'?ll|i will|i shall|i'?m going to|"
+    r"i am going to|i'?m gonna|i'?ll have to)( also)? " + _GAP + WORK + r"\b"
+    r"|(?<!not )\b(is|are|'s|be) (also |now )?my (task|job|responsibility)\b"
+    r"(?! to (explain|present|tell|talk|show|give|point))"
+    r"|\bmy (task|job) (is|will be)\b"
+    r"|\bi('ll| will)( be)? (responsible|in charge) for\b")  # not "I am ...": a role
+YOU_UNDERTAKING = re.compile(
+    r"\b(you'?ll|you will|you('re| are) going to|(it'?s|is) your (task|job)( to)?|"
+    r"your (task|job) is( to)?)( also)? " + _GAP + WORK + r"\b")
+REQUEST = re.compile(r"^((so|and|but|well|okay|then|[\w]+,) )?(can|could|would) you( mind)? "
+                     + _GAP + WORK + r"\b")
+ACCEPTANCE = re.compile(r"\b(yes|yeah|yep|okay|ok|sure|alright|fine|will do|no problem|"
+                        r"i will|i'?ll|my task|of course)\b")
+AGREEMENT = re.compile(r"\b(sure|will do|no problem|i will|i'?ll|of course)\b")
+_SPEECH_FILLER = re.compile(r"\b(uh|um|er|erm|hmm|mm|ah)\b[,.]?\s*", re.I)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+DUE = re.compile(
+    r"\b(by|before|until|on|for) (the )?(monday|tuesday|wednesday|thursday|friday|saturday|"
+    r"sunday|tomorrow|tonight|next (week|meeting|time)|the next meeting|end of (the )?"
+    r"(day|week|month))\b|\b(tomorrow|next week|(for|at|before) the next meeting)\b", re.I)
+CUT_OFF = re.compile(r"\b(if|and|or|but|to|the|a|an|of|for|that|with|at|on|in|whether|so)$")
+UNDERTAKING_TURN_AFTER = 2  # how far on the acceptance of a "you will ..." may come
+GROUP_TURNS = 4  # undertakings of one owner this close are one piece of work
+
+
+@dataclass(frozen=True)
+class Undertaking:
+    """A turn that takes a piece of work on: whose it is, and whether another speaker gave it
+    (a task) or the owner took it on (a commitment)."""
+
+    index: int  # of the turn
+    owner: str  # the speaker, as written
+    assigned: bool
+    due: str = ""
+
+
+def spoken_clauses(text: str) -> list[str]:
+    """``text`` lowercased in sentences, fillers ("uh", "um") and stutters ("I'll I'll") out."""
+    plain = _SPEECH_FILLER.sub("", text.replace("’", "'")).casefold()
+    plain = re.sub(r"\b([\w']+)( \1\b)+", r"\1", " ".join(plain.split()))
+    return [s for s in _SENTENCES.split(plain) if s]
+
+
+def _named(sentence: str, people: Sequence[str], but: str) -> str | None:
+    """The participant (other than ``but``) a sentence names, when it names exactly one."""
+    named = [p for p in people if validate.norm(p) != validate.norm(but)
+             and validate.norm(p) not in validate.PLACEHOLDER_OWNERS
+             and re.search(r"\b" + re.escape(validate.norm(p)) + r"\b", validate.norm(sentence))]
+    return named[0] if len(named) == 1 else None
+
+
+def find_undertakings(turns: Sequence[tuple[str, str]],
+                      people: Sequence[str]) -> list[Undertaking]:
+    """The turns (speaker, text) that take a piece of work on, with its owner read from the
+    turn (see above), in transcript order."""
+    found = []
+    for i, (speaker, text) in enumerate(turns):
+        for sentence in spoken_clauses(text):
+            if CUT_OFF.search(sentence):  # "and I'll have a look if" — interrupted
+                continue
+            owner: str | None = None
+            assigned = False
+            if sentence.endswith("?"):
+                if _work(REQUEST, sentence):  # "can you send ...?" — "sure, I will"
+                    owner, assigned = _accepted_by(turns, i, AGREEMENT), True
+            elif _work(SELF_UNDERTAKING, sentence):
+                owner = speaker
+            elif _work(YOU_UNDERTAKING, sentence):
+                owner = _named(sentence, people, speaker) or _accepted_by(turns, i, ACCEPTANCE)
+                assigned = True
+            if owner is not None:
+                due = DUE.search(text)
+                found.append(Undertaking(i, owner, assigned, due.group() if due else ""))
+                break
+    return found
+
+
+def _work(pattern: re.Pattern[str], sentence: str) -> bool:
+    """Whether ``sentence`` takes on a piece of work as ``pattern`` says: work done after a
+    meeting, a weaker verb said with when, or "my task" saying what the task is."""
+    for match in pattern.finditer(sentence):
+        if match.groupdict().get("weak"):
+            if LATER.search(sentence):
+                return True
+        elif match.groupdict().get("work") or len(
+                validate.content_words(sentence) - {"task", "job", "responsibility"}) >= 2:
+            return True
+    return False
+
+
+def _accepted_by(turns: Sequence[tuple[str, str]], index: int,
+                 accepting: re.Pattern[str]) -> str | None:
+    """The speaker who accepts what turn ``index`` gives "you" (their answer says
+    ``accepting``), in the next turns by another."""
+    giver = turns[index][0]
+    for speaker, text in turns[index + 1:index + 1 + UNDERTAKING_TURN_AFTER]:
+        if speaker == giver:
+            continue
+        said = " ".join(spoken_clauses(text))
+        return speaker if accepting.search(said) and not said.endswith("?") else None
+    return None
+
+
+def group_undertakings(found: Sequence[Undertaking]) -> list[list[Undertaking]]:
+    """Undertakings of one owner in turns close together are one piece of work, told in one
+    excerpt (the assignment and its acceptance, a promise and its restatement)."""
+    groups: list[list[Undertaking]] = []
+    for u in found:
+        last = groups[-1][-1] if groups else None
+        if last is not None and last.owner == u.owner and u.index - last.index <= GROUP_TURNS:
+            groups[-1].append(u)
+        else:
+            groups.append([u])
+    return groups
+
+
+class Undertaken(msgspec.Struct, frozen=True):
+    text: _text(200)  # type: ignore[valid-type]
+
+
+def undertaking_prompt(turns: Sequence[tuple[str, str]],
+                       group: Sequence[Undertaking]) -> list[dict[str, str]]:
+    """Chat messages asking the model to restate what a group of undertakings gives its owner:
+    the owner is known, the model only says what the work is, from the words said (a 0.5B
+    model asked to summarise an excerpt writes a generic task instead, and one shown the
+    meeting's title writes the title into the task)."""
+    first, last = group[0].index, group[-1].index
+    owner = group[0].owner
+    before = turns[max(0, first - EXCERPT_BEFORE):first]
+    said = turns[first:last + 1]
+
+    def lines(part: Sequence[tuple[str, str]]) -> str:
+        return "\n".join(f"{speaker}: {_clip(text)}" for speaker, text in part)
+
+    system = ("You turn what was said in a meeting into an action item, in the speakers' own "
+              "words. Never add anything they did not say. Reply with JSON only.")
+    user = (f"Just before:\n{lines(before)}\n\n"
+            f"Then:\n{lines(said)}\n\nWrite the action item this gives {owner}: one sentence "
+            f'that starts with "{owner} will" and says what they said {owner} will do, with '
+            'the words they used. Return {"text": "..."}.')
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def _clip(text: str) -> str:
+    words = " ".join(text.split())
+    if len(words) > EXCERPT_LINE_CHARS:
+        words = words[:EXCERPT_LINE_CHARS].rsplit(" ", 1)[0] + " ..."
+    return words
+
+
+GROUNDED = 0.5  # share of a stated task's content words the lines shown must contain
+
+
+def undertaking_assertion(answer: Undertaken, group: Sequence[Undertaking],
+                          turns: Sequence[tuple[str, str]]) -> ExtractedAssertion | None:
+    """The commitment (taken on) or task (given) the model's first sentence states about a
+    group of undertakings, its owner and due date read from the transcript, its last turn the
+    evidence; None when the sentence is not about what was said (more than half of its
+    words are in none of the lines the model was shown: it made the work up)."""
+    first = group[0]
+    text = clip_sentence(validate.scrub(answer.text))
+    first_person = re.match(r"(?i)i('ll| will)\b", text)
+    if first_person:  # "I will investigate ..." said as the owner
+        text = f"{first.owner} will{text[first_person.end():]}"
+    shown = turns[max(0, first.index - EXCERPT_BEFORE):group[-1].index + 1]
+    said = content_words(" ".join(text for _, text in shown))
+    mine = content_words(text) - content_words(first.owner) - {"will"}
+    if mine and len(mine & said) < GROUNDED * len(mine):
+        return None
+    return ExtractedAssertion(
+        kind="task" if first.assigned else "commitment", text=text, owner=first.owner,
+        due=next((u.due for u in group if u.due), ""),
+        evidence=" ".join(turns[group[-1].index][1].split())[:160])
+
+
+_FIRST_SENTENCE = re.compile(r"^.+?[.!?](?=\s|$)")
+
+
+def clip_sentence(text: str) -> str:
+    """The first sentence of ``text`` (asked for one, a small model sometimes goes on)."""
+    found = _FIRST_SENTENCE.match(text)
+    return found.group() if found else text
 
 
 # The prompt's example sentences: a small model copies them as if the meeting had said them, so
@@ -162,8 +364,8 @@ PROMPT_WORDS = validate.scaffolding(
 def check_assertion(item: ExtractedAssertion, people: Sequence[str],
                     turns: Sequence[str]) -> ExtractedAssertion | None:
     """``item`` as it may be stored, or None (:mod:`daemon.memory.validate`'s rules): a decision
-    needs a real chosen option; a commitment or task whose owner did not speak is kept as a
-    fact, without the owner."""
+    needs a real chosen option, and one that only reports a proposal is kept as a fact; a
+    commitment or task whose owner did not speak is kept as a fact, without the owner."""
     text = validate.scrub(item.text)
     if not validate.is_statement(text, turns, PROMPT_WORDS, names=people,
                                  min_words=validate.MIN_ASSERTION_WORDS):
@@ -175,6 +377,8 @@ def check_assertion(item: ExtractedAssertion, people: Sequence[str],
 
     kind = item.kind
     chosen = alternatives = reasoning = owner = due = None
+    if kind == "decision" and validate.proposal(text):
+        kind = "fact"  # "Marketing suggests a rubber case": true, and not settled
     if kind == "decision":
         chosen = field(item.chosen)
         if not validate.real_choice(chosen) or validate.owner_of(chosen, people):

@@ -78,15 +78,21 @@ from daemon.memory.extract import (
     Extraction,
     KnownMemory,
     Ruling,
+    Undertaken,
+    Undertaking,
     already_known,
     check_assertion,
     excerpt,
     extraction_prompt,
     find_anchor,
     find_cues,
+    find_undertakings,
+    group_undertakings,
     normalise,
     plan_from_ruling,
     reconcile_prompt,
+    undertaking_assertion,
+    undertaking_prompt,
 )
 from daemon.memory.pieces import (
     clip_sentences,
@@ -127,6 +133,8 @@ Steps = Callable[[int, int], None]  # (done, total) of one stage
 
 ARCHIVE_TOKENS = 1024  # a full archive is ~500 tokens; a cut-off one keeps its complete items
 EXTRACT_TOKENS = 640  # a call's six items of ~70 tokens, and room
+UNDERTAKING_TOKENS = 80  # one sentence
+MAX_UNDERTAKINGS = 8  # per session: the last ones, where a meeting settles who does what
 RETRY_HALVES = 1  # a piece that gives no answer is asked again once, in two halves
 EXCERPTS_PER_CALL = 6
 MINUTES_PER_EXCERPT = 2.5  # a 35-minute meeting: 14 excerpts
@@ -358,32 +366,64 @@ async def summarise(generator: Generator, context: int, session: Session,
 
 async def extract(generator: Generator, context: int, session: Session, turns: Sequence[Turn],
                   *, memories: bool, steps: Steps = _no_steps) -> list[ExtractedAssertion]:
-    """What a session established, extract-then-abstract: the turns whose wording carries a
-    decision, a commitment or a preference are found first (:func:`find_cues`); the model
-    states each from the turns around it, a few excerpts a call (each call a step); the
-    statements are merged, validated (:func:`check_assertion`) and each kept once. Memories
-    about the person only when ``memories``. Raises only when every call failed."""
+    """What a session established, extract-then-abstract. A short transcript is read whole.
+    In a longer one, the turns whose wording carries a decision or a preference are found
+    first (:func:`find_cues`) and the model states each from the turns around it, a few
+    excerpts a call; what someone takes on or is given (:func:`find_undertakings`) is read off
+    the transcript — its owner, and whether it is a commitment or a task — and the model is
+    asked only what the work is, one call each; commitments and tasks the model offers from
+    the decision excerpts are not kept (it takes past remarks and other people's words for
+    them). The statements are merged, validated (:func:`check_assertion`) and each kept once.
+    Memories about the person only when ``memories``. Each call is a step. Raises only when
+    every call failed."""
     said = spoken(turns)
     pairs = [(t.speaker, t.text) for t in said]
     people = validate.speakers(t.speaker for t in turns)
     minutes = max(1.0, ((said[-1].end or said[-1].start) - said[0].start) / 60) if said else 1.0
     limit = max(MIN_EXCERPTS, min(MAX_EXCERPTS, round(minutes / MINUTES_PER_EXCERPT)))
-    if sum(len(t) for _, t in pairs) <= WHOLE_TRANSCRIPT_CHARS:  # short: its own context
+    whole = sum(len(t) for _, t in pairs) <= WHOLE_TRANSCRIPT_CHARS  # short: its own context
+    if whole:
         excerpts = ["\n".join(transcript_lines(pairs))] if pairs else []
+        undertakings: list[list[Undertaking]] = []
     else:
         excerpts = [excerpt(pairs, i) for i in find_cues([t for _, t in pairs], limit)]
+        undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
     batches = [excerpts[i:i + EXCERPTS_PER_CALL]
                for i in range(0, len(excerpts), EXCERPTS_PER_CALL)]
+    total = len(batches) + len(undertakings)
 
     def ask(batch: Sequence[str]) -> list[dict[str, str]]:
         return extraction_prompt(session.title, batch, memory_enabled=memories, speakers=people)
 
-    extractions, failures = await answer_pieces(generator, batches, ask, Extraction,
-                                                Extraction, EXTRACT_TOKENS, steps)
-    if failures and not extractions:
+    extractions, failures = await answer_pieces(
+        generator, batches, ask, Extraction, Extraction, EXTRACT_TOKENS,
+        lambda done, _: steps(done, total))
+    if not whole:
+        extractions = [Extraction([a for a in e.assertions
+                                   if a.kind not in ("commitment", "task")])
+                       for e in extractions]
+    taken: list[ExtractedAssertion] = []
+    for n, group in enumerate(undertakings, len(batches) + 1):
+        cue = group[0]
+        try:
+            answer = await generator.generate(
+                chat(undertaking_prompt(pairs, group)),
+                Undertaken, max_tokens=UNDERTAKING_TOKENS)
+        except BrainCueError as e:
+            log.warning("an undertaking of %s gave no answer: %s", cue.owner, e)
+            failures.append(_why(e))
+        else:
+            item = undertaking_assertion(answer, group, pairs)
+            if item is None:
+                log.info("a task of %s not kept: not what was said: %r", cue.owner, answer.text)
+            else:
+                taken.append(item)
+        steps(n, total)
+    if failures and not (extractions or taken):
         raise EngineError(failures[0])
     texts = [t.text for t in turns]
-    checked = (check_assertion(i, people, texts) for i in merge_extractions(extractions))
+    merged = merge_extractions([*extractions, Extraction(taken)])
+    checked = (check_assertion(i, people, texts) for i in merged)
     return [standing_claim(i) for i in checked if i is not None][:MAX_EXTRACTED]
 
 
@@ -416,9 +456,6 @@ class Rememberer:
         self._is_live = is_live
         self._lock = trio.Lock()
 
-    async def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await self.store.run(fn, *args, **kwargs)
-
     async def remember(
         self,
         session_id: int,
@@ -433,7 +470,7 @@ class Rememberer:
         if answer not in ANSWERS:
             raise InvalidInput(f"answer: unknown value {answer!r}", fix="keep, discard or later")
         async with self._lock:
-            session = await self._db(self.store.get_session, session_id)
+            session = await self.store.run(self.store.get_session, session_id)
             if session.status == "live":
                 raise InvalidInput(f"session {session_id} is still live",
                                    fix="end it first with `braincue stop`")
@@ -442,14 +479,14 @@ class Rememberer:
             if not isinstance(space_id, msgspec.UnsetType) and space_id != session.space_id:
                 if space_id is None:
                     await self._refuse_unfiling_what_is_remembered(session)
-                session = await self._db(self.store.file_session, session_id, space_id)
+                session = await self.store.run(self.store.file_session, session_id, space_id)
             space = (None if session.space_id is None
-                     else await self._db(self.store.get_space, session.space_id))
+                     else await self.store.run(self.store.get_space, session.space_id))
             status: Literal["kept", "later"] = "later" if answer == "later" else "kept"
             if answer == "keep":  # first: a crash after the status is written still finishes it
-                await self._db(self.store.set_keep_state, session_id, "pending")
+                await self.store.run(self.store.set_keep_state, session_id, "pending")
             # the answer is recorded before any model runs: a failure below never undoes it
-            session = await self._db(self.store.update_session, session_id, status=status)
+            session = await self.store.run(self.store.update_session, session_id, status=status)
             outcome = Remembered(session_id=session_id, answer=answer, status=status,
                                  space=None if space is None else space.name)
             if answer == "later":
@@ -463,19 +500,19 @@ class Rememberer:
         """Finish the keeps that a stop or a crash interrupted (pending or running when the
         daemon starts), one at a time, the oldest first. A keep whose assertions were already
         written when it stopped is only marked done."""
-        unfinished = await self._db(self.store.keep_states, statuses=("pending", "running"))
+        unfinished = await self.store.run(self.store.keep_states, statuses=("pending", "running"))
         for state in unfinished:
             if state.attempts >= MAX_KEEP_ATTEMPTS:
                 log.warning("the keep of session %d was interrupted %d times: given up",
                             state.session_id, state.attempts)
-                await self._db(self.store.set_keep_state, state.session_id, "failed",
+                await self.store.run(self.store.set_keep_state, state.session_id, "failed",
                                f"interrupted {state.attempts} times (the daemon stopped or "
                                "crashed each time)")
                 continue
-            if await self._db(self._wrote_assertions_since, state):
+            if await self.store.run(self._wrote_assertions_since, state):
                 log.info("the keep of session %d had written everything before it stopped",
                          state.session_id)
-                await self._db(self.store.set_keep_state, state.session_id, "done")
+                await self.store.run(self.store.set_keep_state, state.session_id, "done")
                 continue
             log.info("finishing the keep of session %d, interrupted when %s", state.session_id,
                      state.status)
@@ -497,16 +534,16 @@ class Rememberer:
                             progress: Progress | None) -> None:
         """:meth:`_keep`, its state recorded (a cancelled keep stays pending or running, to be
         finished at the next start) and what it stored summed up in ``out``."""
-        before = {a.id for a in await self._db(self.store.list_assertions,
+        before = {a.id for a in await self.store.run(self.store.list_assertions,
                                                session_id=session.id, include_invalidated=True)}
         try:
             status, reason = await self._keep(session, space, out, progress)
         except Exception as e:
-            await self._db(self.store.set_keep_state, session.id, "failed", _why(e))
+            await self.store.run(self.store.set_keep_state, session.id, "failed", _why(e))
             raise
-        await self._db(self.store.set_keep_state, session.id, status, reason)
+        await self.store.run(self.store.set_keep_state, session.id, status, reason)
         out.keep_status = status
-        stored = await self._db(self.store.list_assertions, session_id=session.id,
+        stored = await self.store.run(self.store.list_assertions, session_id=session.id,
                                 about_person=False)
         new = sorted((a for a in stored if a.id not in before), key=lambda a: a.id)
         for a in new:
@@ -516,8 +553,8 @@ class Rememberer:
     async def _refuse_unfiling_what_is_remembered(self, session: Session) -> None:
         """Out of every Space, an archive and assertions would be recalled everywhere — the
         leak that "no Space, nothing kept" exists to prevent (seed 000 §15)."""
-        archived = await self._db(self.store.archive, session.id)
-        extracted = await self._db(self.store.list_assertions, session_id=session.id,
+        archived = await self.store.run(self.store.archive, session.id)
+        extracted = await self.store.run(self.store.list_assertions, session_id=session.id,
                                    about_person=False)
         if archived or extracted:
             raise InvalidInput(
@@ -528,11 +565,11 @@ class Rememberer:
             )
 
     async def _discard(self, session: Session) -> Remembered:
-        reviewed = await self._db(
+        reviewed = await self.store.run(
             self.store.list_assertions, session_id=session.id, about_person=True,
             statuses=["approved", "rejected", "archived"], include_invalidated=True,
         )
-        deleted = await self._db(self.store.delete_session, session.id)
+        deleted = await self.store.run(self.store.delete_session, session.id)
         counts = {k: v for k, v in msgspec.structs.asdict(deleted).items() if v}
         outcome = Remembered(session_id=session.id, answer="discard", status="discarded",
                              deleted=counts)
@@ -567,7 +604,7 @@ class Rememberer:
                              "proposed")
         if not (archive_on or memory_on):
             return None, None
-        turns = await self._db(self.store.turns, session.id)
+        turns = await self.store.run(self.store.turns, session.id)
         if not turns:
             out.notes.append("nothing was said: there is nothing to summarise")
             return None, None
@@ -576,7 +613,7 @@ class Rememberer:
         except BrainCueError as e:
             out.notes.append(f"nothing was summarised or extracted: {e}")
             return "failed", f"no language model: {e}"
-        await self._db(self.store.set_keep_state, session.id, "running")
+        await self.store.run(self.store.set_keep_state, session.id, "running")
         generator = self._behind_live(model, session.id)
         failed = []
         context = settings.llm_context
@@ -605,7 +642,7 @@ class Rememberer:
             return generator
 
         async def paused(waiting: bool) -> None:
-            await self._db(self.store.note_keep, session_id,
+            await self.store.run(self.store.note_keep, session_id,
                            PAUSED_WHILE_LIVE if waiting else None)
 
         return BehindLive(generator, self._quiet,
@@ -623,7 +660,7 @@ class Rememberer:
             out.notes.append("the archive came back empty: nothing was archived")
             return
         gated = gate.redact(archive.render(built, fmt))
-        await self._db(self.store.put_archive, session.id, gated.text)
+        await self.store.run(self.store.put_archive, session.id, gated.text)
         out.archived = True
         out.redactions += gated.count
 
@@ -635,7 +672,7 @@ class Rememberer:
         items = await extract(generator, context, session, turns, memories=memories,
                               steps=stage_steps(progress, "extraction"))
 
-        chunks = await self._db(self.store.chunks, session_id=session.id, kind="transcript")
+        chunks = await self.store.run(self.store.chunks, session_id=session.id, kind="transcript")
         anchors = [AnchorCandidate(c.id, c.body) for c in chunks]
         by_id = {c.id: c for c in chunks}
         facts: list[tuple[NewAssertion, int]] = []
@@ -668,7 +705,7 @@ class Rememberer:
         candidates = await self._unasked(people, session.space_id, out)
         inserts, links, restated, closures = await self._reconcile(
             generator, facts, session, out, stage_steps(progress, "reconciliation"))
-        written = await self._db(self.store.add_assertions,
+        written = await self.store.run(self.store.add_assertions,
                                  [new for new, _ in inserts + candidates])
         out.assertions = len(inserts)
         out.candidates = len(candidates)
@@ -676,13 +713,14 @@ class Rememberer:
         for index, old_id in links:
             closure = closures.get(old_id)
             try:
-                await self._db(self.store.supersede, old_id, written[index].id, closure=closure)
+                await self.store.run(self.store.supersede, old_id, written[index].id,
+                                     closure=closure)
                 out.superseded += 1
                 out.closed += closure is not None
             except BrainCueError as e:  # e.g. superseded meanwhile: both stay current
                 out.notes.append(f"assertion {written[index].id} kept beside {old_id}: {e}")
         try:
-            out.restated = await self._db(self.store.add_restatements, session.id, restated)
+            out.restated = await self.store.run(self.store.add_restatements, session.id, restated)
         except BrainCueError as e:  # what was stored stays; only the links are missing
             out.notes.append(f"could not record {_plural(len(restated), 'statement')} as said "
                              f"again here: {e}")
@@ -693,7 +731,7 @@ class Rememberer:
         """The candidates the user has not been asked about yet in a visible scope."""
         if not people:
             return []
-        asked = await self._db(self.store.list_assertions, about_person=True,
+        asked = await self.store.run(self.store.list_assertions, about_person=True,
                                include_invalidated=True)
         known = [KnownMemory(a.text, a.space_id) for a in asked]
         fresh = []
@@ -725,7 +763,7 @@ class Rememberer:
         steps(0, len(facts))
         space_id = session.space_id
         scope = Scope(space_id=space_id, person_memory=False)
-        current = await self._db(self.store.current_assertions, scope)
+        current = await self.store.run(self.store.current_assertions, scope)
         stored_text: dict[str, int] = {}  # the same sentence stored in this Space: the oldest
         for a in reversed(current):
             if a.space_id == space_id:
@@ -756,10 +794,10 @@ class Rememberer:
                 continue
             similar: list[Existing] = []
             if vectors is not None:
-                hits = await self._db(self.store.vector_assertions, vectors[i], scope,
+                hits = await self.store.run(self.store.vector_assertions, vectors[i], scope,
                                       RECONCILE_CANDIDATES)
-                found = await self._db(self.store.get_assertions, [h.id for h in hits])
-                still_open = await self._db(open_items.open_ids, self.store, found)
+                found = await self.store.run(self.store.get_assertions, [h.id for h in hits])
+                still_open = await self.store.run(open_items.open_ids, self.store, found)
                 score = {h.id: h.score for h in hits}
                 close = [a for a in found if score[a.id] >= nearest - (
                     open_items.CLOSING_SLACK if a.id in still_open else 0.0)]
@@ -819,7 +857,7 @@ class Rememberer:
                        status: Literal["done", "dropped"]) -> ItemClosure:
         """The closure a statement makes, with the turn of its chunk that said it."""
         turns = ([] if statement.anchor_chunk_id is None
-                 else await self._db(self.store.turns_of_chunk, statement.anchor_chunk_id))
+                 else await self.store.run(self.store.turns_of_chunk, statement.anchor_chunk_id))
         said = open_items.evidence_turn(statement.text, turns)
         return ItemClosure(status=status, evidence_turn_id=None if said is None else said.id)
 

@@ -6,7 +6,8 @@ of the people present, the prompt's own wording — so nothing it writes is trus
 - a statement (an assertion, an archive item) says what was established: a sentence of a few
   content words, not a question, not filler or small talk, not a run of more than
   :data:`COPY_WORDS` words copied from one turn, not looping (:func:`is_statement`);
-- a decision has a ``chosen`` option that is more than "yes" / "no" (:func:`check_assertion`);
+- a decision has a ``chosen`` option that is more than "yes" / "no" (:func:`check_assertion`),
+  and says it was settled: a proposal or a discussion is not a decision (:func:`proposal`);
 - a commitment or a task has an owner who spoke in the session, or "me" / "them" (or, while
   "them" is not told apart by voice, a person the transcript names: :func:`named_among_them`);
 - a name, a date or a number in a statement is one the transcript says: a small model copies
@@ -224,6 +225,20 @@ def owner_of(owner: str, people: Sequence[str]) -> str | None:
         if key == placeholder:
             return placeholder
     return None
+
+
+PROPOSAL = re.compile(
+    r"\b(suggest\w*|propos\w*|recommend\w*|consider\w*|discuss\w*|brainstorm\w*|explor\w*|"
+    r"might|could|may|maybe|perhaps|possibly|would like|wants? to|wish\w*|thinks?|believes?|"
+    r"ideas?|options?|should we|whether)\b", re.I)
+SETTLED = re.compile(r"\b(decid\w*|decision|agree\w*|chose|chosen|settled|picked|selected|"
+                     r"final\w*|confirmed|approved)\b", re.I)
+
+
+def proposal(text: str) -> bool:
+    """Whether a "decision" only reports a proposal or a discussion ("Marketing suggests a
+    rubber case", "the team discussed the colours"): nothing in it says it was settled."""
+    return bool(PROPOSAL.search(text)) and not SETTLED.search(text)
 
 
 def real_choice(chosen: str, text: str = "") -> bool:
