@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import numpy as np
 import trio
 
-from daemon.asr.engine import Segment, Transcriber, WhisperTranscriber, fits_context
+from daemon.asr.engine import Segment, Transcriber, WhisperTranscriber
 from daemon.asr.level import is_quiet, level_warning
 from daemon.audio.capture import (
     SAMPLE_RATE,
@@ -316,8 +316,7 @@ class Live:
             path = speech_model(settings.asr_model, settings.asr_language, self.models_dir)
             self._transcriber = WhisperTranscriber(path, threads=settings.asr_threads,
                                                    language=settings.asr_language,
-                                                   fit_context=fits_context(
-                                                       settings.asr_fit_context, path.stem))
+                                                   fit_context=settings.asr_fit_context)
             self._transcriber_made_with = wanted
             self._told_no_model = False
         return self._transcriber
