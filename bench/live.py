@@ -44,7 +44,7 @@ import threading
 import time
 import wave
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.common import machine
@@ -187,6 +187,14 @@ class BackgroundKeep:
 
 
 BANDS = (("< 3 s", 0.0, 3.0), ("3-8 s", 3.0, 8.0), ("> 8 s", 8.0, float("inf")))
+STAGE_NAMES = {  # the daemon's stages (LiveStatus.stages_p50_s), as the report names them
+    "cut": "end -> cut (VAD hangover)",
+    "queued": "cut -> ASR starts (queue)",
+    "asr": "ASR",
+    "voices": "telling voices apart",
+    "stored": "store + index + event",
+    "total": "end -> stored (daemon clock)",
+}
 BEFORE = ["asr_fit_context = false", "asr_threads = 1"]  # how the daemon decoded until issue 19
 
 
@@ -204,6 +212,7 @@ class Result:
     rss_mb: float
     dropped: int
     wer: float
+    stages: dict[str, float] = field(default_factory=dict)  # the daemon's p50 per stage
     keep_state: str = ""  # with a keep in the background: how it stood at the end of the call
     threads_by_nice: str = ""
 
@@ -295,7 +304,8 @@ def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
                       stored=stopped.turns, unmatched=unmatched, latencies=latencies,
                       rtf=status.live.asr_real_time_factor, cpu_percent=100 * cpu / wall,
                       wall_s=wall, rss_mb=rss, dropped=status.live.dropped_blocks,
-                      wer=word_error_rate(reference, heard), keep_state=keep_state,
+                      wer=word_error_rate(reference, heard), stages=status.live.stages_p50_s,
+                      keep_state=keep_state,
                       threads_by_nice=", ".join(f"{n} at {nice}"
                                                 for nice, n in priorities.items()))
     finally:
@@ -335,6 +345,10 @@ def report(results: list[Result]) -> None:
             [p50_p95([x for n, x in r.latencies if lo <= n < hi]) for r in results])
     row("  utterances up to 8 s", [p50_p95([x for n, x in r.latencies if n < 8.0])
                                    for r in results])
+    row("daemon p50 per stage (s):", ["" for _ in results])
+    for stage, meaning in STAGE_NAMES.items():
+        row(f"  {meaning}", [f"{r.stages[stage]:.3f}" if stage in r.stages else "-"
+                             for r in results])
     row("ASR real-time factor", [f"{r.rtf:.3f}" for r in results])
     row("daemon CPU (% of one core)", [f"{r.cpu_percent:.0f}% / {r.wall_s:.0f} s"
                                        for r in results])

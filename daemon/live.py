@@ -29,12 +29,12 @@ from typing import Any, TypeVar
 import numpy as np
 import trio
 
-from daemon.asr.engine import Segment, Transcriber, WhisperTranscriber, fits_context
+from daemon.asr.engine import Segment, Transcriber, WhisperTranscriber
 from daemon.asr.level import is_quiet, level_warning
 from daemon.audio.capture import SPEAKER, BlockChannel, CaptureThread, Source
 from daemon.audio.files import load_audio_channels
 from daemon.audio.format import SAMPLE_RATE
-from daemon.audio.pipeline import UTTERANCE_QUEUE, Heard, Pipeline, segment_tracks
+from daemon.audio.pipeline import UTTERANCE_QUEUE, Heard, Pipeline, Timing, segment_tracks
 from daemon.audio.vad import VadConfig, is_phantom
 from daemon.config import Settings
 from daemon.errors import InvalidInput, ModelError, StoreError
@@ -94,6 +94,7 @@ class Said:
     text: str
     audio: np.ndarray | None = field(default=None, repr=False, compare=False)
     segments: Sequence[Segment] = field(default=(), repr=False, compare=False)
+    timing: Timing | None = field(default=None, repr=False, compare=False)
 
 
 def speakers_of(turns: Sequence[Turn]) -> list[str]:
@@ -310,8 +311,7 @@ class Live:
             path = speech_model(settings.asr_model, settings.asr_language, self.models_dir)
             self._transcriber = WhisperTranscriber(path, threads=settings.asr_threads,
                                                    language=settings.asr_language,
-                                                   fit_context=fits_context(
-                                                       settings.asr_fit_context, path.stem))
+                                                   fit_context=settings.asr_fit_context)
             self._transcriber_made_with = wanted
             self._told_no_model = False
         return self._transcriber
@@ -327,7 +327,8 @@ class Live:
         if is_phantom(text):
             self.phantoms += 1
             return
-        said = Said(heard.source, heard.start, heard.end, text, heard.audio, segments)
+        said = Said(heard.source, heard.start, heard.end, text, heard.audio, segments,
+                    heard.timing)
         async with self._lock:
             if self.session is not None:
                 await self._keep(self.session, [said])
@@ -358,6 +359,8 @@ class Live:
             start = max(0.0, s.start - session.started_at)
             end = max(start, s.end - session.started_at)
             by_voice = await self._voices_of(session.id, s)
+            if s.timing is not None:
+                s.timing.mark("voices", self.clock())
             if by_voice is None:
                 new.append(NewTurn(speaker=SPEAKER[s.source], text=s.text, start=start, end=end,
                                    source=s.source))
@@ -368,6 +371,9 @@ class Live:
                                    end=min(end, start + part.end), source=s.source,
                                    voice_label=part.voice, voice_id=part.voice_id))
         await self._save(session, new)
+        for s in said:
+            if s.timing is not None:
+                s.timing.mark("stored", self.clock())
         self._session_changed.unpark_all()
 
     async def _voices_of(self, session_id: int, said: Said) -> list[VoiceSaid] | None:
@@ -564,6 +570,12 @@ class Live:
     def is_live(self) -> bool:
         return self.session is not None
 
+    def hearing(self) -> bool:
+        """Whether someone is speaking or what they said is still being transcribed: work that
+        can wait (the language model reading the conversation ahead) waits for a pause, so
+        that it never delays the next turn."""
+        return self.pipeline is not None and self.pipeline.busy()
+
     async def wait_until_no_session(self) -> None:
         """Return once no session is live (at once when none is): background work such as a
         keep waits here so as not to slow a call down."""
@@ -590,6 +602,7 @@ class Live:
                 pipeline.real_time_factor(), 3),
             asr_model=self.speech_model_loaded() or "",
             session_id=None if self.session is None else self.session.id,
+            stages_p50_s={} if pipeline is None else pipeline.stages.medians(),
         )
 
     def capture_state(self) -> str:

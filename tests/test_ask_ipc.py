@@ -33,7 +33,7 @@ from daemon.ipc.server import IpcServer, serve_ipc
 from daemon.llm.generate import ChatMessage, ScriptedGenerator
 from daemon.memory.ask import Asker
 from daemon.store.fusion import ItemKey
-from daemon.store.records import NewAssertion, NewTurn
+from daemon.store.records import NewAssertion, NewTurn, Session
 from daemon.store.scope import Scope
 from daemon.store.store import Store
 
@@ -279,38 +279,56 @@ async def test_the_shell_streams_the_answer_and_ctrl_c_cancels_it(
             await generator.closed.wait()  # the answer was cancelled, the model left
 
 
-async def test_a_live_conversation_is_read_ahead_as_it_grows_and_only_then(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from daemon.handlers.ask import read_live_context_ahead
+class Calls:
+    """Counts the calls a background loop makes (from any thread) and lets a test wait for
+    more of them."""
 
+    def __init__(self) -> None:
+        self.count = 0
+        self._changed = trio.Condition()
+        self._token = trio.lowlevel.current_trio_token()
+
+    def seen(self) -> None:
+        self.count += 1
+        self._token.run_sync_soon(lambda: trio.lowlevel.spawn_system_task(self._notify))
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def after(self, n: int) -> None:
+        with trio.fail_after(30):
+            async with self._changed:
+                target = self.count + n
+                while self.count < target:
+                    await self._changed.wait()
+
+
+def live_call(tmp_path: Path) -> tuple[Store, Session, ScriptedGenerator, Asker]:
+    """A store with a live session of one turn, and an asker on a scripted model."""
     store = open_store(tmp_path / "data")
     live = store.create_session(title="Atlas call", started_at=T0)
     store.append_turns(live.id, [NewTurn(speaker="them", text="Shall we start?", start=0)])
     generator = ScriptedGenerator([])
     asker = Asker(store, generator=lambda: generator, settings=Settings,
                   recall=lambda question, scope, k: [])
-    looks = 0  # how often the loop looked at the live session
-    looked = trio.Condition()
-    token = trio.lowlevel.current_trio_token()
+    return store, live, generator, asker
+
+
+async def test_a_live_conversation_is_read_ahead_as_it_grows_and_only_then(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from daemon.handlers.ask import read_live_context_ahead
+
+    store, live, generator, asker = live_call(tmp_path)
+    looks = Calls()  # how often the loop looked at the live session
     turns = store.turns
 
-    async def notify() -> None:
-        async with looked:
-            looked.notify_all()
-
     def counted(session_id: int) -> list[Any]:
-        nonlocal looks
-        looks += 1
-        token.run_sync_soon(lambda: trio.lowlevel.spawn_system_task(notify))
+        looks.seen()
         return turns(session_id)
 
-    async def after_looks(n: int) -> None:
-        with trio.fail_after(30):
-            async with looked:
-                target = looks + n
-                while looks < target:
-                    await looked.wait()
+    after_looks = looks.after
 
     current: list[int | None] = [live.id]
     async with trio.open_nursery() as nursery:
@@ -326,5 +344,35 @@ async def test_a_live_conversation_is_read_ahead_as_it_grows_and_only_then(
         await after_looks(4)
         assert len(generator.prefills) == 2
         assert "Yes, the budget first." in generator.prefills[1][0].content
+        nursery.cancel_scope.cancel()
+    store.close()
+
+
+async def test_the_live_conversation_is_read_ahead_only_in_a_pause_of_the_speech(
+    tmp_path: Path,
+) -> None:
+    """While someone speaks or a turn waits for transcription, the model's threads stay off
+    the cores the transcriber needs: the read-ahead waits for a pause."""
+    from daemon.handlers.ask import read_live_context_ahead
+
+    store, live, generator, asker = live_call(tmp_path)
+    speaking = True
+    asks = Calls()  # how often the loop asked whether speech is being heard
+
+    def hearing() -> bool:
+        asks.seen()
+        return speaking
+
+    after_asks = asks.after
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(read_live_context_ahead, asker, lambda: live.id, hearing,
+                                   period=0.001))
+        await after_asks(5)
+        assert generator.prefills == []  # speech all along: nothing read
+        speaking = False
+        await after_asks(2)  # the first found a pause; the second came after its read
+        assert len(generator.prefills) == 1
+        assert "Shall we start?" in generator.prefills[0][0].content
         nursery.cancel_scope.cancel()
     store.close()

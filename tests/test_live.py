@@ -326,6 +326,30 @@ async def test_a_backlog_is_reported_and_old_blocks_are_dropped_not_capture_bloc
         assert status.sources["mic"].state == "off"
 
 
+async def test_status_says_where_the_time_from_speech_to_turn_goes_and_when_it_is_heard(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    slow = SlowTranscriber(seconds=0.4)
+    async with running(store, transcriber=slow) as rig:
+        await rig.live.start(Start())
+        assert not rig.live.hearing()
+        mic, loop = dialogue(("mic", 220), ("loopback", 330), talk=1.5, pause=3.0, tail=0)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(rig.play, mic, loop)
+            await trio.sleep(1.0)  # the first turn is being said
+            assert rig.live.hearing()
+        await trio.sleep(3.0)  # both stored
+        assert not rig.live.hearing()
+        stages = rig.live.status().stages_p50_s
+    assert list(stages) == ["cut", "queued", "asr", "voices", "stored", "total"]
+    # the VAD waits 0.5 s of silence and keeps 0.15 s of it: cut 0.35 s after the audio
+    # ends, give or take a block
+    assert stages["cut"] == pytest.approx(0.35, abs=BLOCK_S + 0.02)
+    assert stages["queued"] == 0.0  # nothing ahead of it
+    assert stages["asr"] == pytest.approx(0.4)
+    assert stages["total"] == pytest.approx(sum(v for k, v in stages.items() if k != "total"))
+
+
 async def test_the_utterance_that_ended_first_is_transcribed_first() -> None:
     queue = UtteranceQueue(capacity=4)
     audio = silence(0.1)

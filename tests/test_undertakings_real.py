@@ -26,9 +26,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 async def test_the_real_model_states_what_the_close_of_a_meeting_gives_each_owner(
-    installed_model: Callable[[str], Path], shared_dir: Path
+    installed_model: Callable[[str], Path], test_data: Path
 ) -> None:
-    meeting = shared_dir / "bench" / "qmsum-dev" / "TS3009" / "TS3009a.json"
+    meeting = test_data / "meetings" / "TS3009a.json"
     turns = [(t["speaker"], t["text"]) for t in json.loads(meeting.read_text())["turns"]]
     close = turns[480:]  # the Project Manager hands out the work before the meeting ends
     people = validate.speakers(s for s, _ in turns)

@@ -9,7 +9,6 @@ import msgspec
 
 from clients.cli.context import Context
 from daemon.asr import Segment, WhisperTranscriber
-from daemon.asr.engine import fits_context
 from daemon.asr.level import level_warning
 from daemon.audio import load_audio
 from daemon.models.registry import speech_model
@@ -55,8 +54,7 @@ def transcribe(context: Context, file: Path, model: str, threads: int | None, la
         click.echo(f"warning: {warning}", err=True)
     transcriber = WhisperTranscriber(model_file, threads=threads or settings.asr_threads,
                                      language=language,
-                                     fit_context=fits_context(settings.asr_fit_context,
-                                                              model_file.stem))
+                                     fit_context=settings.asr_fit_context)
     try:
         segments = transcriber.transcribe_sync(audio)
     finally:

@@ -28,10 +28,15 @@ from daemon.worker import WorkerThread
 
 # whisper's encoder sees 30 s as 1500 positions (50 a second). An utterance needs only its own
 # positions plus a margin: cut tight, the decoder loses track of the end and repeats itself
-# (whisper.cpp issues 1855, 1951); 128 positions (2.6 s) kept WER unchanged (bench.asr).
+# (whisper.cpp issues 1855, 1951), hence 128 positions (2.6 s) of margin. And never fewer than
+# 500 (10 s): fitted to a short utterance alone, whisper drops its first words and invents
+# (the bench.live script's 37 utterances, base: 13.8% WER with the full window, 16.8-20.2%
+# with the utterance plus the margin, 11.6% with at least 10 s; tiny.en: 18.1% fitted tight,
+# 25.7% live against 9.6% full window) — it was trained on windows that are mostly longer.
 FULL_CONTEXT = 1500
 POSITIONS_PER_S = 50
 CONTEXT_PAD = 128
+MIN_CONTEXT = 500
 
 _log = logging.getLogger("braincue.whisper")
 
@@ -68,18 +73,10 @@ def is_silent(audio: np.ndarray) -> bool:
     return not holds_sound(audio)
 
 
-def fits_context(setting: bool, model_id: str) -> bool:
-    """Whether to fit the encoder context (the ``asr_fit_context`` setting): for English-only
-    models. tiny.en kept its accuracy fitted (espeak dialogue 17.7% either way, FLEURS English
-    6.3% against 5.5%); multilingual base did not: short espeak utterances 19.8% against 10.4%
-    (it drops first words), FLEURS German 20.7% against 19.1%, French 40.0% against 32.3%."""
-    return setting and model_id.endswith(".en")
-
-
-def audio_context(samples: int, pad: int = CONTEXT_PAD) -> int:
+def audio_context(samples: int, pad: int = CONTEXT_PAD, minimum: int = MIN_CONTEXT) -> int:
     """whisper.cpp's ``audio_ctx`` for ``samples`` of audio: its encoder positions plus ``pad``,
-    or 0 (the full 30 s window) when that is no smaller."""
-    needed = math.ceil(samples * POSITIONS_PER_S / SAMPLE_RATE) + pad
+    at least ``minimum``, or 0 (the full 30 s window) when that is no smaller."""
+    needed = max(minimum, math.ceil(samples * POSITIONS_PER_S / SAMPLE_RATE) + pad)
     return 0 if needed >= FULL_CONTEXT else needed
 
 

@@ -16,6 +16,8 @@ import heapq
 import itertools
 import logging
 import math
+import statistics
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -30,6 +32,51 @@ from daemon.audio.vad import Segmenter, Utterance, VadConfig
 log = logging.getLogger(__name__)
 
 UTTERANCE_QUEUE = 32  # about as many turns: minutes of speech before blocks are dropped
+TIMED_UTTERANCES = 200  # the stage figures are over this many recent utterances
+
+# the stages between the end of an utterance and its turn stored, in order: the VAD's
+# hangover (end of speech -> utterance cut), the wait for the transcriber, transcription,
+# telling voices apart, storing (and making it searchable)
+STAGES = ("cut", "queued", "asr", "voices", "stored")
+
+
+@dataclass
+class Timing:
+    """When one utterance passed each stage (clock seconds), for the live figures."""
+
+    ended: float  # the end of its audio
+    marks: dict[str, float] = field(default_factory=dict)
+
+    def mark(self, stage: str, at: float) -> None:
+        self.marks[stage] = at
+
+    def durations(self) -> dict[str, float]:
+        """Seconds spent in each stage reached, and ``total`` from the end to the last."""
+        spent, previous = {}, self.ended
+        for stage in STAGES:
+            if stage in self.marks:
+                spent[stage] = max(0.0, self.marks[stage] - previous)
+                previous = self.marks[stage]
+        spent["total"] = max(0.0, previous - self.ended)
+        return spent
+
+
+class StageFigures:
+    """The per-stage durations of recent utterances, summarised as medians."""
+
+    def __init__(self, keep: int = TIMED_UTTERANCES) -> None:
+        self._recent: deque[dict[str, float]] = deque(maxlen=keep)
+
+    def add(self, timing: Timing) -> None:
+        self._recent.append(timing.durations())
+
+    def medians(self) -> dict[str, float]:
+        stages = [*STAGES, "total"]
+        return {
+            stage: round(statistics.median(values), 3)
+            for stage in stages
+            if (values := [d[stage] for d in self._recent if stage in d])
+        }
 
 
 @dataclass(frozen=True)
@@ -40,6 +87,7 @@ class Heard:
     start: float
     end: float
     audio: np.ndarray = field(repr=False, compare=False)
+    timing: Timing = field(default_factory=lambda: Timing(0.0), repr=False, compare=False)
 
 
 class SourceSegmenter:
@@ -59,6 +107,10 @@ class SourceSegmenter:
         self._origin = 0.0  # wall-clock time of stream time 0
         self.heard_until: float | None = None  # wall-clock end of the last block fed
 
+    @property
+    def in_speech(self) -> bool:
+        return self._segmenter.in_speech
+
     def feed(self, block: Block) -> list[Heard]:
         out: list[Heard] = []
         if block.epoch != self._epoch:
@@ -77,7 +129,8 @@ class SourceSegmenter:
 
     def _wall(self, utterances: Iterable[Utterance]) -> list[Heard]:
         return [
-            Heard(self.source, self._origin + u.start, self._origin + u.end, u.audio)
+            Heard(self.source, self._origin + u.start, self._origin + u.end, u.audio,
+                  Timing(self._origin + u.end))
             for u in utterances
         ]
 
@@ -157,6 +210,7 @@ class Pipeline:
         self.failed = 0
         self.asr_busy_s = 0.0  # time spent transcribing ...
         self.asr_audio_s = 0.0  # ... this much audio
+        self.stages = StageFigures()  # where the time between speech and turn goes
 
     # -- figures -------------------------------------------------------------------------------
 
@@ -168,6 +222,10 @@ class Pipeline:
     def queued(self) -> int:
         """Utterances waiting for transcription, the one being transcribed included."""
         return len(self.queue) + (self.current is not None)
+
+    def busy(self) -> bool:
+        """Whether speech is being heard, waits for transcription or is being transcribed."""
+        return self.queued > 0 or any(s.in_speech for s in self.segmenters.values())
 
     def real_time_factor(self) -> float:
         return self.asr_busy_s / self.asr_audio_s if self.asr_audio_s else 0.0
@@ -197,6 +255,7 @@ class Pipeline:
 
     async def _enqueue(self, heard: Heard) -> None:
         self.utterances += 1
+        heard.timing.mark("cut", self._clock())
         if not self._wants_text():
             self.skipped += 1
             return
@@ -219,6 +278,7 @@ class Pipeline:
             self.skipped += 1
             return
         began = self._clock()
+        heard.timing.mark("queued", began)
         try:
             segments = await transcriber.transcribe(heard.audio)
         except Exception:  # one bad utterance must not stop the worker
@@ -226,13 +286,17 @@ class Pipeline:
             self.failed += 1
             return
         self.transcribed += 1
-        self.asr_busy_s += self._clock() - began
+        heard.timing.mark("asr", self._clock())
+        self.asr_busy_s += heard.timing.marks["asr"] - began
         self.asr_audio_s += len(heard.audio) / SAMPLE_RATE
         try:
             await self._on_text(heard, segments)
         except Exception:  # e.g. the store refused the turn: logged, and the worker goes on
             log.exception("a transcribed utterance could not be kept")
             self.failed += 1
+            return
+        if "stored" in heard.timing.marks:
+            self.stages.add(heard.timing)
 
     # -- settling (for stop and pause) ---------------------------------------------------------
 

@@ -64,18 +64,30 @@ async def register(daemon: Context) -> None:
     def live_to_read() -> int | None:
         return live_session() if daemon.settings.llm_read_ahead else None
 
-    daemon.nursery.start_soon(read_live_context_ahead, asker, live_to_read)
+    def hearing() -> bool:
+        return daemon.live is not None and daemon.live.hearing()
+
+    daemon.nursery.start_soon(read_live_context_ahead, asker, live_to_read, hearing)
 
 
 async def read_live_context_ahead(
-    asker: Asker, live_session: Callable[[], int | None], period: float = READ_AHEAD_S
+    asker: Asker,
+    live_session: Callable[[], int | None],
+    hearing: Callable[[], bool] = lambda: False,
+    period: float = READ_AHEAD_S,
 ) -> None:
     """While a session is live, have the model read the conversation as it grows (the model
     stays loaded meanwhile): a question asked during the call then costs only its own tokens
-    and its sources, not the instructions and the whole conversation again."""
+    and its sources, not the instructions and the whole conversation again.
+
+    It reads in the pauses (``hearing`` false: nobody speaking, nothing waiting for
+    transcription): on two cores the model's threads would otherwise take the cores the next
+    turn's transcription needs."""
     read: tuple[int, int] | None = None  # (session, turns) read last
     while True:
         await trio.sleep(period)
+        if hearing():
+            continue
         session = live_session()
         if session is None:
             read = None

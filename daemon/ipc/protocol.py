@@ -169,6 +169,9 @@ class LiveStatus(msgspec.Struct):
     asr_real_time_factor: float = 0.0  # transcription time / audio transcribed, so far
     asr_model: str = ""  # empty: no speech model installed
     session_id: int | None = None  # the live session
+    # where the time from the end of an utterance to its turn stored goes, median seconds per
+    # stage over recent utterances: cut (the VAD's hangover), queued, asr, voices, stored, total
+    stages_p50_s: dict[str, float] = {}
 
 
 class StatusReply(Reply):
