@@ -47,7 +47,7 @@ from daemon.asr import WhisperTranscriber
 from daemon.asr.engine import Segment
 from daemon.audio.files import load_audio_channels
 from daemon.audio.format import SAMPLE_RATE
-from daemon.audio.pipeline import segment_tracks
+from daemon.live.pipeline import segment_tracks
 from daemon.models.registry import resolve_model
 from daemon.voices.diarize import DiarizeConfig, NamedVoice, SessionVoices, Vectors, WindowEmbedder
 from daemon.voices.encoder import VoiceEncoder

@@ -62,7 +62,7 @@ from daemon.ipc.dispatch import Handlers
 from daemon.ipc.protocol import Event, LiveStatus, StatusEvent
 from daemon.ipc.runtime import profile_lock
 from daemon.ipc.server import IpcServer, serve_ipc
-from daemon.live import Live
+from daemon.live.actor import Live
 from daemon.store.store import Store
 
 log = logging.getLogger("braincue")

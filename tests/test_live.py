@@ -20,7 +20,6 @@ import trio.testing
 from daemon.asr.engine import ScriptedTranscriber, Segment
 from daemon.audio.capture import BLOCK, Block, Source
 from daemon.audio.format import SAMPLE_RATE
-from daemon.audio.pipeline import Heard, UtteranceQueue
 from daemon.config import Settings
 from daemon.errors import AudioError, InvalidInput, NotFound
 from daemon.ipc.protocol import (
@@ -33,7 +32,8 @@ from daemon.ipc.protocol import (
     StatusEvent,
     TurnEvent,
 )
-from daemon.live import Live
+from daemon.live.actor import Live
+from daemon.live.pipeline import Heard, UtteranceQueue
 from daemon.store.store import Store
 
 T0 = 1_785_000_000.0

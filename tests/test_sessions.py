@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from daemon.errors import InvalidInput
-from daemon.sessions import AutoStart, capture_summary, check_start, end_due, gist, start_message
+from daemon.live.rules import AutoStart, capture_summary, check_start, end_due, gist, start_message
 
 
 def test_starting_says_what_will_survive() -> None:

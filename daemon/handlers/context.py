@@ -17,7 +17,7 @@ from daemon.config import Paths, Settings
 from daemon.engines import Engines
 from daemon.ipc.dispatch import Handlers
 from daemon.ipc.protocol import Event, LiveStatus
-from daemon.live import Live
+from daemon.live.actor import Live
 from daemon.store.store import Store
 
 

@@ -16,7 +16,7 @@ from daemon.ipc.protocol import (
     Stop,
     StopReply,
 )
-from daemon.live import Live
+from daemon.live.actor import Live
 from daemon.voices.service import Voices
 
 

@@ -50,8 +50,8 @@ from daemon.ipc.protocol import (
     SpaceReply,
     SpacesReply,
 )
+from daemon.live.rules import gist
 from daemon.llm.embed import EmbedProgress
-from daemon.sessions import gist
 from daemon.store.chunking import format_offset
 from daemon.store.documents import extract_text
 from daemon.store.export import render

@@ -1,8 +1,8 @@
 """Live capture wired to sessions: what the daemon hears becomes searchable turns.
 
 The microphone ("me") and the loopback of the default output ("them") are captured on their
-own threads, cut into utterances and transcribed one at a time (``daemon.audio.pipeline``).
-Each transcribed utterance is then kept or not by the session rules (``daemon.sessions``):
+own threads, cut into utterances and transcribed one at a time (``daemon.live.pipeline``).
+Each transcribed utterance is then kept or not by the session rules (``daemon.live.rules``):
 
 - during a live session it becomes a turn — stored (and so searchable at once) and published
   as a ``turn`` event;
@@ -34,7 +34,6 @@ from daemon.asr.level import is_quiet, level_warning
 from daemon.audio.capture import SPEAKER, BlockChannel, CaptureThread, Source
 from daemon.audio.files import load_audio_channels
 from daemon.audio.format import SAMPLE_RATE
-from daemon.audio.pipeline import UTTERANCE_QUEUE, Heard, Pipeline, Timing, segment_tracks
 from daemon.audio.vad import VadConfig, is_phantom
 from daemon.config import Settings
 from daemon.errors import InvalidInput, ModelError, StoreError
@@ -55,9 +54,8 @@ from daemon.ipc.protocol import (
     StopReply,
     TurnEvent,
 )
-from daemon.memory import open_items
-from daemon.models.registry import speech_model
-from daemon.sessions import (
+from daemon.live.pipeline import UTTERANCE_QUEUE, Heard, Pipeline, Timing, segment_tracks
+from daemon.live.rules import (
     START_WINDOW_S,
     AutoStart,
     capture_summary,
@@ -66,6 +64,8 @@ from daemon.sessions import (
     gist,
     start_message,
 )
+from daemon.memory import open_items
+from daemon.models.registry import speech_model
 from daemon.store.records import NewTurn, Session, Space, Turn
 from daemon.store.store import Store
 from daemon.voices.service import Said as VoiceSaid
