@@ -84,7 +84,7 @@ def test_the_real_model_answers_a_qmsum_question_citing_a_turn_of_the_gold_span(
     daemon: DaemonProcess, test_data: Path,
 ) -> None:
     meeting = test_data / "meetings" / "ES2006a.json"
-    queries = json.loads((meeting.parent / "queries.json").read_text())
+    queries = json.loads(meeting.with_name("ES2006a-queries.json").read_text())
     query = next(q for q in queries if q["query"].startswith("What are the target price"))
     turns = {t["ref"]: t for t in json.loads(meeting.read_text())["turns"]}
     gold = [turns[ref] for ref in query["refs"]]
