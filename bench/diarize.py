@@ -306,7 +306,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="the turns an import stores (VAD, whisper, voices), every piece of "
                              "the VAD's utterances, or the reference's speech (the voices alone)")
     parser.add_argument("--cache", type=Path, default=None,
-                        help="a JSON file that keeps whisper's segments between runs")
+                        help="a JSON file that keeps whisper's segments between runs (keyed by "
+                             "model, file and utterance only: delete it when the decoding "
+                             "changes)")
     parser.add_argument("--grid", default="",
                         help='tune instead: "same=0.7,0.8 change=0.6,0.7" (hop, change, '
                              "min-piece, same, min-new) scored in-sample and leave-one-out")
