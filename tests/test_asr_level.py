@@ -14,6 +14,7 @@ from daemon.asr.engine import (
     audio_context,
     is_silent,
     looks_looped,
+    within,
 )
 from daemon.asr.level import (
     MAX_GAIN_DB,
@@ -106,6 +107,13 @@ def test_a_looping_decoder_is_recognised() -> None:
     assert looks_looped(repeated, 10.8)
     runs_on = [*fine, Segment(11.2, 21.1, "You, it's you, it's you")]
     assert looks_looped(runs_on, 11.4)
+    after_the_end = [*fine, Segment(11.4, 12.0, "Thank you.")]
+    assert looks_looped(after_the_end, 11.4)
+    # a fitted context's coarse timestamps end past the audio with the words right
+    coarse = [Segment(0.0, 15.0, "The lease for the old office ends on the thirtieth of June")]
+    assert not looks_looped(coarse, 11.9)
+    assert within(coarse, 11.9) == [Segment(0.0, 11.9, coarse[0].text)]
+    assert within(fine, 11.4) == fine
 
 
 def test_threads_are_the_cores_left_free() -> None:
