@@ -11,6 +11,7 @@ from daemon.asr.engine import (
     FULL_CONTEXT,
     SAMPLE_RATE,
     Segment,
+    WhisperTranscriber,
     audio_context,
     is_silent,
     looks_looped,
@@ -147,3 +148,23 @@ def test_busy_ticks_count_niced_work_and_not_waiting(tmp_path: Path) -> None:
     stat.write_text("cpu  100 900 50 1000 10 0 5 0 0 0\ncpu0 1 2 3 4\n")
     assert read_busy_ticks(stat) == (1055, 2065)
     assert read_busy_ticks(tmp_path / "missing") is None
+
+
+def test_the_context_is_fitted_for_english_only(tmp_path: Path) -> None:
+    model = tmp_path / "whisper-base.bin"
+    model.write_bytes(b"")  # loaded on first use only
+    english_only = tmp_path / "whisper-tiny.en.bin"
+    english_only.write_bytes(b"")
+
+    def fitted(path: Path, language: str, setting: bool = True) -> bool:
+        transcriber = WhisperTranscriber(path, language=language, fit_context=setting)
+        try:
+            return transcriber.fit_context
+        finally:
+            transcriber.close()
+
+    assert fitted(model, "en")
+    assert not fitted(model, "de")  # other languages lost accuracy fitted
+    assert not fitted(model, "auto")
+    assert fitted(english_only, "de")  # an English-only model hears English whatever it is told
+    assert not fitted(model, "en", setting=False)

@@ -196,7 +196,9 @@ class WhisperTranscriber:
         self.threads = threads
         # an English-only model decodes English whatever it is told
         self.language = "en" if self.model_id.endswith(".en") else language
-        self.fit_context = fit_context
+        # fitted, English kept its accuracy; other languages did not (FLEURS, multilingual
+        # base: German 20.5% WER fitted against 19.1% full window, French 39.2% against 32.3%)
+        self.fit_context = fit_context and self.language == "en"
         self.leveled = leveled
         self.full_window_retries = 0  # fitted decodings that looked looped, redone in full
         self._chooser = ThreadChooser()
