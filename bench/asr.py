@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.asr [--models-dir DIR] [--models a,b] [--threads 1,2]
                                   [--part speed,fleurs] [--languages en,de,fr,es]
+                                  [--decodings window,leveled,fit,auto]
 
 Two ways of decoding, side by side on the same audio in the same run:
 
@@ -9,7 +10,8 @@ Two ways of decoding, side by side on the same audio in the same run:
   audio under -60 dBFS RMS taken for silence (the gate the engine had);
 - ``leveled`` (FLEURS only): the full window, the audio leveled first and silence judged
   against the audio's own floor (``daemon.asr.level``);
-- ``fit``: leveled, and the encoder context sized to the audio (``audio_ctx``): the default.
+- ``fit``: leveled, and the encoder context sized to the audio (``audio_ctx``, at least 10 s):
+  the default.
 
 ``speed``: jfk.wav (11 s, one speaker), a 60 s two-voice espeak-ng dialogue transcribed whole,
 and the same dialogue cut into its utterances (as live capture does), each with its real-time
@@ -153,6 +155,9 @@ def fleurs(args: argparse.Namespace) -> None:
         settings = [("given", WINDOW), ("given", LEVELED), ("given", FIT)]
         if not english_only:
             settings.append(("auto", FIT))
+        settings = [(lang, d) for lang, d in settings
+                    if d.name in args.decodings.split(",")
+                    and (lang == "given" or "auto" in args.decodings.split(","))]
         print(f"\n{name}: WER per FLEURS file ({threads} threads; language given to whisper, "
               f"or auto-detected)")
         header = (f"{'file':<14} {'s':>5} {'dBFS':>5} "
@@ -215,6 +220,9 @@ def main() -> None:
     parser.add_argument("--dialogue-seconds", type=float, default=60.0)
     parser.add_argument("--part", default="speed,fleurs")
     parser.add_argument("--languages", default="en,de,fr,es")
+    parser.add_argument("--decodings", default="window,leveled,fit,auto",
+                        help="FLEURS columns to run (auto: the multilingual model detecting "
+                             "the language, fit decoding)")
     args = parser.parse_args()
     print(f"{machine()} at start")
     if "speed" in args.part:

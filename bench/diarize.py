@@ -1,7 +1,8 @@
 """Speaker diarisation figures on real meeting audio (AMI excerpts with an RTTM reference).
 
     .venv/bin/python -m bench.diarize --data ../shared/audio/ami-excerpts [--models DIR]
-                                      [--hop 0.4 --change 0.75 --same 0.78 --named 0.80]
+        [--cache segments.json] [--speech whisper|vad|reference]
+        [--hop 0.4 --change 0.7 --same 0.8 --min-new 1.2 --named 0.8] [--grid "same=0.75,0.8"]
 
 Each file goes through what `braincue import` of a mono file does: the daemon's VAD cuts it
 into utterances, whisper transcribes them (the best installed speech model, as the daemon
@@ -19,7 +20,8 @@ voices does not transcribe again. Printed:
 - re-identification across sessions: in the excerpt pairs that share speakers, every voice of
   the first file is named after the reference speaker it maps to (the optimal mapping) and its
   voiceprint kept, as `braincue voices name` does; in the second file a shared speaker is
-  recognised when most of their reference speech carries their name;
+  recognised when most of their reference speech carries their name, and a name on speech
+  that is mostly someone else's is counted against it;
 - the real-time factor of embedding and labelling (the VAD excluded), with the load average,
   and the CPU time per audio second (which a busy machine inflates far less).
 """
@@ -304,7 +306,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="the turns an import stores (VAD, whisper, voices), every piece of "
                              "the VAD's utterances, or the reference's speech (the voices alone)")
     parser.add_argument("--cache", type=Path, default=None,
-                        help="a JSON file that keeps whisper's segments between runs")
+                        help="a JSON file that keeps whisper's segments between runs (keyed by "
+                             "model, file and utterance only: delete it when the decoding "
+                             "changes)")
     parser.add_argument("--grid", default="",
                         help='tune instead: "same=0.7,0.8 change=0.6,0.7" (hop, change, '
                              "min-piece, same, min-new) scored in-sample and leave-one-out")

@@ -49,9 +49,10 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     llm_context: int = 16384
     llm_idle_unload_s: float = 300.0
     embed_batch: int = 32
-    # whisper's encoder sized to each utterance (its length plus 2.6 s, at least 10 s: cost in
-    # proportion to its length for anything longer); false: the full 30 s window for every
-    # utterance, as whisper was trained (slower)
+    # whisper's encoder sized to each English utterance (its length plus 2.6 s, at least 10 s:
+    # cost in proportion to its length for anything longer; other languages lost accuracy
+    # fitted and keep the full window); false: the full 30 s window for every utterance, as
+    # whisper was trained (slower)
     asr_fit_context: bool = True
     # what a multilingual speech model listens for: a language code ("en", "de", ...) or "auto"
     # (detected per utterance); English-only models (".en") always hear English

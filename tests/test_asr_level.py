@@ -10,9 +10,11 @@ import pytest
 from daemon.asr.engine import (
     FULL_CONTEXT,
     Segment,
+    WhisperTranscriber,
     audio_context,
     is_silent,
     looks_looped,
+    within,
 )
 from daemon.asr.level import (
     MAX_GAIN_DB,
@@ -106,6 +108,13 @@ def test_a_looping_decoder_is_recognised() -> None:
     assert looks_looped(repeated, 10.8)
     runs_on = [*fine, Segment(11.2, 21.1, "You, it's you, it's you")]
     assert looks_looped(runs_on, 11.4)
+    after_the_end = [*fine, Segment(11.4, 12.0, "Thank you.")]
+    assert looks_looped(after_the_end, 11.4)
+    # a fitted context's coarse timestamps end past the audio with the words right
+    coarse = [Segment(0.0, 15.0, "The lease for the old office ends on the thirtieth of June")]
+    assert not looks_looped(coarse, 11.9)
+    assert within(coarse, 11.9) == [Segment(0.0, 11.9, coarse[0].text)]
+    assert within(fine, 11.4) == fine
 
 
 def test_threads_are_the_cores_left_free() -> None:
@@ -139,3 +148,23 @@ def test_busy_ticks_count_niced_work_and_not_waiting(tmp_path: Path) -> None:
     stat.write_text("cpu  100 900 50 1000 10 0 5 0 0 0\ncpu0 1 2 3 4\n")
     assert read_busy_ticks(stat) == (1055, 2065)
     assert read_busy_ticks(tmp_path / "missing") is None
+
+
+def test_the_context_is_fitted_for_english_only(tmp_path: Path) -> None:
+    model = tmp_path / "whisper-base.bin"
+    model.write_bytes(b"")  # loaded on first use only
+    english_only = tmp_path / "whisper-tiny.en.bin"
+    english_only.write_bytes(b"")
+
+    def fitted(path: Path, language: str, setting: bool = True) -> bool:
+        transcriber = WhisperTranscriber(path, language=language, fit_context=setting)
+        try:
+            return transcriber.fit_context
+        finally:
+            transcriber.close()
+
+    assert fitted(model, "en")
+    assert not fitted(model, "de")  # other languages lost accuracy fitted
+    assert not fitted(model, "auto")
+    assert fitted(english_only, "de")  # an English-only model hears English whatever it is told
+    assert not fitted(model, "en", setting=False)

@@ -112,17 +112,6 @@ def test_a_burst_too_short_to_tell_joins_the_nearest_voice_instead_of_starting_o
     assert [p.label for p in longer] == ["Them 2"]
 
 
-def test_only_what_whisper_heard_words_in_is_given_to_the_voices() -> None:
-    voices = SessionVoices(DiarizeConfig())
-    # a hum the VAD let through before the words: whisper's segment starts after it
-    audio = speech(("cy", 2.0), ("ann", 3.0))
-    said = label_segments(voices, ToneEncoder(), audio, [Segment(2.0, 5.0, "Good morning.")])
-    assert [(s.speaker, s.start, s.end) for s in said] == [("Them 1", 2.0, 5.0)]
-    assert len(voices.voices) == 1
-    again = label_segments(voices, ToneEncoder(), speech(("ann", 3.0)), [Segment(0, 3, "Hi.")])
-    assert [s.speaker for s in again] == ["Them 1"]
-
-
 def test_a_segment_whisper_timed_past_the_utterance_ends_with_it() -> None:
     voices = SessionVoices(DiarizeConfig())
     said = label_segments(voices, ToneEncoder(), speech(("ann", 2.0)),

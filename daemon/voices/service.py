@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -81,28 +81,18 @@ def split_by_voice(pieces: Sequence[Piece], segments: Sequence[Segment]) -> list
     return out
 
 
-def spoken_span(segments: Sequence[Segment], n_samples: int) -> tuple[int, int]:
-    """The samples of an utterance that whisper heard words in: from its first segment's start
-    to its last one's end. The VAD's margins, and the noise it let through around the words,
-    are no voice: embedded, they would pull the voices toward noise or start a voice of it."""
-    begin = max(0, int(min(s.start for s in segments) * SAMPLE_RATE))
-    end = min(n_samples, int(np.ceil(max(s.end for s in segments) * SAMPLE_RATE)))
-    return (begin, end) if end > begin else (0, n_samples)
-
-
 def label_segments(voices: SessionVoices, encoder: WindowEmbedder, audio: np.ndarray,
                    segments: Sequence[Segment]) -> list[Said]:
-    """Who said which of whisper's ``segments`` of one utterance, the session's voices told
-    only what was spoken. A segment's times are kept inside the utterance: whisper's last
-    timestamp can run past the audio it was given."""
+    """Who said which of whisper's ``segments`` of one utterance. A segment's times are kept
+    inside the utterance: whisper's last timestamp can run past the audio it was given.
+
+    The voices hear the whole utterance, not only the span of whisper's segments: cutting the
+    VAD's margins off measured worse on the AMI excerpts (bench.diarize: DER 58.5% against
+    56.4%, confusion 23.9 s against 20.7 s), whisper's segments being seconds long."""
     duration = len(audio) / SAMPLE_RATE
     segments = [Segment(min(s.start, duration), min(s.end, duration), s.text)
                 for s in segments]
-    begin, end = spoken_span(segments, len(audio))
-    pieces = voices.label_utterance(encoder, audio[begin:end])
-    offset = begin / SAMPLE_RATE
-    return split_by_voice(
-        [replace(p, start=p.start + offset, end=p.end + offset) for p in pieces], segments)
+    return split_by_voice(voices.label_utterance(encoder, audio), segments)
 
 
 class Voices:
