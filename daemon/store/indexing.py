@@ -188,17 +188,12 @@ class Indexing:
         if vectors is None:
             return 0
 
-        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
-            written = 0
-            for (chunk_id, text), vector in zip(todo, vectors, strict=True):
-                row = sql.row(conn, "SELECT header, body FROM chunks WHERE id = ?", (chunk_id,))
-                if row is None or f"{row[0]}\n{row[1]}" != text:
-                    continue  # changed while it was being embedded: the next pass takes it
-                self.put_vector(conn, changes, "chunk", chunk_id, vector, len(text))
-                written += 1
-            return written
+        def unchanged(conn: apsw.Connection, chunk_id: int, text: str) -> bool:
+            # changed while it was being embedded: the next pass takes it
+            row = sql.row(conn, "SELECT header, body FROM chunks WHERE id = ?", (chunk_id,))
+            return row is not None and f"{row[0]}\n{row[1]}" == text
 
-        return self.write(txn)
+        return self._write_vectors("chunk", todo, vectors, unchanged)
 
     def embed_turns(
         self, turn_ids: Sequence[int], *, swallow: bool, progress: EmbedProgress | None = None
@@ -241,15 +236,7 @@ class Indexing:
         if vectors is None:
             return 0
 
-        def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
-            written = 0
-            for (turn_id, text), vector in zip(todo, vectors, strict=True):
-                if sql.row(conn, "SELECT 1 FROM turns WHERE id = ?", (turn_id,)):
-                    self.put_vector(conn, changes, "turn", turn_id, vector, len(text))
-                    written += 1
-            return written
-
-        return self.write(txn)
+        return self._write_vectors("turn", todo, vectors, _still_in("turns"))
 
     def embed_assertions(self, ids: Sequence[int]) -> int:
         if self.embedder is None or not ids:
@@ -264,14 +251,25 @@ class Indexing:
         )
         if not found:
             return 0
-        bodies = [writes.assertion_body(a) for a in found]
-        vectors = self.embedder.embed_sync(bodies)
+        todo = [(a.id, writes.assertion_body(a)) for a in found]
+        vectors = self.embedder.embed_sync([body for _, body in todo])
+        return self._write_vectors("assertion", todo, vectors, _still_in("assertions"))
+
+    def _write_vectors(
+        self,
+        kind: OwnerKind,
+        todo: Sequence[tuple[int, str]],
+        vectors: Vectors,
+        current: Callable[[apsw.Connection, int, str], bool],
+    ) -> int:
+        """Write each ``(owner id, text)``'s vector in one transaction, skipping those that
+        ``current`` says were deleted or changed while they were being embedded."""
 
         def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
             written = 0
-            for a, body, vector in zip(found, bodies, vectors, strict=True):
-                if sql.row(conn, "SELECT 1 FROM assertions WHERE id = ?", (a.id,)):
-                    self.put_vector(conn, changes, "assertion", a.id, vector, len(body))
+            for (owner_id, text), vector in zip(todo, vectors, strict=True):
+                if current(conn, owner_id, text):
+                    self.put_vector(conn, changes, kind, owner_id, vector, len(text))
                     written += 1
             return written
 
@@ -343,3 +341,12 @@ class Indexing:
         for index in self.indexes.values():
             if index.dirty:
                 index.save()
+
+
+def _still_in(table: str) -> Callable[[apsw.Connection, int, str], bool]:
+    """A ``current`` check for :meth:`Indexing._write_vectors`: the row was not deleted."""
+
+    def exists(conn: apsw.Connection, owner_id: int, text: str) -> bool:
+        return sql.row(conn, f"SELECT 1 FROM {table} WHERE id = ?", (owner_id,)) is not None
+
+    return exists
