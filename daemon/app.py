@@ -175,7 +175,7 @@ async def vectors_catch_up(daemon: Context) -> None:
     """Embed what was stored without a vector (no model then, a failure, a model change)."""
 
     async def catch_up() -> None:
-        embed = partial(daemon.store.embed_pending, EMBED_BATCH_ON_START,
+        embed = partial(daemon.store.index.embed_pending, EMBED_BATCH_ON_START,
                         should_stop=daemon.stopping.is_set)
         try:
             written = await daemon.store.run(embed)
