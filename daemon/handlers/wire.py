@@ -37,19 +37,7 @@ from daemon.ipc.protocol import (
     TurnInfo,
     VoiceInfo,
 )
-from daemon.live.records import (
-    Began,
-    CaptureChanged,
-    Carried,
-    Ended,
-    Imported,
-    ImportedSoFar,
-    ImportOptions,
-    LiveEvent,
-    LiveState,
-    Started,
-    StartOptions,
-)
+from daemon.live import records as live
 from daemon.memory.ask import Answer
 from daemon.memory.grounding import Cited
 from daemon.memory.open_items import CARRIED_MAX, OpenItem
@@ -104,7 +92,7 @@ def named_item_infos(
     return infos
 
 
-def carried_items(carried: Carried) -> list[ItemInfo]:
+def carried_items(carried: live.Carried) -> list[ItemInfo]:
     """The open items a session inherits (each of its Space or profile-wide), cut to
     CARRIED_MAX."""
     forward = carried.forward
@@ -114,11 +102,11 @@ def carried_items(carried: Carried) -> list[ItemInfo]:
 # -- live capture ------------------------------------------------------------------------------
 
 
-def start_options(request: Start) -> StartOptions:
-    return StartOptions(space=request.space, activity=request.activity, title=request.title)
+def start_options(request: Start) -> live.StartOptions:
+    return live.StartOptions(space=request.space, activity=request.activity, title=request.title)
 
 
-def start_reply(started: Started) -> StartReply:
+def start_reply(started: live.Started) -> StartReply:
     carried = started.carried
     return StartReply(
         session_id=started.session_id, started_at=started.started_at, message=started.message,
@@ -128,49 +116,49 @@ def start_reply(started: Started) -> StartReply:
     )
 
 
-def stop_reply(ended: Ended) -> StopReply:
+def stop_reply(ended: live.Ended) -> StopReply:
     return StopReply(session_id=ended.session_id, duration_s=ended.duration_s, gist=ended.gist,
                      turns=ended.turns, space=ended.space)
 
 
-def import_options(request: ImportAudio) -> ImportOptions:
-    return ImportOptions(
+def import_options(request: ImportAudio) -> live.ImportOptions:
+    return live.ImportOptions(
         path=Path(request.path), stereo=request.stereo, speaker=request.speaker,
         voices=request.voices, space=request.space, activity=request.activity,
         title=request.title, started_at=request.started_at,
     )
 
 
-def import_reply(imported: Imported) -> ImportAudioReply:
+def import_reply(imported: live.Imported) -> ImportAudioReply:
     return msgspec.convert(imported, ImportAudioReply, from_attributes=True)
 
 
-def import_progress(request_id: str, so_far: ImportedSoFar) -> ImportProgress:
+def import_progress(request_id: str, so_far: live.ImportedSoFar) -> ImportProgress:
     return ImportProgress(request_id=request_id, done_s=so_far.done_s, total_s=so_far.total_s,
                           turns=so_far.turns)
 
 
-def live_status(state: LiveState) -> LiveStatus:
+def live_status(state: live.LiveState) -> LiveStatus:
     return msgspec.convert(state, LiveStatus, from_attributes=True)
 
 
-def live_event(event: LiveEvent) -> Event:
+def live_event(event: live.LiveEvent) -> Event:
     """What live capture tells, as the subscribers see it."""
     match event:
         case Turn():
             return TurnEvent(session_id=event.session_id, turn_id=event.id,
                              speaker=event.speaker, source=event.source, start=event.start,
                              end=event.end, text=event.text)
-        case Began():
+        case live.Began():
             return msgspec.convert(event, SessionStarted, from_attributes=True)
-        case Ended():
+        case live.Ended():
             return SessionEnded(session_id=event.session_id, duration_s=event.duration_s,
                                 gist=event.gist, space=event.space,
                                 speakers=list(event.speakers))
-        case Carried():
+        case live.Carried():
             return CarriedForward(session_id=event.session_id, space=event.space,
                                   message=event.forward.message, items=carried_items(event))
-        case CaptureChanged():
+        case live.CaptureChanged():
             return StatusEvent(capture=event.capture, message=event.message)
 
 
