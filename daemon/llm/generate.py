@@ -12,6 +12,7 @@ used the model in between, so a question costs only its own tokens and its sourc
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import time
@@ -28,6 +29,7 @@ from daemon.errors import EngineError, ModelNotInstalled
 from daemon.worker import WorkerThread
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class ChatMessage(msgspec.Struct):
@@ -329,13 +331,24 @@ class LlamaGenerator:
             with self._working() as llm:
                 if self._prefix is not None and not _starts_with(llm, self._prefix.tokens):
                     _restore(llm, self._prefix)  # a generate read something else meanwhile
+                read_before = list(llm.input_ids[: llm.n_tokens])
+                began = time.perf_counter()
+                try:
+                    prompt_tokens = _prompt_tokens(llm, messages, whole=True)
+                except EngineError:  # no chat template: llama.cpp formats it its own way
+                    prompt_tokens = []
                 chunks = llm.create_chat_completion(
                     prompt, max_tokens=max_tokens, temperature=temperature, stream=True
                 )
+                first = True
                 try:
                     for chunk in chunks:
                         if cancelled.is_set():
                             return
+                        if first:
+                            first = False
+                            waited = time.perf_counter() - began
+                            _log_prompt_read(prompt_tokens, read_before, waited)
                         text = chunk["choices"][0]["delta"].get("content")
                         if text:
                             yield text
@@ -398,6 +411,18 @@ class LlamaGenerator:
         self._worker.close()
 
 
+def _log_prompt_read(prompt: Sequence[int], read_before: Sequence[int], seconds: float) -> None:
+    """How much of a streamed prompt the model had read already, and how long the first token
+    took: where the wait for it goes."""
+    reused = 0
+    for have, want in zip(read_before, prompt, strict=False):
+        if have != want:
+            break
+        reused += 1
+    log.info("answer prompt of %d tokens, %d of them read before: the first token after %.2f s",
+             len(prompt), reused, seconds)
+
+
 def _as_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in messages]
 
@@ -412,9 +437,11 @@ class _PrefixState(msgspec.Struct, frozen=True):
     state: bytes  # llama.cpp's sequence state (its KV cache) after reading ``tokens``
 
 
-def _prompt_tokens(llm: Any, messages: Sequence[ChatMessage]) -> list[int]:
+def _prompt_tokens(llm: Any, messages: Sequence[ChatMessage], *, whole: bool = False
+                   ) -> list[int]:
     """The tokens a chat prompt beginning with ``messages`` (the last left open) starts with,
-    formatted by the model's own chat template as ``create_chat_completion`` formats it."""
+    formatted by the model's own chat template as ``create_chat_completion`` formats it;
+    ``whole``: the whole prompt of ``messages``, up to where the answer begins."""
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     template = llm.metadata.get("tokenizer.chat_template")
@@ -427,9 +454,9 @@ def _prompt_tokens(llm: Any, messages: Sequence[ChatMessage]) -> list[int]:
         bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
     )
     *done, last = _as_dicts(messages)
-    opened = [*done, {"role": last["role"], "content": last["content"] + _OPEN}]
+    opened = [*done, {"role": last["role"], "content": last["content"] + ("" if whole else _OPEN)}]
     result = formatter(messages=cast(Any, opened))
-    text = result.prompt[: result.prompt.index(_OPEN)]
+    text = result.prompt if whole else result.prompt[: result.prompt.index(_OPEN)]
     tokens: list[int] = llm.tokenize(text.encode(), add_bos=not result.added_special,
                                      special=True)
     return tokens
