@@ -22,6 +22,12 @@
    the final answer, quotes verified or marked, citations mapped to their sources. An answer
    that only restates the question (``grounding.echoes_question``) is replaced by the
    passages that match it, quoted and cited (``grounding.passages_answer``).
+
+During a call the model reads ahead: the conversation as it grows (``read_ahead``) and, when
+"them" just asked a question, everything its answer is made from (``read_question_ahead``:
+the sources recalled for it, the whole prompt), so that the hotkey's answer to it costs only
+the writing. An ask waits for a reading in progress (it may be of its own question) and uses
+what was read when its question, Space and session are the ones read for.
 """
 
 from __future__ import annotations
@@ -119,7 +125,7 @@ class Asker:
         self._recall = recall
         self._live_session = live_session
         self._ahead: _Plan | None = None  # the answer to "them"'s last question, prepared
-        self._reading = trio.Lock()  # held while it is prepared, and by every ask
+        self._reading = trio.Lock()  # held by every ask and every reading ahead
 
     async def ask(
         self,
@@ -226,7 +232,8 @@ class Asker:
         recent = turns[grounding.context_window(len(turns)):]
         context = None if not recent else msgspec.structs.replace(
             _context(current, recent, live=current.status == "live"), n=1)
-        await _read_ahead(self._generator(), grounding.prompt_prefix(framing, context))
+        async with self._reading:  # never between an ask's reading and its writing
+            await _read_ahead(self._generator(), grounding.prompt_prefix(framing, context))
         return len(turns)
 
     async def _space(self, name: str | None, current: Session | None) -> Space | None:
