@@ -419,3 +419,31 @@ async def test_a_question_they_just_asked_is_read_ahead_with_its_sources(
         assert "40,000 euros" in ahead[0].content
         nursery.cancel_scope.cancel()
     store.close()
+
+
+async def test_a_reading_ahead_stopped_by_speech_goes_on_in_the_next_pause(
+    tmp_path: Path,
+) -> None:
+    """Speech that starts while the model reads ahead stops the reading (the transcriber
+    needs the cores); the next pause reads on, though no turn was added meanwhile."""
+    from daemon.handlers.ask import read_live_context_ahead
+
+    store, live, generator, asker = live_call(tmp_path)
+    # the loop's look for a pause, the reading's look for speech, the loop's look afterwards:
+    # speech starts as the first reading begins and is over by the next look
+    heard = iter([False, True, True, False, False, False])
+    asks = Calls()
+
+    def hearing() -> bool:
+        asks.seen()
+        return next(heard, False)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(read_live_context_ahead, asker, lambda: live.id, hearing,
+                                   period=0.001))
+        await asks.after(6)
+        assert generator.stopped_prefills == 1
+        assert len(generator.prefills) == 1  # read on, though nothing new was said
+        assert "Shall we start?" in generator.prefills[0][0].content
+        nursery.cancel_scope.cancel()
+    store.close()

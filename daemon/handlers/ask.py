@@ -88,8 +88,9 @@ async def read_live_context_ahead(
     first word.
 
     It reads in the pauses (``hearing`` false: nobody speaking, nothing waiting for
-    transcription): on two cores the model's threads would otherwise take the cores the next
-    turn's transcription needs."""
+    transcription), and stops reading when someone speaks again (it goes on in the next pause):
+    on two cores the model's threads would otherwise take the cores the next turn's
+    transcription needs."""
     read: tuple[int, int] | None = None  # (session, turns) read last
     while True:
         await trio.sleep(period)
@@ -103,13 +104,14 @@ async def read_live_context_ahead(
         if read == (session, turns):
             continue
         try:
-            if not (questions() and await asker.read_question_ahead(session)):
-                await asker.read_ahead(session)
+            if not (questions() and await asker.read_question_ahead(session, stop=hearing)):
+                await asker.read_ahead(session, stop=hearing)
         except ModelNotInstalled:
             pass  # no language model: nothing to read ahead with
         except BrainCueError as e:
             log.warning("reading the live conversation ahead failed: %s", e)
-        read = (session, turns)
+        # stopped by speech: read on in the next pause
+        read = None if hearing() else (session, turns)
 
 
 def gate_answer(store: Store, answer: Answer) -> Answer:

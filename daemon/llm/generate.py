@@ -67,10 +67,15 @@ class Generator(Protocol):
 
     async def unload_if_idle(self) -> bool: ...
 
-    async def prefill(self, messages: Sequence[ChatMessage]) -> None:
+    async def prefill(
+        self, messages: Sequence[ChatMessage], *, stop: Callable[[], bool] | None = None
+    ) -> None:
         """Read ``messages`` — what later ``stream`` prompts begin with, the last one left
         open — ahead of time and keep the model's state for them, so that such a stream only
-        reads the rest, even when other work used the model in between."""
+        reads the rest, even when other work used the model in between. ``stop``, asked
+        between batches of :data:`PREFILL_BATCH` tokens, ends the reading early once it
+        holds; what was read stays, so reading the same messages again goes on from there
+        (unless other work used the model meanwhile)."""
         ...
 
     def close(self) -> None: ...
@@ -147,6 +152,7 @@ def split_tokens(text: str) -> list[str]:
 
 # -- llama.cpp ---------------------------------------------------------------------------------
 
+PREFILL_BATCH = 64  # tokens read between two looks at a prefill's ``stop`` (~0.5 s here)
 REPEAT_PENALTY = 1.1  # over the last 64 tokens: a small model's answer otherwise loops
 GRAMMAR_CANDIDATES = 128  # the likeliest tokens the JSON grammar is checked against
 
@@ -363,7 +369,9 @@ class LlamaGenerator:
             async for token in tokens:
                 yield token
 
-    async def prefill(self, messages: Sequence[ChatMessage]) -> None:
+    async def prefill(
+        self, messages: Sequence[ChatMessage], *, stop: Callable[[], bool] | None = None
+    ) -> None:
         def read() -> None:
             with self._working() as llm:
                 tokens = _prompt_tokens(llm, messages)
@@ -373,8 +381,8 @@ class LlamaGenerator:
                         _restore(llm, saved)
                     if len(tokens) == len(saved.tokens):
                         return
-                _evaluate(llm, tokens)
-                self._prefix = _PrefixState(tokens, _sequence_state(llm))
+                if _evaluate(llm, tokens, stop):
+                    self._prefix = _PrefixState(tokens, _sequence_state(llm))
 
         await self._worker.call(read)
 
@@ -468,8 +476,10 @@ def _starts_with(llm: Any, tokens: Sequence[int]) -> bool:
     return bool(llm.n_tokens >= n and list(llm.input_ids[:n]) == list(tokens))
 
 
-def _evaluate(llm: Any, tokens: Sequence[int]) -> None:
-    """Make ``tokens`` the model's evaluated tokens, reading only what does not match already."""
+def _evaluate(llm: Any, tokens: Sequence[int], stop: Callable[[], bool] | None = None) -> bool:
+    """Make ``tokens`` the model's evaluated tokens, reading only what does not match already;
+    with ``stop``, in batches of :data:`PREFILL_BATCH`, until it holds. Returns whether all
+    were read."""
     import llama_cpp
 
     common = 0
@@ -479,7 +489,14 @@ def _evaluate(llm: Any, tokens: Sequence[int]) -> None:
         common += 1
     llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, common, -1)
     llm.n_tokens = common
-    llm.eval(tokens[common:])
+    if stop is None:
+        llm.eval(tokens[common:])
+        return True
+    for start in range(common, len(tokens), PREFILL_BATCH):
+        if stop():
+            return False
+        llm.eval(tokens[start: start + PREFILL_BATCH])
+    return True
 
 
 def _sequence_state(llm: Any) -> bytes:
@@ -519,7 +536,8 @@ class ScriptedGenerator:
     Each call takes the next response (or asks ``responses(messages)``): a string is the model's
     raw output (JSON for ``generate``), any other object is encoded to JSON first, and an
     exception instance is raised. ``calls`` records the messages of every call; ``streamed``
-    counts the tokens handed out by ``stream``; ``prefills`` records what was read ahead.
+    counts the tokens handed out by ``stream``; ``prefills`` records what was read ahead
+    (a prefill whose ``stop`` holds at once reads nothing: ``stopped_prefills``).
     """
 
     def __init__(
@@ -531,6 +549,7 @@ class ScriptedGenerator:
         self.calls: list[list[ChatMessage]] = []
         self.streamed = 0
         self.prefills: list[list[ChatMessage]] = []  # the messages of every prefill
+        self.stopped_prefills = 0
         self.unloads = 0
         self._loaded = False
         self._last_used = time.monotonic()
@@ -583,8 +602,13 @@ class ScriptedGenerator:
             self.streamed += 1
             yield token
 
-    async def prefill(self, messages: Sequence[ChatMessage]) -> None:
+    async def prefill(
+        self, messages: Sequence[ChatMessage], *, stop: Callable[[], bool] | None = None
+    ) -> None:
         await trio.lowlevel.checkpoint()
+        if stop is not None and stop():
+            self.stopped_prefills += 1  # stopped before it read a word
+            return
         self.prefills.append(list(messages))
 
     def unload(self) -> None:

@@ -198,33 +198,38 @@ class Asker:
                      opening=grounding.prompt_prefix(framing, context),
                      messages=grounding.build_prompt(framing, asked, sources))
 
-    async def read_question_ahead(self, session_id: int) -> bool:
+    async def read_question_ahead(
+        self, session_id: int, *, stop: Callable[[], bool] | None = None
+    ) -> bool:
         """When "them" asked a question among the latest turns of session ``session_id`` (the
         hotkey's question), prepare its answer — recall its sources and have the model read
-        the whole prompt — so that asking it costs only the model's writing; returns whether
-        there was such a question. The prompt opens with the conversation so far, so this
-        also reads the conversation ahead (:meth:`read_ahead`)."""
+        the whole prompt, until ``stop`` holds — so that asking it costs only the model's
+        writing; returns whether there was such a question. The prompt opens with the
+        conversation so far, so this also reads the conversation ahead (:meth:`read_ahead`).
+        Called again, it goes on reading where a stop left it."""
         current = await self.store.run(lambda: self.store.get_session(session_id))
         turns = await self.store.run(lambda: self.store.turns(current.id))
         heard = grounding.last_question(
             [Said(t.speaker, t.text) for t in turns[-QUESTION_AHEAD_TURNS:]])
         if heard is None:
             return False
-        ahead = self._ahead
-        if ahead is not None and ahead.fits(heard.text, None, session_id) \
-                and ahead.turns == len(turns):
-            return True  # read already
         async with self._reading:  # (an ask waits, then uses it)
-            plan = self._ahead = await self._plan(heard.text, None, current, turns)
+            plan = self._ahead
+            if plan is None or not plan.fits(heard.text, None, session_id) \
+                    or plan.turns != len(turns):
+                plan = self._ahead = await self._plan(heard.text, None, current, turns)
             # nothing relevant recalled: the answer needs no model, a typed question the opening
-            await _read_ahead(self._generator(), plan.messages if plan.relevant else plan.opening)
+            await _read_ahead(self._generator(), plan.messages if plan.relevant else plan.opening,
+                              stop)
         return True
 
-    async def read_ahead(self, session_id: int) -> int:
+    async def read_ahead(self, session_id: int, *, stop: Callable[[], bool] | None = None
+                         ) -> int:
         """Have the model read what every question asked in session ``session_id`` now would
-        begin with — the instructions and the conversation so far — so that a question costs
-        only its own tokens and its sources; returns how many turns that was. Keeps the model
-        loaded (it is used), which is the point while a session is live."""
+        begin with — the instructions and the conversation so far, until ``stop`` holds — so
+        that a question costs only its own tokens and its sources; returns how many turns that
+        was. Keeps the model loaded (it is used), which is the point while a session is
+        live."""
         current = await self.store.run(lambda: self.store.get_session(session_id))
         turns = await self.store.run(lambda: self.store.turns(current.id))
         where = await self._space(None, current)
@@ -233,7 +238,7 @@ class Asker:
         context = None if not recent else msgspec.structs.replace(
             _context(current, recent, live=current.status == "live"), n=1)
         async with self._reading:  # never between an ask's reading and its writing
-            await _read_ahead(self._generator(), grounding.prompt_prefix(framing, context))
+            await _read_ahead(self._generator(), grounding.prompt_prefix(framing, context), stop)
         return len(turns)
 
     async def _space(self, name: str | None, current: Session | None) -> Space | None:
@@ -416,10 +421,12 @@ def _clipped(text: str) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-async def _read_ahead(generator: Generator, messages: Sequence[ChatMessage]) -> None:
-    """Prefill ``messages``; a model that cannot only makes the answer slower, never fail it."""
+async def _read_ahead(generator: Generator, messages: Sequence[ChatMessage],
+                      stop: Callable[[], bool] | None = None) -> None:
+    """Prefill ``messages`` (until ``stop`` holds); a model that cannot only makes the answer
+    slower, never fail it."""
     try:
-        await generator.prefill(messages)
+        await generator.prefill(messages, stop=stop)
     except EngineError as e:
         log.warning("could not read the prompt's opening ahead: %s", e)
 
