@@ -12,7 +12,14 @@ model; it is reported apart. First-token and whole-answer p50 and p95 close the 
 With ``--live`` the questions are asked during a call: a private PulseAudio server (null
 sinks, as in ``bench.live``), the daemon capturing both sources, a session started in the
 Space, and bench.live's two-voice dialogue played in real time for the whole run, so whisper
-transcribes beside the answers — the hotkey's case.
+transcribes beside the answers.
+
+With ``--hotkey`` (implies ``--live``) it is the hotkey's case: in the call, "them" asks the
+questions (spoken, transcribed by the daemon), the dialogue waits for the answer as a person
+would, and ``--press-after`` seconds after the question was spoken the hotkey is pressed: an
+Ask with no question, answered from the last question heard. Timed from the press; an answer
+with nothing relevant recalled (no model) is shown but not counted. ``--set NAME=VALUE`` adds
+a line to the daemon's config.toml (e.g. ``--set llm_read_question_ahead=false``).
 Models come from BRAINCUE_MODELS (else the user's models directory).
 """
 
@@ -51,7 +58,7 @@ from daemon.ipc.protocol import (
     Stop,
     answer_topic,
 )
-from daemon.ipc.testing import short_home, start_daemon
+from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
 
 SPACE = "Bench"
 PROJECTS = ["Atlas", "Borealis", "Cobalt", "Dune", "Ember", "Fjord", "Granite", "Harbor"]
@@ -120,6 +127,12 @@ def ask_timed(request: Ask) -> tuple[float, float, AskReply]:
     return (first[0] if first else total), total, reply
 
 
+def prompt_reads(daemon: DaemonProcess) -> list[str]:
+    """The daemon's log lines saying how much of each answer's prompt the model read."""
+    return [line.split("answer ", 1)[1] for line in daemon.log().splitlines()
+            if "answer prompt of" in line]
+
+
 def search_time(question: str) -> float:
     """Seconds a Search for ``question`` takes over IPC: the recall part of an answer."""
     with Client(timeout=120) as client:
@@ -133,12 +146,7 @@ def search_time(question: str) -> float:
 def call_in_progress(pulse: PulseServer, voices: list[Path]) -> Iterator[None]:
     """A live session in the Space, the dialogue playing into it until the block ends."""
     with Client(timeout=120) as client:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            live = client.request(Status()).live
-            if live is not None and all(s.state == "capturing" for s in live.sources.values()):
-                break
-            time.sleep(0.2)
+        wait_for_capture(client)
         client.request(Start(title="Bench call", space=SPACE))
     done = threading.Event()
 
@@ -163,6 +171,50 @@ def call_in_progress(pulse: PulseServer, voices: list[Path]) -> Iterator[None]:
         print(f"the call: {stopped.turns} turns transcribed meanwhile")
 
 
+def hotkey_call(pulse: PulseServer, questions: list[str], press_after: float,
+                firsts: list[float], totals: list[float], folder: Path,
+                daemon: DaemonProcess) -> None:
+    """A live session in which "them" asks each of ``questions``; ``press_after`` seconds after
+    each is spoken, the hotkey asks (no question: the last one heard)."""
+    lines = [("me", "Thanks for joining. Let us go through the projects."),
+             *[("them", f"Sure. {question}") for question in questions]]
+    voices = [speak(text, "en-us" if who == "me" else "en-gb+f3", folder / f"hotkey-{n}.wav")
+              for n, (who, text) in enumerate(lines)]
+    with Client(timeout=120) as client:
+        wait_for_capture(client)
+        client.request(Start(title="Bench call", space=SPACE))
+    pulse.play(ME_SINK, voices[0])
+    for i, question in enumerate(questions, 1):
+        time.sleep(PAUSE_S)
+        pulse.play(THEM_SINK, voices[i])
+        time.sleep(press_after)
+        read = len(prompt_reads(daemon))
+        first, total, reply = ask_timed(Ask(id=uuid.uuid4().hex))
+        counted = not reply.nothing_found and i > 1  # the first loads the model
+        if counted:
+            firsts.append(first)
+            totals.append(total)
+        label = "warm-up (loads the model)" if i == 1 else f"question {i - 1}"
+        note = "" if counted else "  (not counted: " + (
+            "nothing relevant recalled)" if reply.nothing_found else "the warm-up)")
+        prompt = next(iter(prompt_reads(daemon)[read:]), "no prompt read")
+        print(f"{label:<26} first token {first:6.2f} s   answer {total:6.2f} s   asked "
+              f"{question!r}, heard {reply.question!r}{note}\n{'':<26} {prompt}")
+        pulse.play(ME_SINK, voices[0])  # the user carries on with the next project
+    with Client(timeout=120) as client:
+        stopped = client.request(Stop())
+    print(f"the call: {stopped.turns} turns transcribed")
+
+
+def wait_for_capture(client: Client) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        live = client.request(Status()).live
+        if live is not None and all(s.state == "capturing" for s in live.sources.values()):
+            return
+        time.sleep(0.2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=100)
@@ -170,10 +222,20 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--live", action="store_true",
                         help="ask while a live session is transcribing (PulseAudio null sinks)")
+    parser.add_argument("--hotkey", action="store_true",
+                        help="in a live call, 'them' asks; the hotkey answers (implies --live)")
+    parser.add_argument("--press-after", type=float, default=2.0, metavar="S",
+                        help="seconds from the end of their question to the hotkey press")
+    parser.add_argument("--set", dest="settings", action="append", default=[],
+                        metavar="NAME=VALUE", help="a config.toml line for the daemon")
     args = parser.parse_args()
+    args.live = args.live or args.hotkey
     rng = random.Random(args.seed)
 
     home = short_home()
+    if args.settings:
+        (home / "config").mkdir(parents=True, exist_ok=True)
+        (home / "config" / "config.toml").write_text("\n".join(args.settings) + "\n")
     os.environ["BRAINCUE_HOME"] = str(home)
     os.environ.setdefault("BRAINCUE_MODELS", str(default_models_dir()))
     pulse = PulseServer() if args.live else None
@@ -206,14 +268,22 @@ def main() -> None:
         firsts: list[float] = []
         totals: list[float] = []
         recalls: list[float] = []
-        during = call_in_progress(pulse, voices) if pulse is not None else contextlib.nullcontext()
-        with during:
-            ask_all(questions, firsts, totals, recalls)
-        if firsts:
+        if args.hotkey and pulse is not None:
+            hotkey_call(pulse, questions, args.press_after, firsts, totals, Path(folder.name),
+                        daemon)
+        else:
+            during = (call_in_progress(pulse, voices) if pulse is not None
+                      else contextlib.nullcontext())
+            with during:
+                ask_all(questions, firsts, totals, recalls, daemon)
+        if recalls:
             print(f"median over {len(firsts)}: first token {statistics.median(firsts):.2f} s, "
                   f"whole answer {statistics.median(totals):.2f} s, the search in it "
                   f"{statistics.median(recalls):.2f} s; load average now {os.getloadavg()[0]:.2f}")
-            print(f"{'during a live call' if args.live else 'idle'}: first token p50 "
+        if firsts:
+            case = (f"the hotkey, pressed {args.press_after:g} s after their question"
+                    if args.hotkey else "during a live call" if args.live else "idle")
+            print(f"{case}: first token p50 "
                   f"{statistics.median(firsts):.2f} s / p95 {percentile(firsts, 0.95):.2f} s, "
                   f"whole answer p50 {statistics.median(totals):.2f} s / p95 "
                   f"{percentile(totals, 0.95):.2f} s")
@@ -228,17 +298,20 @@ def main() -> None:
 
 
 def ask_all(questions: list[str], firsts: list[float], totals: list[float],
-            recalls: list[float]) -> None:
-    """Ask each question in turn, printing its figures; the first one is the warm-up."""
+            recalls: list[float], daemon: DaemonProcess) -> None:
+    """Ask each question in turn, printing its figures and how much of its prompt the model
+    read for it (the daemon's log); the first one is the warm-up."""
     for i, question in enumerate(questions):
+        read = len(prompt_reads(daemon))
         first, total, reply = ask_timed(Ask(id=uuid.uuid4().hex, question=question,
                                             space=SPACE))
         recall = search_time(question)
         words = len(reply.answer.split())
         label = "warm-up (loads the model)" if i == 0 else f"question {i}"
+        prompt = next(iter(prompt_reads(daemon)[read:]), "no prompt read")
         print(f"{label:<26} first token {first:6.2f} s   answer {total:6.2f} s   "
               f"(its search alone {recall:5.2f} s)   {words:3d} words, "
-              f"{len(reply.sources)} sources   {question}")
+              f"{len(reply.sources)} sources   {question}\n{'':<26} {prompt}")
         if i:
             firsts.append(first)
             totals.append(total)

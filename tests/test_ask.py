@@ -4,7 +4,7 @@ check."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -13,12 +13,12 @@ from storekit import T0, open_store, recorded_session
 
 from daemon.config import Settings
 from daemon.errors import InvalidInput
-from daemon.llm.generate import ScriptedGenerator, split_tokens
-from daemon.memory.ask import Asker, Recall
+from daemon.llm.generate import ChatMessage, ScriptedGenerator, split_tokens
+from daemon.memory.ask import Answer, Asker, Recall
 from daemon.memory.grounding import UNVERIFIED, Passage, Source
 from daemon.store.documents import extract_text
 from daemon.store.fusion import ItemKey, fuse
-from daemon.store.records import NewTurn
+from daemon.store.records import NewTurn, Session
 from daemon.store.scope import Scope
 from daemon.store.store import Store
 
@@ -67,6 +67,14 @@ def atlas_space(store: Store, activity: str = "meeting") -> int:
     ])
     store.end_session(session.id, ended_at=T0 + 3700)
     return space.id
+
+
+def atlas_call(store: Store, turns: list[NewTurn]) -> Session:
+    """A live session in the Atlas Space (``atlas_space``) with ``turns`` said so far."""
+    space_id = atlas_space(store)
+    live = store.create_session(space_id=space_id, title="Atlas check-in", started_at=T0 + 9000)
+    store.append_turns(live.id, turns)
+    return live
 
 
 def system(generator: ScriptedGenerator) -> str:
@@ -271,9 +279,7 @@ async def test_a_space_scopes_recall(store: Store) -> None:
 
 
 async def test_with_no_question_the_last_one_heard_from_them_is_answered(store: Store) -> None:
-    space_id = atlas_space(store)
-    live = store.create_session(space_id=space_id, title="Atlas check-in", started_at=T0 + 9000)
-    store.append_turns(live.id, [
+    live = atlas_call(store, [
         NewTurn(speaker="them", text="Good morning.", start=0),
         NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=4),
         NewTurn(speaker="me", text="Let me look.", start=8),
@@ -341,16 +347,14 @@ async def test_an_assertion_source_carries_its_anchor_turns_for_quotes(store: St
 
 # -- reading the live conversation ahead ----------------------------------------------------------
 
+THEY_ASK = [NewTurn(speaker="them", text="Good morning, all.", start=0),
+            NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=4)]
+
 
 async def test_the_live_conversation_read_ahead_is_what_the_question_prompt_opens_with(
     store: Store,
 ) -> None:
-    space_id = atlas_space(store)
-    live = store.create_session(space_id=space_id, title="Atlas check-in", started_at=T0 + 9000)
-    store.append_turns(live.id, [
-        NewTurn(speaker="them", text="Good morning, all.", start=0),
-        NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=4),
-    ])
+    live = atlas_call(store, THEY_ASK)
     generator = ScriptedGenerator(["On Friday [2]."])
     ask_live = asker(store, generator, live=lambda: live.id)
 
@@ -388,9 +392,7 @@ async def test_a_source_hook_adds_its_sources_beside_what_recall_found(store: St
 
 
 async def test_a_secret_said_in_the_live_call_never_reaches_the_model(store: Store) -> None:
-    space_id = atlas_space(store)
-    live = store.create_session(space_id=space_id, title="Atlas check-in", started_at=T0 + 9000)
-    store.append_turns(live.id, [
+    live = atlas_call(store, [
         NewTurn(speaker="me", text="The staging password is Tangerine-Walrus-4417.", start=0),
         NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=4),
     ])
@@ -403,3 +405,113 @@ async def test_a_secret_said_in_the_live_call_never_reaches_the_model(store: Sto
     read = [m.content for messages in [*generator.prefills, *generator.calls] for m in messages]
     assert read and not any("Tangerine" in text or "4417" in text for text in read)
     assert any("So when does the Atlas beta ship?" in text for text in read)
+
+
+async def test_them_s_question_is_read_ahead_whole_and_the_hotkey_answer_only_writes(
+    store: Store,
+) -> None:
+    live = atlas_call(store, THEY_ASK)
+    generator = ScriptedGenerator(["On Friday [2]."])
+    ask_live = asker(store, generator, live=lambda: live.id)
+
+    assert await ask_live.read_question_ahead(live.id)
+    (ahead,) = generator.prefills
+    answer = await ask_live.ask(None)  # the hotkey: "them"'s last question
+
+    (call,) = generator.calls
+    assert ahead == call  # the whole prompt was read: the question, its sources
+    assert "So when does the Atlas beta ship?" in call[-1].content
+    assert "We will ship the Atlas beta on Friday" in call[0].content
+    assert len(generator.prefills) == 1  # asking read nothing more
+    assert answer.question == "So when does the Atlas beta ship?"
+    assert answer.text == "On Friday [2]." and answer.citations[0].source.n == 2
+
+
+async def test_a_question_read_ahead_is_read_again_as_the_call_goes_on_and_only_then(
+    store: Store,
+) -> None:
+    live = atlas_call(store, [
+        NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=0)])
+    generator = ScriptedGenerator(["On Friday [2]."])
+    ask_live = asker(store, generator, live=lambda: live.id)
+
+    assert await ask_live.read_question_ahead(live.id)
+    # nothing new: the same prompt (all read already, a real model reads nothing; after a
+    # stop it goes on)
+    assert await ask_live.read_question_ahead(live.id)
+    assert generator.prefills[1] == generator.prefills[0]
+    store.append_turns(live.id, [NewTurn(speaker="me", text="Let me check the notes.", start=5)])
+    assert await ask_live.read_question_ahead(live.id)
+    assert len(generator.prefills) == 3
+    assert "Let me check the notes." in generator.prefills[-1][0].content
+
+    await ask_live.ask(None)
+    assert generator.calls == [generator.prefills[-1]]  # the latest reading is the one used
+
+
+async def test_only_a_recent_question_of_theirs_is_read_ahead_and_a_typed_one_is_asked_anew(
+    store: Store,
+) -> None:
+    live = atlas_call(store, [
+        NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=0),
+        *(NewTurn(speaker=speaker, text=text, start=4 + i) for i, (speaker, text) in enumerate([
+            ("me", "Let me look."), ("them", "Take your time."), ("me", "It is in the notes.")]))
+    ])
+    generator = ScriptedGenerator(["Tom tells support [2].", "On Friday [2]."])
+    ask_live = asker(store, generator, live=lambda: live.id)
+
+    assert not await ask_live.read_question_ahead(live.id)  # asked three turns ago
+    assert generator.prefills == []
+
+    store.append_turns(live.id, [
+        NewTurn(speaker="them", text="And who tells the support team?", start=9)])
+    assert await ask_live.read_question_ahead(live.id)
+    typed = await ask_live.ask("When does the Atlas beta ship?")
+
+    assert typed.question == "When does the Atlas beta ship?"
+    assert "When does the Atlas beta ship?" in generator.calls[0][-1].content
+    assert generator.prefills[-1] != generator.calls[0]  # its own prompt: the opening read
+    assert generator.calls[0][0].content.startswith(generator.prefills[-1][0].content)
+
+
+class SlowReader(ScriptedGenerator):
+    """Reads a prompt ahead only once ``release`` is set."""
+
+    def __init__(self, responses: list[str]) -> None:
+        super().__init__(list(responses))
+        self.reading = trio.Event()
+        self.release = trio.Event()
+
+    async def prefill(
+        self, messages: Sequence[ChatMessage], *, stop: Callable[[], bool] | None = None
+    ) -> None:
+        self.reading.set()
+        await self.release.wait()
+        await super().prefill(messages, stop=stop)
+
+
+async def test_the_hotkey_pressed_while_their_question_is_read_waits_for_that_reading(
+    store: Store,
+) -> None:
+    live = atlas_call(store, [
+        NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=0)])
+    generator = SlowReader(["On Friday [2]."])
+    ask_live = Asker(store, generator=lambda: generator, settings=Settings,
+                     recall=fts_recall(store), live_session=lambda: live.id)
+    answers: list[Answer] = []
+
+    async def press_hotkey() -> None:
+        answers.append(await ask_live.ask(None))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask_live.read_question_ahead, live.id)
+        await generator.reading.wait()
+        nursery.start_soon(press_hotkey)
+        with trio.fail_after(10):  # until the answer waits (its store reads run on threads)
+            while not ask_live._reading.statistics().tasks_waiting:
+                await trio.sleep(0)
+        assert generator.calls == []  # the answer waits for the reading
+        generator.release.set()
+
+    assert generator.calls == generator.prefills  # and it is what was read: nothing again
+    assert answers[0].text == "On Friday [2]."

@@ -376,3 +376,74 @@ async def test_the_live_conversation_is_read_ahead_only_in_a_pause_of_the_speech
         assert "Shall we start?" in generator.prefills[0][0].content
         nursery.cancel_scope.cancel()
     store.close()
+
+
+async def test_a_question_they_just_asked_is_read_ahead_with_its_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The hotkey's case: "them" asks, and in the pause that follows the model reads the whole
+    prompt of the answer — the conversation, what recall found, the question."""
+    from daemon.handlers.ask import read_live_context_ahead
+
+    store = open_store(tmp_path / "data")
+    past = store.create_session(title="Atlas planning", started_at=T0)
+    store.append_turns(past.id, [NewTurn(speaker="them", text="The Atlas budget is 40,000 euros.",
+                                         start=0)])
+    store.end_session(past.id, ended_at=T0 + 60)
+    (chunk,) = store.chunks(session_id=past.id)
+    live = store.create_session(title="Atlas call", started_at=T0 + 3600)
+    store.append_turns(live.id, [NewTurn(speaker="them", text="Good morning.", start=0)])
+    generator = ScriptedGenerator([])
+    asker = Asker(store, generator=lambda: generator, settings=Settings,
+                  recall=lambda question, scope, k: [ItemKey("chunk", chunk.id)])
+    looks = Calls()
+    turns = store.turns
+
+    def counted(session_id: int) -> list[Any]:
+        looks.seen()
+        return turns(session_id)
+
+    async with trio.open_nursery() as nursery:
+        monkeypatch.setattr(store, "turns", counted)
+        nursery.start_soon(partial(read_live_context_ahead, asker, lambda: live.id,
+                                   period=0.001))
+        await looks.after(4)
+        assert [m.role for m in generator.prefills[-1]] == ["system"]  # no question: the opening
+
+        store.append_turns(live.id, [NewTurn(speaker="them", text="What is the Atlas budget?",
+                                             start=4)])
+        await looks.after(6)
+        ahead = generator.prefills[-1]
+        assert [m.role for m in ahead] == ["system", "user"]
+        assert "What is the Atlas budget?" in ahead[1].content
+        assert "40,000 euros" in ahead[0].content
+        nursery.cancel_scope.cancel()
+    store.close()
+
+
+async def test_a_reading_ahead_stopped_by_speech_goes_on_in_the_next_pause(
+    tmp_path: Path,
+) -> None:
+    """Speech that starts while the model reads ahead stops the reading (the transcriber
+    needs the cores); the next pause reads on, though no turn was added meanwhile."""
+    from daemon.handlers.ask import read_live_context_ahead
+
+    store, live, generator, asker = live_call(tmp_path)
+    # the loop's look for a pause, the reading's look for speech, the loop's look afterwards:
+    # speech starts as the first reading begins and is over by the next look
+    heard = iter([False, True, True, False, False, False])
+    asks = Calls()
+
+    def hearing() -> bool:
+        asks.seen()
+        return next(heard, False)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(read_live_context_ahead, asker, lambda: live.id, hearing,
+                                   period=0.001))
+        await asks.after(6)
+        assert generator.stopped_prefills == 1
+        assert len(generator.prefills) == 1  # read on, though nothing new was said
+        assert "Shall we start?" in generator.prefills[0][0].content
+        nursery.cancel_scope.cancel()
+    store.close()

@@ -5,6 +5,8 @@ meeting (QMSum dev), the answer cites a turn of the question's gold span."""
 from __future__ import annotations
 
 import json
+import logging
+import re
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -12,7 +14,9 @@ from pathlib import Path
 
 import pytest
 from askkit import FACT_TITLE, SPACE, import_kept_sessions
+from storekit import T0, open_store
 
+from daemon.config import Settings
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     AddSpace,
@@ -25,7 +29,11 @@ from daemon.ipc.protocol import (
     answer_topic,
 )
 from daemon.ipc.testing import DaemonProcess, start_daemon
+from daemon.llm.generate import LlamaGenerator
+from daemon.memory.ask import Asker
 from daemon.memory.grounding import echoes_question
+from daemon.store.fusion import ItemKey
+from daemon.store.records import NewTurn
 
 LLM = "qwen2.5-coder-0.5b"
 
@@ -105,3 +113,42 @@ def test_the_real_model_answers_a_qmsum_question_citing_a_turn_of_the_gold_span(
 
     assert any(c.verified and in_span(c.quote) for c in reply.sources), (
         reply.answer, [(c.n, c.speaker, c.quote) for c in reply.sources])
+
+
+@pytest.mark.slow
+async def test_their_question_read_ahead_leaves_the_real_model_only_the_answer_to_write(
+    tmp_path: Path, installed_model: Callable[[str], Path], caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The hotkey's case on the real 0.5B: "them" asks during a call, the question is read
+    ahead (its sources, the whole prompt), and the hotkey's answer reads nothing but the
+    answer's opening before it writes — and still answers from the source."""
+    store = open_store(tmp_path / "data")
+    past = store.create_session(title=FACT_TITLE, started_at=T0)
+    store.append_turns(past.id, [
+        NewTurn(speaker="Tom", text="The Orion server budget is 48,000 euros for this year.",
+                start=0),
+        NewTurn(speaker="me", text="Fine, I will tell finance.", start=6)])
+    store.end_session(past.id, ended_at=T0 + 60)
+    (chunk,) = store.chunks(session_id=past.id)
+    live = store.create_session(title="Orion call", started_at=T0 + 86400)
+    store.append_turns(live.id, [
+        NewTurn(speaker="them", text="Good morning. What is the Orion server budget?", start=0)])
+    generator = LlamaGenerator(installed_model(LLM), threads=2, n_ctx=4096)
+    asker = Asker(store, generator=lambda: generator, settings=Settings,
+                  recall=lambda question, scope, k: [ItemKey("chunk", chunk.id)],
+                  live_session=lambda: live.id)
+    try:
+        assert await asker.read_question_ahead(live.id)
+        with caplog.at_level(logging.INFO, logger="daemon.llm.generate"):
+            answer = await asker.ask(None)
+    finally:
+        generator.close()
+        store.close()
+
+    (read,) = [r.getMessage() for r in caplog.records if "answer prompt of" in r.getMessage()]
+    found = re.search(r"of (\d+) tokens, (\d+) of them read before", read)
+    assert found is not None, read
+    total, before = int(found[1]), int(found[2])
+    assert total > 150 and total - before <= 8  # the answer's opening ("<|im_start|>assistant")
+    assert answer.question == "What is the Orion server budget?"
+    assert re.search(r"48[,.\s]?000", answer.text) and answer.citations, answer.text

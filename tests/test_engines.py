@@ -257,6 +257,9 @@ class FakeLlama:
         self.limit = limit
         self.produced = 0
         self.closed = False
+        self.metadata: dict[str, str] = {}  # no chat template
+        self.input_ids: list[int] = []  # nothing evaluated
+        self.n_tokens = 0
 
     def create_chat_completion(self, messages: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
         for _ in range(self.limit):

@@ -22,6 +22,7 @@ from daemon.audio import load_audio
 from daemon.audio.format import SAMPLE_RATE
 from daemon.llm import ChatMessage, LlamaEmbedder, LlamaGenerator
 from daemon.llm.embed import EmbedProgress
+from daemon.llm.generate import PREFILL_BATCH
 
 pytestmark = pytest.mark.slow
 
@@ -246,3 +247,26 @@ async def test_a_prefilled_opening_survives_other_work_and_changes_no_answer(
         fresh.close()
     await qwen.prefill(opening)  # read already: nothing to do
     assert await qwen._worker.call(lambda: qwen._llm.n_tokens) >= read_ahead
+
+
+async def test_a_stopped_prefill_keeps_what_it_read_and_goes_on_from_there(
+    qwen: LlamaGenerator,
+) -> None:
+    notes = " ".join(f"Item {i}: the Atlas task {i} is owned by person {i}." for i in range(30))
+    opening = [ChatMessage("system", "You answer in one short sentence."),
+               ChatMessage("user", f"Notes: {notes}\n\n")]
+    asked: list[int] = []
+    qwen.unload()  # nothing read before (the model is shared by the tests of this module)
+
+    def after_one_batch() -> bool:
+        asked.append(1)
+        return len(asked) > 1
+
+    await qwen.prefill(opening, stop=after_one_batch)
+    assert await qwen._worker.call(lambda: qwen._llm.n_tokens) == PREFILL_BATCH
+    assert qwen._prefix is None  # not all read: no state kept for it
+
+    await qwen.prefill(opening)
+    read = await qwen._worker.call(lambda: qwen._llm.n_tokens)
+    assert read > 2 * PREFILL_BATCH
+    assert qwen._prefix is not None and len(qwen._prefix.tokens) == read

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from functools import partial
 
 import msgspec
 import trio
@@ -40,7 +41,7 @@ from daemon.store.search import SearchOptions, search
 from daemon.store.store import Store
 
 WatchSubscribers = Callable[[str], AbstractContextManager[trio.Event]]
-READ_AHEAD_S = 2.0  # how often a live session is looked at for turns the model has not read
+READ_AHEAD_S = 0.5  # how often a live session is looked at for turns the model has not read
 log = logging.getLogger(__name__)
 
 
@@ -67,7 +68,8 @@ async def register(daemon: Context) -> None:
     def hearing() -> bool:
         return daemon.live is not None and daemon.live.hearing()
 
-    daemon.nursery.start_soon(read_live_context_ahead, asker, live_to_read, hearing)
+    daemon.nursery.start_soon(partial(read_live_context_ahead, asker, live_to_read, hearing,
+                                      questions=lambda: daemon.settings.llm_read_question_ahead))
 
 
 async def read_live_context_ahead(
@@ -75,14 +77,20 @@ async def read_live_context_ahead(
     live_session: Callable[[], int | None],
     hearing: Callable[[], bool] = lambda: False,
     period: float = READ_AHEAD_S,
+    questions: Callable[[], bool] = lambda: True,
 ) -> None:
     """While a session is live, have the model read the conversation as it grows (the model
     stays loaded meanwhile): a question asked during the call then costs only its own tokens
-    and its sources, not the instructions and the whole conversation again.
+    and its sources, not the instructions and the whole conversation again. When "them" just
+    asked a question (and ``questions()`` holds), the model reads its whole prompt instead —
+    the conversation, the sources recalled for it and the question
+    (``Asker.read_question_ahead``) —, so the hotkey's answer to it starts with the model's
+    first word.
 
     It reads in the pauses (``hearing`` false: nobody speaking, nothing waiting for
-    transcription): on two cores the model's threads would otherwise take the cores the next
-    turn's transcription needs."""
+    transcription), and stops reading when someone speaks again (it goes on in the next pause):
+    on two cores the model's threads would otherwise take the cores the next turn's
+    transcription needs."""
     read: tuple[int, int] | None = None  # (session, turns) read last
     while True:
         await trio.sleep(period)
@@ -96,12 +104,14 @@ async def read_live_context_ahead(
         if read == (session, turns):
             continue
         try:
-            read = (session, await asker.read_ahead(session))
+            if not (questions() and await asker.read_question_ahead(session, stop=hearing)):
+                await asker.read_ahead(session, stop=hearing)
         except ModelNotInstalled:
-            read = (session, turns)  # no language model: nothing to read ahead with
+            pass  # no language model: nothing to read ahead with
         except BrainCueError as e:
             log.warning("reading the live conversation ahead failed: %s", e)
-            read = (session, turns)
+        # stopped by speech: read on in the next pause
+        read = None if hearing() else (session, turns)
 
 
 def gate_answer(store: Store, answer: Answer) -> Answer:

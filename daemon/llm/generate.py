@@ -12,6 +12,7 @@ used the model in between, so a question costs only its own tokens and its sourc
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import time
@@ -28,6 +29,7 @@ from daemon.errors import EngineError, ModelNotInstalled
 from daemon.worker import WorkerThread
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class ChatMessage(msgspec.Struct):
@@ -65,10 +67,15 @@ class Generator(Protocol):
 
     async def unload_if_idle(self) -> bool: ...
 
-    async def prefill(self, messages: Sequence[ChatMessage]) -> None:
+    async def prefill(
+        self, messages: Sequence[ChatMessage], *, stop: Callable[[], bool] | None = None
+    ) -> None:
         """Read ``messages`` — what later ``stream`` prompts begin with, the last one left
         open — ahead of time and keep the model's state for them, so that such a stream only
-        reads the rest, even when other work used the model in between."""
+        reads the rest, even when other work used the model in between. ``stop``, asked
+        between batches of :data:`PREFILL_BATCH` tokens, ends the reading early once it
+        holds; what was read stays, so reading the same messages again goes on from there
+        (unless other work used the model meanwhile)."""
         ...
 
     def close(self) -> None: ...
@@ -145,6 +152,7 @@ def split_tokens(text: str) -> list[str]:
 
 # -- llama.cpp ---------------------------------------------------------------------------------
 
+PREFILL_BATCH = 64  # tokens read between two looks at a prefill's ``stop`` (~0.5 s here)
 REPEAT_PENALTY = 1.1  # over the last 64 tokens: a small model's answer otherwise loops
 GRAMMAR_CANDIDATES = 128  # the likeliest tokens the JSON grammar is checked against
 
@@ -329,13 +337,24 @@ class LlamaGenerator:
             with self._working() as llm:
                 if self._prefix is not None and not _starts_with(llm, self._prefix.tokens):
                     _restore(llm, self._prefix)  # a generate read something else meanwhile
+                read_before = list(llm.input_ids[: llm.n_tokens])
+                began = time.perf_counter()
+                try:
+                    prompt_tokens = _prompt_tokens(llm, messages, whole=True)
+                except EngineError:  # no chat template: llama.cpp formats it its own way
+                    prompt_tokens = []
                 chunks = llm.create_chat_completion(
                     prompt, max_tokens=max_tokens, temperature=temperature, stream=True
                 )
+                first = True
                 try:
                     for chunk in chunks:
                         if cancelled.is_set():
                             return
+                        if first:
+                            first = False
+                            waited = time.perf_counter() - began
+                            _log_prompt_read(prompt_tokens, read_before, waited)
                         text = chunk["choices"][0]["delta"].get("content")
                         if text:
                             yield text
@@ -350,7 +369,9 @@ class LlamaGenerator:
             async for token in tokens:
                 yield token
 
-    async def prefill(self, messages: Sequence[ChatMessage]) -> None:
+    async def prefill(
+        self, messages: Sequence[ChatMessage], *, stop: Callable[[], bool] | None = None
+    ) -> None:
         def read() -> None:
             with self._working() as llm:
                 tokens = _prompt_tokens(llm, messages)
@@ -360,8 +381,8 @@ class LlamaGenerator:
                         _restore(llm, saved)
                     if len(tokens) == len(saved.tokens):
                         return
-                _evaluate(llm, tokens)
-                self._prefix = _PrefixState(tokens, _sequence_state(llm))
+                if _evaluate(llm, tokens, stop):
+                    self._prefix = _PrefixState(tokens, _sequence_state(llm))
 
         await self._worker.call(read)
 
@@ -398,6 +419,18 @@ class LlamaGenerator:
         self._worker.close()
 
 
+def _log_prompt_read(prompt: Sequence[int], read_before: Sequence[int], seconds: float) -> None:
+    """How much of a streamed prompt the model had read already, and how long the first token
+    took: where the wait for it goes."""
+    reused = 0
+    for have, want in zip(read_before, prompt, strict=False):
+        if have != want:
+            break
+        reused += 1
+    log.info("answer prompt of %d tokens, %d of them read before: the first token after %.2f s",
+             len(prompt), reused, seconds)
+
+
 def _as_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in messages]
 
@@ -412,9 +445,11 @@ class _PrefixState(msgspec.Struct, frozen=True):
     state: bytes  # llama.cpp's sequence state (its KV cache) after reading ``tokens``
 
 
-def _prompt_tokens(llm: Any, messages: Sequence[ChatMessage]) -> list[int]:
+def _prompt_tokens(llm: Any, messages: Sequence[ChatMessage], *, whole: bool = False
+                   ) -> list[int]:
     """The tokens a chat prompt beginning with ``messages`` (the last left open) starts with,
-    formatted by the model's own chat template as ``create_chat_completion`` formats it."""
+    formatted by the model's own chat template as ``create_chat_completion`` formats it;
+    ``whole``: the whole prompt of ``messages``, up to where the answer begins."""
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     template = llm.metadata.get("tokenizer.chat_template")
@@ -427,9 +462,9 @@ def _prompt_tokens(llm: Any, messages: Sequence[ChatMessage]) -> list[int]:
         bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
     )
     *done, last = _as_dicts(messages)
-    opened = [*done, {"role": last["role"], "content": last["content"] + _OPEN}]
+    opened = [*done, {"role": last["role"], "content": last["content"] + ("" if whole else _OPEN)}]
     result = formatter(messages=cast(Any, opened))
-    text = result.prompt[: result.prompt.index(_OPEN)]
+    text = result.prompt if whole else result.prompt[: result.prompt.index(_OPEN)]
     tokens: list[int] = llm.tokenize(text.encode(), add_bos=not result.added_special,
                                      special=True)
     return tokens
@@ -441,8 +476,10 @@ def _starts_with(llm: Any, tokens: Sequence[int]) -> bool:
     return bool(llm.n_tokens >= n and list(llm.input_ids[:n]) == list(tokens))
 
 
-def _evaluate(llm: Any, tokens: Sequence[int]) -> None:
-    """Make ``tokens`` the model's evaluated tokens, reading only what does not match already."""
+def _evaluate(llm: Any, tokens: Sequence[int], stop: Callable[[], bool] | None = None) -> bool:
+    """Make ``tokens`` the model's evaluated tokens, reading only what does not match already;
+    with ``stop``, in batches of :data:`PREFILL_BATCH`, until it holds. Returns whether all
+    were read."""
     import llama_cpp
 
     common = 0
@@ -452,7 +489,14 @@ def _evaluate(llm: Any, tokens: Sequence[int]) -> None:
         common += 1
     llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, common, -1)
     llm.n_tokens = common
-    llm.eval(tokens[common:])
+    if stop is None:
+        llm.eval(tokens[common:])
+        return True
+    for start in range(common, len(tokens), PREFILL_BATCH):
+        if stop():
+            return False
+        llm.eval(tokens[start: start + PREFILL_BATCH])
+    return True
 
 
 def _sequence_state(llm: Any) -> bytes:
@@ -492,7 +536,8 @@ class ScriptedGenerator:
     Each call takes the next response (or asks ``responses(messages)``): a string is the model's
     raw output (JSON for ``generate``), any other object is encoded to JSON first, and an
     exception instance is raised. ``calls`` records the messages of every call; ``streamed``
-    counts the tokens handed out by ``stream``; ``prefills`` records what was read ahead.
+    counts the tokens handed out by ``stream``; ``prefills`` records what was read ahead
+    (a prefill whose ``stop`` holds at once reads nothing: ``stopped_prefills``).
     """
 
     def __init__(
@@ -504,6 +549,7 @@ class ScriptedGenerator:
         self.calls: list[list[ChatMessage]] = []
         self.streamed = 0
         self.prefills: list[list[ChatMessage]] = []  # the messages of every prefill
+        self.stopped_prefills = 0
         self.unloads = 0
         self._loaded = False
         self._last_used = time.monotonic()
@@ -556,8 +602,13 @@ class ScriptedGenerator:
             self.streamed += 1
             yield token
 
-    async def prefill(self, messages: Sequence[ChatMessage]) -> None:
+    async def prefill(
+        self, messages: Sequence[ChatMessage], *, stop: Callable[[], bool] | None = None
+    ) -> None:
         await trio.lowlevel.checkpoint()
+        if stop is not None and stop():
+            self.stopped_prefills += 1  # stopped before it read a word
+            return
         self.prefills.append(list(messages))
 
     def unload(self) -> None:

@@ -22,6 +22,12 @@
    the final answer, quotes verified or marked, citations mapped to their sources. An answer
    that only restates the question (``grounding.echoes_question``) is replaced by the
    passages that match it, quoted and cited (``grounding.passages_answer``).
+
+During a call the model reads ahead: the conversation as it grows (``read_ahead``) and, when
+"them" just asked a question, everything its answer is made from (``read_question_ahead``:
+the sources recalled for it, the whole prompt), so that the hotkey's answer to it costs only
+the writing. An ask waits for a reading in progress (it may be of its own question) and uses
+what was read when its question, Space and session are the ones read for.
 """
 
 from __future__ import annotations
@@ -60,6 +66,7 @@ SourceHook = Callable[[str, Scope], Sequence[Source]]
 
 MEMORY_K = 3  # memories about the person, beside what was recalled
 STORY_OVERFETCH = 4  # how much deeper than k a story is looked for in the ranking
+QUESTION_AHEAD_TURNS = 3  # "them"'s question is read ahead while among the latest turns
 ANSWER_MAX_TOKENS = 320  # two to four sentences with citations, with room to spare
 
 
@@ -73,6 +80,24 @@ class Answer(msgspec.Struct, kw_only=True):
     nothing_found: bool = False
     cancelled: bool = False
     unverified: int = 0  # quotes marked as not found verbatim
+
+
+class _Plan(msgspec.Struct, kw_only=True):
+    """What an answer is made from before the model writes it: its sources (in ``answer``),
+    whether any is relevant, and the prompt (``opening``: what it shares with every question
+    asked in the same conversation)."""
+
+    answer: Answer
+    session_id: int | None  # the grounding session
+    turns: int  # how many turns it had
+    relevant: bool
+    opening: list[ChatMessage]
+    messages: list[ChatMessage]
+
+    def fits(self, question: str, space: str | None, session_id: int | None) -> bool:
+        """Whether it answers ``question`` asked in ``space`` (None: the session's)."""
+        return (question, session_id) == (self.answer.question, self.session_id) \
+            and space in (None, self.answer.space)
 
 
 class Asker:
@@ -99,6 +124,8 @@ class Asker:
         self._settings = settings
         self._recall = recall
         self._live_session = live_session
+        self._ahead: _Plan | None = None  # the answer to "them"'s last question, prepared
+        self._reading = trio.Lock()  # held by every ask and every reading ahead
 
     async def ask(
         self,
@@ -109,35 +136,35 @@ class Asker:
         on_token: Callable[[str], None] = lambda token: None,
         stop: trio.Event | None = None,
     ) -> Answer:
+        # a question being read ahead is read to the end first: it may be this one
+        async with self._reading:
+            return await self._ask(question, space, session, on_token, stop)
+
+    async def _ask(self, question: str | None, space: str | None, session: int | None,
+                   on_token: Callable[[str], None], stop: trio.Event | None) -> Answer:
         stop = trio.Event() if stop is None else stop
         grounding_id = session if session is not None else self._live_session()
         current = None if grounding_id is None else await self.store.run(
             lambda: self.store.get_session(grounding_id))
         turns = [] if current is None else await self.store.run(self.store.turns, current.id)
         asked = _question(question, current, turns)
-        where = await self._space(space, current)
-        activity = current.activity if current is not None else (where.activity if where else "")
-        framing = grounding.framing_for(activity)
-        settings = self._settings()
-        scope = Scope(space_id=None if where is None else where.id,
-                      person_memory=settings.memory_enabled)
-        recent = turns[grounding.context_window(len(turns)):]
-        sources, forced = await self.store.run(
-            lambda: self._gather(asked, scope, framing, settings, current, recent))
-        answer = Answer(question=asked, text="", citations=[], sources=sources, framing=framing,
-                        space=None if where is None else where.name)
-        if not grounding.relevant(asked, sources, always=forced):
+        ahead = self._ahead
+        plan = ahead if ahead is not None and ahead.fits(asked, space, grounding_id) else None
+        if plan is None:
+            plan = await self._plan(asked, space, current, turns)
+        answer = plan.answer
+        if not plan.relevant:
             text = grounding.dont_know(answer.space)
             on_token(text)
             return msgspec.structs.replace(answer, text=text, nothing_found=True)
         if stop.is_set():
             return msgspec.structs.replace(answer, cancelled=True)
-        messages = grounding.build_prompt(framing, asked, sources)
         generator = self._generator()
-        context = next((s for s in sources if s.kind == "context"), None)
-        await _read_ahead(generator, grounding.prompt_prefix(framing, context))
-        raw = await _stream(generator, messages, on_token, stop)
+        if plan is not ahead:  # (a question read ahead is in the model's state already)
+            await _read_ahead(generator, plan.opening)
+        raw = await _stream(generator, plan.messages, on_token, stop)
         # what came before a stop is checked too: it is shown as the answer so far
+        sources = answer.sources
         checked = grounding.check_answer(raw, sources, asked)
         if not stop.is_set() and grounding.echoes_question(checked.text, asked):
             # the model only restated the question: the passages that match it say more
@@ -150,11 +177,59 @@ class Asker:
         return msgspec.structs.replace(answer, text=checked.text, citations=checked.citations,
                                        unverified=checked.unverified, cancelled=stop.is_set())
 
-    async def read_ahead(self, session_id: int) -> int:
+    async def _plan(self, asked: str, space: str | None, current: Session | None,
+                    turns: Sequence[Turn]) -> _Plan:
+        """Everything an answer to ``asked`` is made from but the model's writing."""
+        where = await self._space(space, current)
+        activity = current.activity if current is not None else (where.activity if where else "")
+        framing = grounding.framing_for(activity)
+        settings = self._settings()
+        scope = Scope(space_id=None if where is None else where.id,
+                      person_memory=settings.memory_enabled)
+        recent = turns[grounding.context_window(len(turns)):]
+        sources, forced = await self.store.run(
+            lambda: self._gather(asked, scope, framing, settings, current, recent))
+        answer = Answer(question=asked, text="", citations=[], sources=sources, framing=framing,
+                        space=None if where is None else where.name)
+        context = next((s for s in sources if s.kind == "context"), None)
+        return _Plan(answer=answer, session_id=None if current is None else current.id,
+                     turns=len(turns),
+                     relevant=grounding.relevant(asked, sources, always=forced),
+                     opening=grounding.prompt_prefix(framing, context),
+                     messages=grounding.build_prompt(framing, asked, sources))
+
+    async def read_question_ahead(
+        self, session_id: int, *, stop: Callable[[], bool] | None = None
+    ) -> bool:
+        """When "them" asked a question among the latest turns of session ``session_id`` (the
+        hotkey's question), prepare its answer — recall its sources and have the model read
+        the whole prompt, until ``stop`` holds — so that asking it costs only the model's
+        writing; returns whether there was such a question. The prompt opens with the
+        conversation so far, so this also reads the conversation ahead (:meth:`read_ahead`).
+        Called again, it goes on reading where a stop left it."""
+        current = await self.store.run(lambda: self.store.get_session(session_id))
+        turns = await self.store.run(lambda: self.store.turns(current.id))
+        heard = grounding.last_question(
+            [Said(t.speaker, t.text) for t in turns[-QUESTION_AHEAD_TURNS:]])
+        if heard is None:
+            return False
+        async with self._reading:  # (an ask waits, then uses it)
+            plan = self._ahead
+            if plan is None or not plan.fits(heard.text, None, session_id) \
+                    or plan.turns != len(turns):
+                plan = self._ahead = await self._plan(heard.text, None, current, turns)
+            # nothing relevant recalled: the answer needs no model, a typed question the opening
+            await _read_ahead(self._generator(), plan.messages if plan.relevant else plan.opening,
+                              stop)
+        return True
+
+    async def read_ahead(self, session_id: int, *, stop: Callable[[], bool] | None = None
+                         ) -> int:
         """Have the model read what every question asked in session ``session_id`` now would
-        begin with — the instructions and the conversation so far — so that a question costs
-        only its own tokens and its sources; returns how many turns that was. Keeps the model
-        loaded (it is used), which is the point while a session is live."""
+        begin with — the instructions and the conversation so far, until ``stop`` holds — so
+        that a question costs only its own tokens and its sources; returns how many turns that
+        was. Keeps the model loaded (it is used), which is the point while a session is
+        live."""
         current = await self.store.run(lambda: self.store.get_session(session_id))
         turns = await self.store.run(lambda: self.store.turns(current.id))
         where = await self._space(None, current)
@@ -162,7 +237,8 @@ class Asker:
         recent = turns[grounding.context_window(len(turns)):]
         context = None if not recent else msgspec.structs.replace(
             _context(current, recent, live=current.status == "live"), n=1)
-        await _read_ahead(self._generator(), grounding.prompt_prefix(framing, context))
+        async with self._reading:  # never between an ask's reading and its writing
+            await _read_ahead(self._generator(), grounding.prompt_prefix(framing, context), stop)
         return len(turns)
 
     async def _space(self, name: str | None, current: Session | None) -> Space | None:
@@ -345,10 +421,12 @@ def _clipped(text: str) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-async def _read_ahead(generator: Generator, messages: Sequence[ChatMessage]) -> None:
-    """Prefill ``messages``; a model that cannot only makes the answer slower, never fail it."""
+async def _read_ahead(generator: Generator, messages: Sequence[ChatMessage],
+                      stop: Callable[[], bool] | None = None) -> None:
+    """Prefill ``messages`` (until ``stop`` holds); a model that cannot only makes the answer
+    slower, never fail it."""
     try:
-        await generator.prefill(messages)
+        await generator.prefill(messages, stop=stop)
     except EngineError as e:
         log.warning("could not read the prompt's opening ahead: %s", e)
 

@@ -68,9 +68,11 @@ class BehindLive:
                                              temperature=temperature):
             yield token
 
-    async def prefill(self, messages: Sequence[ChatMessage]) -> None:
+    async def prefill(
+        self, messages: Sequence[ChatMessage], *, stop: Callable[[], bool] | None = None
+    ) -> None:
         await self._wait()
-        await self.inner.prefill(messages)
+        await self.inner.prefill(messages, stop=stop)
 
     def unload(self) -> None:
         self.inner.unload()
