@@ -36,12 +36,12 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import default_models_dir, machine
+from bench.wer import word_error_rate
 from daemon.asr import WhisperTranscriber
 from daemon.asr.level import speech_level_db
 from daemon.audio import load_audio
 from daemon.audio.format import SAMPLE_RATE
 from daemon.models.registry import model_path
-from tests.wer import word_error_rate
 
 SHARED_AUDIO = Path(__file__).resolve().parents[2] / "shared" / "audio"  # the data beside us
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.common import machine
+from bench.wer import word_error_rate
 from daemon.audio.testing import ME_SINK, THEM_SINK, PulseServer, speak
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
@@ -62,7 +63,6 @@ from daemon.ipc.protocol import (
     TurnEvent,
 )
 from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
-from tests.wer import word_error_rate
 
 PAUSE_S = 0.8
 SCRIPT = [
@@ -317,7 +317,7 @@ def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
 
 
 def wav_seconds(path: Path) -> float:
-    with wave.open(str(path)) as w:
+    with wave.open(str(path), "rb") as w:
         return w.getnframes() / w.getframerate()
 
 

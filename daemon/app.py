@@ -59,10 +59,11 @@ from daemon.handlers import store as store_requests
 from daemon.handlers import voices as voices_requests
 from daemon.handlers.context import Context
 from daemon.ipc.dispatch import Handlers
-from daemon.ipc.protocol import Event, LiveStatus, StatusEvent
+from daemon.ipc.protocol import Event, StatusEvent
 from daemon.ipc.runtime import profile_lock
 from daemon.ipc.server import IpcServer, serve_ipc
 from daemon.live.actor import Live
+from daemon.live.records import LiveState
 from daemon.store.store import Store
 
 log = logging.getLogger("braincue")
@@ -150,7 +151,7 @@ class Daemon:
     def capture_state(self) -> str:
         return "off" if self.live is None else self.live.capture_state()
 
-    def live_status(self) -> LiveStatus | None:
+    def live_status(self) -> LiveState | None:
         return None if self.live is None else self.live.status()
 
     async def counts(self) -> dict[str, int]:
@@ -174,7 +175,7 @@ async def vectors_catch_up(daemon: Context) -> None:
     """Embed what was stored without a vector (no model then, a failure, a model change)."""
 
     async def catch_up() -> None:
-        embed = partial(daemon.store.embed_pending, EMBED_BATCH_ON_START,
+        embed = partial(daemon.store.index.embed_pending, EMBED_BATCH_ON_START,
                         should_stop=daemon.stopping.is_set)
         try:
             written = await daemon.store.run(embed)

@@ -173,7 +173,7 @@ def test_sealed_vector_indexes_hold_no_vector_in_the_clear(tmp_path: Path) -> No
     assert plain[:16] not in sealed
     again = Store(tmp_path, CountingEmbedder(), key=key)
     try:
-        assert again.vector_count("turn") == 2
+        assert again.index.count("turn") == 2
     finally:
         again.close()
 
@@ -249,7 +249,7 @@ def test_security_rekey_moves_the_database_and_its_backups_to_a_new_key(short_ho
         connect(b.path, new, flags=apsw.SQLITE_OPEN_READONLY).close()
     again = Store.open(paths, CountingEmbedder())
     try:
-        assert again.counts()["turns"] == 1 and again.vector_count("turn") == 1
+        assert again.counts()["turns"] == 1 and again.index.count("turn") == 1
     finally:
         again.close()
 

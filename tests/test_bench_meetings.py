@@ -5,7 +5,6 @@ from __future__ import annotations
 from bench.meetings import (
     StoredAssertion,
     archive_sections,
-    copied_run,
     decided_text,
     decision_coverage,
     decision_queries,
@@ -13,6 +12,7 @@ from bench.meetings import (
     rouge,
 )
 from daemon.memory.archive import FORMATS
+from daemon.memory.validate import copied_run
 
 ARCHIVE = """Topic: remote control design
 Summary: The team chose a curved case. Part 1 of 3 of the transcript.

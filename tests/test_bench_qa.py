@@ -29,7 +29,8 @@ def test_rouge_uses_stemming_and_citations_are_not_scored() -> None:
 
 
 def test_a_search_hits_when_a_gold_turn_is_among_its_results_turns() -> None:
-    assert span_scores([["m:1", "m:2"], ["m:9"]], ["m:2", "m:3"]) == (True, pytest.approx(1 / 3))
+    hit, share = span_scores([["m:1", "m:2"], ["m:9"]], ["m:2", "m:3"])
+    assert hit and share == pytest.approx(1 / 3)
     assert span_scores([["m:1"]], ["m:2"]) == (False, 0.0)
     assert span_scores([], ["m:2"]) == (False, 0.0)
 

@@ -18,8 +18,8 @@ import soundfile
 import trio
 import trio.testing
 from click.testing import CliRunner
-from wer import word_error_rate
 
+from bench.wer import word_error_rate
 from clients.cli.audio import format_segment, format_timestamp
 from clients.shell import cli
 from daemon.asr import ScriptedTranscriber, Segment, WhisperTranscriber

@@ -14,8 +14,8 @@ import msgspec
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from wer import word_error_rate
 
+from bench.wer import word_error_rate
 from clients.shell import cli
 from daemon.asr import WhisperTranscriber
 from daemon.audio import load_audio

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import trio
 from click.testing import CliRunner
-from wer import word_error_rate
 
+from bench.wer import word_error_rate
 from clients.shell import cli
 from daemon.app import Daemon, serve
 from daemon.config import Config

@@ -36,11 +36,6 @@ STORE_HELPERS = {
     "daemon.llm.embed": "the Embedder protocol",
 }
 
-# Imports that break the direction and are still to be mended, each with why it is still there.
-NOT_YET: dict[tuple[str, str], str] = {
-    ("daemon.live.actor", "daemon.ipc.protocol"): "live capture still takes and returns wire types",
-    ("daemon.live.actor", "daemon.handlers.wire"): "live capture still builds its CarriedForward event",
-}
 
 Graph = Mapping[str, Mapping[str, int]]  # module -> {imported module: line}
 
@@ -148,12 +143,7 @@ def cycles(graph: Graph) -> list[list[str]]:
 
 
 def test_the_daemon_imports_in_one_direction() -> None:
-    graph = import_graph(ROOT)
-    assert forbidden({module: {target: line for target, line in imported.items()
-                               if (module, target) not in NOT_YET}
-                      for module, imported in graph.items()}) == []
-    for module, target in NOT_YET:
-        assert target in graph.get(module, {}), f"mended: drop {module} -> {target} from NOT_YET"
+    assert forbidden(import_graph(ROOT)) == []
 
 
 def test_the_daemon_has_no_import_cycle() -> None:

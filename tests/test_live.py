@@ -22,18 +22,18 @@ from daemon.audio.capture import BLOCK, Block, Source
 from daemon.audio.format import SAMPLE_RATE
 from daemon.config import Settings
 from daemon.errors import AudioError, InvalidInput, NotFound
-from daemon.ipc.protocol import (
-    Event,
-    ImportAudio,
-    ImportProgress,
-    SessionEnded,
-    SessionStarted,
-    Start,
-    StatusEvent,
-    TurnEvent,
-)
 from daemon.live.actor import Live
 from daemon.live.pipeline import Heard, UtteranceQueue
+from daemon.live.records import (
+    Began,
+    CaptureChanged,
+    Ended,
+    ImportedSoFar,
+    ImportOptions,
+    LiveEvent,
+    StartOptions,
+)
+from daemon.store.records import Turn
 from daemon.store.store import Store
 
 T0 = 1_785_000_000.0
@@ -101,7 +101,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 
 class Rig:
-    def __init__(self, live: Live, events: list[Event], transcriber: ScriptedTranscriber) -> None:
+    def __init__(self, live: Live, events: list[LiveEvent], transcriber: ScriptedTranscriber) -> None:
         self.live = live
         self.events = events
         self.transcriber = transcriber
@@ -131,7 +131,7 @@ class Rig:
 async def running(store: Store, *, settings: Settings | None = None,
                   transcriber: ScriptedTranscriber | None = None, **kwargs: Any,
                   ) -> AsyncIterator[Rig]:
-    events: list[Event] = []
+    events: list[LiveEvent] = []
     transcriber = transcriber or ScriptedTranscriber(recognise)
     current = settings or Settings(auto_start=False)
     live = Live(store, lambda: current, Path("/nonexistent-models"), events.append,
@@ -163,7 +163,7 @@ async def test_a_dialogue_becomes_turns_labelled_me_and_them_in_session_time(
     autojump_clock: trio.testing.MockClock, store: Store
 ) -> None:
     async with running(store) as rig:
-        started = await rig.live.start(Start(title="weekly"))
+        started = await rig.live.start(StartOptions(title="weekly"))
         mic, loop = dialogue(("mic", 220), ("loopback", 330), ("mic", 440), ("loopback", 550))
         await rig.play(mic, loop)
         stopped = await rig.live.stop()
@@ -181,9 +181,9 @@ async def test_a_dialogue_becomes_turns_labelled_me_and_them_in_session_time(
         assert turn.end == pytest.approx(turn.start + 1.5, abs=0.4)
     assert [t.start for t in turns] == sorted(t.start for t in turns)
 
-    assert [e.text for e in rig.of(TurnEvent)] == [t.text for t in turns]
-    assert [e.session_id for e in rig.of(SessionStarted)] == [started.session_id]
-    [ended] = rig.of(SessionEnded)
+    assert [e.text for e in rig.of(Turn)] == [t.text for t in turns]
+    assert [e.session_id for e in rig.of(Began)] == [started.session_id]
+    [ended] = rig.of(Ended)
     assert ended.session_id == stopped.session_id == started.session_id
     assert ended.gist == WORDS[550]  # the turn with the most content words
     assert ended.space is None
@@ -196,7 +196,7 @@ async def test_stop_keeps_the_words_being_said_at_that_moment(
     autojump_clock: trio.testing.MockClock, store: Store
 ) -> None:
     async with running(store) as rig:
-        started = await rig.live.start(Start())
+        started = await rig.live.start(StartOptions())
         await rig.play(mic=tone(1.0, 440))  # no pause after it: still talking at the stop
         await rig.live.stop()
     assert [t.text for t in store.turns(started.session_id)] == [WORDS[440]]
@@ -206,7 +206,7 @@ async def test_silence_and_noise_give_no_turn_and_phantoms_are_dropped(
     autojump_clock: trio.testing.MockClock, store: Store
 ) -> None:
     async with running(store) as rig:
-        started = await rig.live.start(Start())
+        started = await rig.live.start(StartOptions())
         await rig.play(mic=silence(60), loopback=silence(60))
         await rig.play(mic=noise(60, rms=0.003), loopback=noise(60, rms=0.003))
         # a loud click train the VAD takes for speech: whisper's "Thank you." is dropped
@@ -214,7 +214,7 @@ async def test_silence_and_noise_give_no_turn_and_phantoms_are_dropped(
         await rig.live.stop()
     assert store.turns(started.session_id) == []
     assert rig.live.phantoms == 1
-    assert rig.of(TurnEvent) == []
+    assert rig.of(Turn) == []
 
 
 async def test_a_monologue_is_stored_piece_by_piece_while_it_goes_on(
@@ -224,7 +224,7 @@ async def test_a_monologue_is_stored_piece_by_piece_while_it_goes_on(
     talk = np.concatenate([np.concatenate([tone(2.25, 220), tone(0.25, 220, amplitude=0.001)])
                            for _ in range(12)])
     async with running(store) as rig:
-        started = await rig.live.start(Start())
+        started = await rig.live.start(StartOptions())
         await rig.play(mic=talk[: 12 * SAMPLE_RATE])
         first = store.turns(started.session_id)  # 12 s in, still talking
         await rig.play(mic=np.concatenate([talk[12 * SAMPLE_RATE :], silence(2)]))
@@ -239,14 +239,14 @@ async def test_a_quiet_source_is_still_heard_and_the_user_told_once(
     autojump_clock: trio.testing.MockClock, store: Store
 ) -> None:
     async with running(store) as rig:
-        started = await rig.live.start(Start())
+        started = await rig.live.start(StartOptions())
         soft = np.concatenate([tone(1.5, 220, amplitude=0.002), silence(2)])  # -54 dBFS peaks
         await rig.play(mic=np.concatenate([soft, soft]), loopback=np.concatenate(
             [tone(1.5, 330), silence(2)]))
         await rig.live.stop()
     assert [t.text for t in store.turns(started.session_id)] == [WORDS[220], WORDS[330],
                                                                  WORDS[220]]
-    notes = [e.message for e in rig.of(StatusEvent) if "quiet" in e.message]
+    notes = [e.message for e in rig.of(CaptureChanged) if "quiet" in e.message]
     assert len(notes) == 1 and notes[0].startswith("mic input is very quiet")
 
 
@@ -274,14 +274,14 @@ async def test_speech_on_both_sources_starts_a_session_that_holds_its_first_word
         assert session.status == "live"
         assert session.started_at == pytest.approx(t_first, abs=0.3)
         assert [t.text for t in store.turns(session.id)] == [WORDS[220], WORDS[330]]
-        assert [e.session_id for e in rig.of(SessionStarted)] == [session.id]
+        assert [e.session_id for e in rig.of(Began)] == [session.id]
 
         last_speech = session.started_at + store.turns(session.id)[-1].end
         await trio.sleep(61)  # a minute of silence (no audio at all)
         ended = store.get_session(session.id)
         assert ended.status == "ended"
         assert ended.ended_at == pytest.approx(last_speech)
-        [prompt] = rig.of(SessionEnded)
+        [prompt] = rig.of(Ended)
         assert prompt.session_id == session.id
         assert prompt.gist == WORDS[220]  # as content-rich as the other: the earlier wins
 
@@ -299,7 +299,7 @@ async def test_after_a_stop_the_same_conversation_does_not_start_again(
     autojump_clock: trio.testing.MockClock, store: Store
 ) -> None:
     async with running(store, settings=Settings(auto_start=True)) as rig:
-        await rig.live.start(Start())
+        await rig.live.start(StartOptions())
         await rig.live.stop()
         mic, loop = dialogue(("mic", 220), ("loopback", 330))
         await rig.play(mic, loop)
@@ -311,7 +311,7 @@ async def test_a_backlog_is_reported_and_old_blocks_are_dropped_not_capture_bloc
 ) -> None:
     slow = SlowTranscriber(seconds=20.0)
     async with running(store, transcriber=slow, block_backlog=10, queue_capacity=2) as rig:
-        await rig.live.start(Start())
+        await rig.live.start(StartOptions())
         turns = [("mic", 220), ("loopback", 330)] * 4
         mic, loop = dialogue(*turns, talk=1.0, pause=0.8)
         await rig.play(mic, loop)  # returns: feeding never waited for transcription
@@ -331,7 +331,7 @@ async def test_status_says_where_the_time_from_speech_to_turn_goes_and_when_it_i
 ) -> None:
     slow = SlowTranscriber(seconds=0.4)
     async with running(store, transcriber=slow) as rig:
-        await rig.live.start(Start())
+        await rig.live.start(StartOptions())
         assert not rig.live.hearing()
         mic, loop = dialogue(("mic", 220), ("loopback", 330), talk=1.5, pause=3.0, tail=0)
         async with trio.open_nursery() as nursery:
@@ -379,18 +379,18 @@ async def test_start_says_what_survives_and_an_interview_needs_a_space(
     space = store.create_space("Acme", activity="job")
     async with running(store) as rig:
         with pytest.raises(InvalidInput, match="needs a Space"):
-            await rig.live.start(Start(activity="job"))
+            await rig.live.start(StartOptions(activity="job"))
         with pytest.raises(NotFound):
-            await rig.live.start(Start(space="Nowhere"))
+            await rig.live.start(StartOptions(space="Nowhere"))
         assert store.list_sessions() == []
 
-        plain = await rig.live.start(Start(title="chat"))
+        plain = await rig.live.start(StartOptions(title="chat"))
         assert plain.message == (f"session {plain.session_id} started: nothing is summarised "
                                  "or remembered — pick a Space for that")
         assert plain.activity == "meeting" and plain.space is None
 
         # starting again gives the live session a Space (and the Space's kind)
-        filed = await rig.live.start(Start(space="acme"))
+        filed = await rig.live.start(StartOptions(space="acme"))
         assert filed.session_id == plain.session_id
         assert filed.message.endswith("a summary and memory suggestions will be filed into Acme")
         assert "continues" in filed.message
@@ -401,7 +401,7 @@ async def test_start_says_what_survives_and_an_interview_needs_a_space(
         with pytest.raises(InvalidInput, match="no session is live"):
             await rig.live.stop()
 
-        interview = await rig.live.start(Start(space="Acme", title="round 2"))
+        interview = await rig.live.start(StartOptions(space="Acme", title="round 2"))
         assert interview.activity == "job"
         assert "filed into Acme" in interview.message
 
@@ -436,9 +436,9 @@ async def test_import_of_a_mono_file_is_one_speaker_with_progress(
     audio = np.concatenate([silence(1), tone(2, 220), silence(1.5), tone(2, 440), silence(1)])
     path = _write(tmp_path / "memo.wav", audio)
     async with running(store) as rig:
-        events: list[Event] = []
+        progress: list[ImportedSoFar] = []
         reply = await rig.live.import_audio(
-            ImportAudio(id="r1", path=str(path), started_at=T0 - 3600), events.append)
+            ImportOptions(path=path, started_at=T0 - 3600), progress.append)
     turns = store.turns(reply.session_id)
     assert [(t.speaker, t.source, t.text) for t in turns] == [
         ("me", "import", WORDS[220]), ("me", "import", WORDS[440])]
@@ -449,12 +449,10 @@ async def test_import_of_a_mono_file_is_one_speaker_with_progress(
     assert session.started_at == T0 - 3600
     assert reply.turns == 2 and reply.duration_s == pytest.approx(7.5, abs=0.01)
     assert "nothing is summarised" in reply.message
-    progress = [e for e in events if isinstance(e, ImportProgress)]
     assert [p.done_s for p in progress] == sorted(p.done_s for p in progress)
     assert progress[-1].done_s == progress[-1].total_s and progress[-1].turns == 2
-    assert all(p.request_id == "r1" for p in progress)
-    [ended] = [e for e in events if isinstance(e, SessionEnded)]
-    assert ended.session_id == reply.session_id
+    [ended] = rig.of(Ended)
+    assert (ended.session_id, ended.turns, ended.speakers) == (reply.session_id, 2, ["me"])
 
 
 async def test_import_of_a_stereo_file_takes_left_as_me_and_right_as_them(
@@ -466,7 +464,7 @@ async def test_import_of_a_stereo_file_takes_left_as_me_and_right_as_them(
     store.create_space("Atlas")
     async with running(store) as rig:
         reply = await rig.live.import_audio(
-            ImportAudio(path=str(path), stereo=True, space="Atlas", title="Atlas sync"),
+            ImportOptions(path=path, stereo=True, space="Atlas", title="Atlas sync"),
             lambda e: None)
         assert [(t.speaker, t.text) for t in store.turns(reply.session_id)] == [
             ("me", WORDS[220]), ("them", WORDS[330])]
@@ -475,15 +473,15 @@ async def test_import_of_a_stereo_file_takes_left_as_me_and_right_as_them(
 
         mono = _write(tmp_path / "mono.wav", left)
         with pytest.raises(InvalidInput, match="two channels"):
-            await rig.live.import_audio(ImportAudio(path=str(mono), stereo=True), lambda e: None)
+            await rig.live.import_audio(ImportOptions(path=mono, stereo=True), lambda e: None)
         with pytest.raises(InvalidInput, match="not absolute"):
-            await rig.live.import_audio(ImportAudio(path="call.flac"), lambda e: None)
+            await rig.live.import_audio(ImportOptions(path=Path("call.flac")), lambda e: None)
         with pytest.raises(InvalidInput, match="needs a Space"):
-            await rig.live.import_audio(ImportAudio(path=str(mono), activity="job"),
+            await rig.live.import_audio(ImportOptions(path=mono, activity="job"),
                                         lambda e: None)
         (tmp_path / "notes.wav").write_text("not audio")
         with pytest.raises(AudioError, match="cannot read audio file"):
-            await rig.live.import_audio(ImportAudio(path=str(tmp_path / "notes.wav")),
+            await rig.live.import_audio(ImportOptions(path=tmp_path / "notes.wav"),
                                         lambda e: None)
     assert len(store.list_sessions()) == 1  # refused imports leave nothing behind
 
@@ -491,10 +489,8 @@ async def test_import_of_a_stereo_file_takes_left_as_me_and_right_as_them(
 async def test_pausing_cuts_what_is_being_said_and_reports_paused(
     autojump_clock: trio.testing.MockClock, store: Store
 ) -> None:
-    from daemon.ipc.protocol import StatusEvent
-
     async with running(store) as rig:
-        started = await rig.live.start(Start())
+        started = await rig.live.start(StartOptions())
         await rig.play(mic=tone(1.0, 220))  # still talking when the pause comes
         await rig.live.pause(True)
         await rig.live.stop()
@@ -503,8 +499,8 @@ async def test_pausing_cuts_what_is_being_said_and_reports_paused(
         assert {s.state for s in rig.live.status().sources.values()} == {"paused"}
         await rig.live.pause(False)
         assert rig.live.capture_state() == "off"  # this rig has no capture threads
-    assert [e.message for e in rig.of(StatusEvent)] == ["listening paused", "listening again"]
-    assert [e.capture for e in rig.of(StatusEvent)] == ["paused", "off"]
+    assert [e.message for e in rig.of(CaptureChanged)] == ["listening paused", "listening again"]
+    assert [e.capture for e in rig.of(CaptureChanged)] == ["paused", "off"]
 
 
 async def test_turns_the_store_refuses_are_held_and_saved_in_order_once_it_can(
@@ -522,7 +518,7 @@ async def test_turns_the_store_refuses_are_held_and_saved_in_order_once_it_can(
 
     monkeypatch.setattr(store, "append_turns", append_unless_full)
     async with running(store) as rig:
-        started = await rig.live.start(Start())
+        started = await rig.live.start(StartOptions())
         await rig.play(mic=np.concatenate([tone(1.5, 220), silence(1.0)]))
         disk_full = True
         await rig.play(loopback=np.concatenate([tone(1.5, 330), silence(1.0)]))
@@ -536,11 +532,11 @@ async def test_turns_the_store_refuses_are_held_and_saved_in_order_once_it_can(
         ("me", WORDS[220]), ("them", WORDS[330]), ("me", WORDS[440]), ("them", WORDS[550])
     ]
     assert [t.start for t in turns] == sorted(t.start for t in turns)
-    messages = [e.message for e in rig.of(StatusEvent)]
+    messages = [e.message for e in rig.of(CaptureChanged)]
     assert messages[0] == ("what is heard is not saved yet: the disk is full"
                            " — free some disk space and try again")
     assert "2 held turn(s) saved" in messages
-    assert [e.text for e in rig.of(TurnEvent)] == [t.text for t in turns]
+    assert [e.text for e in rig.of(Turn)] == [t.text for t in turns]
     assert rig.live.pipeline is not None and rig.live.pipeline.failed == 0
 
 
@@ -559,7 +555,7 @@ async def test_turns_held_at_a_stop_are_saved_by_it(
 
     monkeypatch.setattr(store, "append_turns", flaky_append)
     async with running(store) as rig:
-        started = await rig.live.start(Start())
+        started = await rig.live.start(StartOptions())
         await rig.play(mic=np.concatenate([tone(1.5, 220), silence(1.0)]))
         await rig.live.stop()
     assert [t.text for t in store.turns(started.session_id)] == [WORDS[220]]

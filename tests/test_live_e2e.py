@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 import pytest
 from click.testing import CliRunner
-from wer import word_error_rate
 
+from bench.wer import word_error_rate
 from clients.shell import cli
 from daemon.audio.testing import ME_SINK, THEM_SINK, PulseServer, noise_wav, speak
 from daemon.ipc.client import Client

@@ -663,7 +663,7 @@ async def test_an_embedding_model_change_drops_memories_until_re_embedded(
     changed = World(tmp_path / "profile", clock, CountingEmbedder(model_id="another-model"))
     try:
         assert changed.recall(PREFERS, atlas) == []  # no mis-ranking with a stale vector
-        changed.store.embed_pending()
+        changed.store.index.embed_pending()
         assert changed.recall(PREFERS, atlas) == [PREFERENCE["text"]]
     finally:
         changed.store.close()

@@ -320,8 +320,8 @@ def test_each_turn_is_embedded_once_under_its_context_header(tmp_path: Path) -> 
     store.end_session(session.id)
 
     stored = store.turns(session.id)
-    assert store.vector_count("turn") == len(stored) == 12
-    assert store.embed_pending() == 0
+    assert store.index.count("turn") == len(stored) == 12
+    assert store.index.embed_pending() == 0
     view = "[2026-07-25 | transcript | standup | Ann, Ben | Ben @ 03:15]\nBen: update number 3 "
     assert view + "x" * 150 in embedder.texts
     # a chunk's first turn alone reads exactly like its turn view: that text is embedded twice
@@ -346,10 +346,10 @@ def test_a_chunk_is_found_by_its_best_turn(tmp_path: Path) -> None:
     hits = store.vector_turns("heron nest river eggs", scope, limit=5)
 
     assert hits[0].id == chunk.id
-    turn_vector = store.embed_query(
+    turn_vector = store.index.embed_query(
         f"{chunk.header.rsplit(' | ', 1)[0]} | me @ 00:20]\n"
         "me: The heron nest by the river has three eggs.")
-    query_vector = store.embed_query("heron nest river eggs")
+    query_vector = store.index.embed_query("heron nest river eggs")
     assert turn_vector is not None and query_vector is not None
     assert hits[0].score == pytest.approx(float(turn_vector @ query_vector), abs=1e-5)
     assert [h.id for h in store.vector_turns("heron nest river eggs", Scope(), limit=5)] == []
@@ -358,12 +358,12 @@ def test_a_chunk_is_found_by_its_best_turn(tmp_path: Path) -> None:
 def test_deleting_a_session_deletes_its_turn_vectors(tmp_path: Path) -> None:
     store = open_store(tmp_path)
     session_id = recorded_session(store, ["one turn", "another turn", "a third"])
-    assert store.vector_count("turn") == 3
+    assert store.index.count("turn") == 3
 
     deleted = store.delete_session(session_id)
 
     assert deleted.vectors == 3 + 1  # three turns and one chunk
-    assert store.vector_count("turn") == 0
+    assert store.index.count("turn") == 0
     rows = store.db.read(lambda c: c.execute("SELECT count(*) FROM embeddings").fetchone())
     assert rows == (0,)
 

@@ -243,11 +243,11 @@ def test_turns_survive_an_embedding_failure_and_embed_pending_catches_up(
     store.append_turns(session.id, turns(*(sentence(i) for i in range(40))))
     store.end_session(session.id)
     assert len(store.turns(session.id)) == 40
-    assert store.vector_count("chunk") == 0
+    assert store.index.count("chunk") == 0
     assert store.fts_chunks("quarterly", Scope())
     embedder.failing = False
-    assert store.embed_pending() == len(store.chunks(session_id=session.id)) + 40  # + turns
-    assert store.embed_pending() == 0
+    assert store.index.embed_pending() == len(store.chunks(session_id=session.id)) + 40  # + turns
+    assert store.index.embed_pending() == 0
     assert store.vector_chunks("quarterly numbers board", Scope())
     assert store.vector_turns("quarterly numbers board", Scope())
 
@@ -410,4 +410,4 @@ def test_reopening_keeps_everything(tmp_path: Path) -> None:
     with open_store(tmp_path / "p", clock=clock) as again:
         assert [t.text for t in again.turns(session_id)] == ["persistent ibis"]
         assert again.fts_chunks("ibis", Scope())
-        assert again.vector_count("chunk") == 1
+        assert again.index.count("chunk") == 1

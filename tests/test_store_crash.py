@@ -61,7 +61,7 @@ def test_committed_turns_survive_sigkill(tmp_path: Path, caplog: pytest.LogCaptu
         in_db = store.db.read(
             lambda c: c.execute("SELECT count(*) FROM embeddings WHERE owner_kind = 'chunk'").get
         )
-        assert store.vector_count("chunk") == in_db > 0
+        assert store.index.count("chunk") == in_db > 0
 
         last = turns[-1]
         hits = store.fts_chunks(last.text.split()[0], Scope())
@@ -70,5 +70,5 @@ def test_committed_turns_survive_sigkill(tmp_path: Path, caplog: pytest.LogCaptu
         chunks = store.chunks(session_id=session_id)
         assert [c.closed for c in chunks] == [True] * (len(chunks) - 1) + [False]
 
-        store.embed_pending()
+        store.index.embed_pending()
         assert store.vector_chunks(last.text, Scope(), limit=len(chunks))

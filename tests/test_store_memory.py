@@ -575,7 +575,7 @@ def test_delete_all_empties_the_profile(store: Store, tmp_path: Path) -> None:
         "assertions_fts",
     ):
         assert store.db.read(lambda c, t=table: c.execute(f"SELECT count(*) FROM {t}").get) == 0  # type: ignore[misc]
-    assert store.vector_count("chunk") == store.vector_count("assertion") == 0
+    assert store.index.count("chunk") == store.index.count("assertion") == 0
     assert store.fts_chunks("shearwater", Scope()) == []
     store.create_space("A")  # usable again
 

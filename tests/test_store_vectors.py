@@ -87,7 +87,7 @@ def test_a_missing_or_damaged_index_is_rebuilt_with_a_log_line(
         chunks = fill(store)
     damage(data_dir / "vectors-chunk.usearch")  # type: ignore[operator]
     with caplog.at_level(logging.WARNING, logger=LOGGER), open_store(data_dir) as store:
-        assert store.vector_count("chunk") == len(TOPICS)
+        assert store.index.count("chunk") == len(TOPICS)
         for topic, chunk_id in chunks.items():
             assert top_chunk(store, topic) == chunk_id
     lines = [r.getMessage() for r in caplog.records if r.name == LOGGER]
@@ -101,7 +101,7 @@ def test_an_undamaged_index_is_loaded_without_a_rebuild(
     with open_store(tmp_path / "p") as store:
         fill(store)
     with caplog.at_level(logging.INFO, logger=LOGGER), open_store(tmp_path / "p") as store:
-        assert store.vector_count("chunk") == len(TOPICS)
+        assert store.index.count("chunk") == len(TOPICS)
     assert [r.getMessage() for r in caplog.records if r.name == LOGGER] == []
 
 
@@ -130,11 +130,11 @@ def test_a_model_change_rebuilds_and_never_mixes_models(
         messages = [r.getMessage() for r in caplog.records if r.name == LOGGER]
         assert any("built by model 'model-a'" in m and "'model-b'" in m for m in messages)
         # model-a's vectors stay in the database but are never searched under model-b
-        assert store.vector_count("chunk") == 0
+        assert store.index.count("chunk") == 0
         assert store.vector_chunks(TOPICS[0], Scope()) == []
         # a memory about the person drops out of recall until the current model embeds it
         assert {h.id for h in store.fts_assertions("heron reports", Scope())} == {plain.id}
-        assert store.embed_pending() == 2 * len(TOPICS) + 2  # a chunk and a turn per topic
+        assert store.index.embed_pending() == 2 * len(TOPICS) + 2  # a chunk and a turn per topic
         assert {h.id for h in store.fts_assertions("heron reports", Scope())} == {
             plain.id,
             memory.id,
@@ -182,7 +182,7 @@ def test_an_index_out_of_step_is_reconciled(
     with caplog.at_level(logging.WARNING, logger=LOGGER), open_store(data_dir) as store:
         messages = [r.getMessage() for r in caplog.records if r.name == LOGGER]
         assert any("out of step" in m and "1 vectors missing, 1 deleted" in m for m in messages)
-        assert store.vector_count("chunk") == len(TOPICS)
+        assert store.index.count("chunk") == len(TOPICS)
         assert top_chunk(store, "a brand new skua topic") == added.id
         hits = store.vector_chunks(TOPICS[0], Scope(), limit=20)
         assert chunks[TOPICS[0]] not in {h.id for h in hits}
@@ -254,8 +254,8 @@ def test_without_an_embedder_search_is_full_text_only(tmp_path: Path) -> None:
         recorded_session(store, ["the heron migration budget"])
         assert store.fts_chunks("heron", Scope())
         assert store.vector_chunks("heron", Scope()) == []
-        assert store.embed_query("heron") is None
-        assert store.embed_pending() == 0
+        assert store.index.embed_query("heron") is None
+        assert store.index.embed_pending() == 0
     assert index_files(tmp_path / "p") == []
 
 

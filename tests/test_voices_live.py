@@ -12,7 +12,7 @@ from test_diarize import ToneEncoder
 from test_live import WORDS, dialogue, running
 
 from daemon.config import Settings
-from daemon.ipc.protocol import SessionEnded, Start
+from daemon.live.records import Ended, StartOptions
 from daemon.store.store import Store
 from daemon.voices.service import Voices
 
@@ -32,7 +32,7 @@ async def test_loopback_voices_are_told_apart_and_the_mic_stays_me(
     voices = Voices(store, lambda: settings, Path("/nonexistent-models"),
                     encoder=ToneEncoder(PITCHES))
     async with running(store, settings=settings, voices=voices) as rig:
-        started = await rig.live.start(Start(title="weekly"))
+        started = await rig.live.start(StartOptions(title="weekly"))
         mic, loop = dialogue(("loopback", 330), ("mic", 220), ("loopback", 550),
                              ("loopback", 330), talk=2.0)
         await rig.play(mic, loop)
@@ -44,7 +44,7 @@ async def test_loopback_voices_are_told_apart_and_the_mic_stays_me(
         ("Them 2", "loopback", WORDS[550]),
         ("Them 1", "loopback", WORDS[330]),
     ]
-    [ended] = rig.of(SessionEnded)
+    [ended] = rig.of(Ended)
     assert ended.speakers == ["Them 1", "me", "Them 2"]
     store.close()
 
@@ -60,7 +60,7 @@ async def test_without_a_voice_model_transcription_goes_on_and_says_why_once(
     voices = Voices(store, lambda: settings, models)
     with caplog.at_level(logging.ERROR, logger="daemon.voices.service"):
         async with running(store, settings=settings, voices=voices) as rig:
-            started = await rig.live.start(Start())
+            started = await rig.live.start(StartOptions())
             mic, loop = dialogue(("loopback", 330), ("loopback", 550))
             await rig.play(mic, loop)
             await rig.live.stop()
@@ -78,7 +78,7 @@ async def test_with_voices_switched_off_the_loopback_is_them_and_nothing_is_held
     voices = Voices(store, lambda: settings, Path("/nonexistent-models"),
                     encoder=ToneEncoder(PITCHES))
     async with running(store, settings=settings, voices=voices) as rig:
-        started = await rig.live.start(Start())
+        started = await rig.live.start(StartOptions())
         mic, loop = dialogue(("loopback", 330), ("loopback", 550))
         await rig.play(mic, loop)
         await rig.live.stop()

@@ -11,6 +11,7 @@ import trio
 
 from daemon.config import Settings, save_settings, set_setting
 from daemon.errors import ConfigError
+from daemon.handlers import wire
 from daemon.handlers.context import Context
 from daemon.ipc import protocol
 from daemon.ipc.protocol import (
@@ -51,7 +52,7 @@ def register(state: Context) -> None:
             capture=state.capture_state(),
             counts=await state.counts(),
             ipc=state.ipc_stats(),
-            live=state.live_status(),
+            live=None if (live := state.live_status()) is None else wire.live_status(live),
         )
 
     async def settings_get(request: SettingsGet) -> SettingsReply:

@@ -16,8 +16,9 @@ import trio
 from daemon.config import Paths, Settings
 from daemon.engines import Engines
 from daemon.ipc.dispatch import Handlers
-from daemon.ipc.protocol import Event, LiveStatus
+from daemon.ipc.protocol import Event
 from daemon.live.actor import Live
+from daemon.live.records import LiveState
 from daemon.store.store import Store
 
 
@@ -37,7 +38,7 @@ class Context(Protocol):
 
     def capture_state(self) -> str: ...
 
-    def live_status(self) -> LiveStatus | None: ...
+    def live_status(self) -> LiveState | None: ...
 
     async def counts(self) -> dict[str, int]: ...
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from daemon.handlers import wire
 from daemon.handlers.context import Context
 from daemon.ipc.dispatch import Handlers, Publish
 from daemon.ipc.protocol import (
@@ -17,15 +18,20 @@ from daemon.ipc.protocol import (
     StopReply,
 )
 from daemon.live.actor import Live
+from daemon.live.records import ImportedSoFar, LiveEvent
 from daemon.voices.service import Voices
 
 
 async def register(daemon: Context) -> None:
     """The daemon part: capture and transcription, sessions, audio import (Start, Stop,
     Pause, ImportAudio)."""
+
+    def publish(event: LiveEvent) -> None:
+        daemon.publish(wire.live_event(event))
+
     voices = Voices(daemon.store, lambda: daemon.settings, daemon.paths.models_dir)
     daemon.live = Live(daemon.store, lambda: daemon.settings, daemon.paths.models_dir,
-                       daemon.publish, capture=capture_enabled(), voices=voices)
+                       publish, capture=capture_enabled(), voices=voices)
     await daemon.nursery.start(daemon.live.run)
     daemon.settings_listeners.append(daemon.live.use_devices)
     register_live(daemon.handlers, daemon.live)
@@ -38,13 +44,16 @@ def capture_enabled() -> bool:
 
 def register_live(handlers: Handlers, live: Live) -> None:
     async def start(request: Start) -> StartReply:
-        return await live.start(request)
+        return wire.start_reply(await live.start(wire.start_options(request)))
 
     async def stop(request: Stop) -> StopReply:
-        return await live.stop()
+        return wire.stop_reply(await live.stop())
 
     async def import_audio(request: ImportAudio, publish: Publish) -> ImportAudioReply:
-        return await live.import_audio(request, publish)
+        def progress(so_far: ImportedSoFar) -> None:
+            publish(wire.import_progress(request.id, so_far))
+
+        return wire.import_reply(await live.import_audio(wire.import_options(request), progress))
 
     async def pause(request: Pause) -> Ok:
         await live.pause(request.paused)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import msgspec
 
@@ -14,20 +15,32 @@ from daemon.ipc.protocol import (
     Citation,
     ClosureInfo,
     DocumentInfo,
+    Event,
     HistoryReply,
+    ImportAudio,
+    ImportAudioReply,
+    ImportProgress,
     ItemInfo,
+    LiveStatus,
     RememberReply,
     RestatementInfo,
     SearchHit,
+    SessionEnded,
     SessionInfo,
+    SessionStarted,
     SpaceInfo,
+    Start,
+    StartReply,
+    StatusEvent,
+    StopReply,
+    TurnEvent,
     TurnInfo,
     VoiceInfo,
 )
+from daemon.live import records as live
 from daemon.memory.ask import Answer
 from daemon.memory.grounding import Cited
 from daemon.memory.open_items import CARRIED_MAX, OpenItem
-from daemon.memory.open_items import CarriedForward as Carried
 from daemon.memory.remember import Remembered
 from daemon.memory.sensitive import mask_lines
 from daemon.store.records import (
@@ -53,7 +66,16 @@ def item_infos(
 ) -> list[ItemInfo]:
     """Items with their Space's name; ``status`` by id (default: every one open), and the
     version that closed each closed one (a blocking read)."""
-    names = {s.id: s.name for s in store.list_spaces()} if items else {}
+    return named_item_infos(items, space_names(store) if items else {}, status, closed_by)
+
+
+def named_item_infos(
+    items: Sequence[OpenItem],
+    names: Mapping[int, str],
+    status: Mapping[int, str] | None = None,
+    closed_by: Mapping[int, Assertion] | None = None,
+) -> list[ItemInfo]:
+    """As :func:`item_infos`, with the Spaces' names given."""
     infos = []
     for item in items:
         a = item.assertion
@@ -70,9 +92,74 @@ def item_infos(
     return infos
 
 
-def carried_event(store: Store, carried: Carried, space: str) -> CarriedForward:
-    return CarriedForward(session_id=carried.session_id, space=space, message=carried.message,
-                          items=item_infos(store, carried.items[:CARRIED_MAX]))
+def carried_items(carried: live.Carried) -> list[ItemInfo]:
+    """The open items a session inherits (each of its Space or profile-wide), cut to
+    CARRIED_MAX."""
+    forward = carried.forward
+    return named_item_infos(forward.items[:CARRIED_MAX], {forward.space_id: carried.space})
+
+
+# -- live capture ------------------------------------------------------------------------------
+
+
+def start_options(request: Start) -> live.StartOptions:
+    return live.StartOptions(space=request.space, activity=request.activity, title=request.title)
+
+
+def start_reply(started: live.Started) -> StartReply:
+    carried = started.carried
+    return StartReply(
+        session_id=started.session_id, started_at=started.started_at, message=started.message,
+        space=started.space, activity=started.activity, title=started.title,
+        carried_message="" if carried is None else carried.forward.message,
+        carried=[] if carried is None else carried_items(carried),
+    )
+
+
+def stop_reply(ended: live.Ended) -> StopReply:
+    return StopReply(session_id=ended.session_id, duration_s=ended.duration_s, gist=ended.gist,
+                     turns=ended.turns, space=ended.space)
+
+
+def import_options(request: ImportAudio) -> live.ImportOptions:
+    return live.ImportOptions(
+        path=Path(request.path), stereo=request.stereo, speaker=request.speaker,
+        voices=request.voices, space=request.space, activity=request.activity,
+        title=request.title, started_at=request.started_at,
+    )
+
+
+def import_reply(imported: live.Imported) -> ImportAudioReply:
+    return msgspec.convert(imported, ImportAudioReply, from_attributes=True)
+
+
+def import_progress(request_id: str, so_far: live.ImportedSoFar) -> ImportProgress:
+    return ImportProgress(request_id=request_id, done_s=so_far.done_s, total_s=so_far.total_s,
+                          turns=so_far.turns)
+
+
+def live_status(state: live.LiveState) -> LiveStatus:
+    return msgspec.convert(state, LiveStatus, from_attributes=True)
+
+
+def live_event(event: live.LiveEvent) -> Event:
+    """What live capture tells, as the subscribers see it."""
+    match event:
+        case Turn():
+            return TurnEvent(session_id=event.session_id, turn_id=event.id,
+                             speaker=event.speaker, source=event.source, start=event.start,
+                             end=event.end, text=event.text)
+        case live.Began():
+            return msgspec.convert(event, SessionStarted, from_attributes=True)
+        case live.Ended():
+            return SessionEnded(session_id=event.session_id, duration_s=event.duration_s,
+                                gist=event.gist, space=event.space,
+                                speakers=list(event.speakers))
+        case live.Carried():
+            return CarriedForward(session_id=event.session_id, space=event.space,
+                                  message=event.forward.message, items=carried_items(event))
+        case live.CaptureChanged():
+            return StatusEvent(capture=event.capture, message=event.message)
 
 
 def chain_closures(store: Store, ids: Sequence[int]) -> list[ClosureInfo]:

@@ -10,7 +10,8 @@ Each transcribed utterance is then kept or not by the session rules (``daemon.li
   is only held in memory for the auto-start window and then forgotten.
 
 Sessions start with :meth:`Live.start` or automatically, and end with :meth:`Live.stop` or
-after the configured silence; an ending publishes the keep prompt (:class:`SessionEnded`).
+after the configured silence; an ending publishes the keep prompt (:class:`Ended`). What it
+takes, answers and publishes is plain data (``daemon.live.records``).
 Audio files go through the same VAD and transcriber with :meth:`Live.import_audio`.
 """
 
@@ -37,24 +38,21 @@ from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.vad import VadConfig, is_phantom
 from daemon.config import Settings
 from daemon.errors import InvalidInput, ModelError, StoreError
-from daemon.handlers.wire import carried_event
-from daemon.ipc.protocol import (
-    CarriedForward,
-    Event,
-    ImportAudio,
-    ImportAudioReply,
-    ImportProgress,
-    LiveStatus,
-    SessionEnded,
-    SessionStarted,
-    SourceStatus,
-    Start,
-    StartReply,
-    StatusEvent,
-    StopReply,
-    TurnEvent,
-)
 from daemon.live.pipeline import UTTERANCE_QUEUE, Heard, Pipeline, Timing, segment_tracks
+from daemon.live.records import (
+    Began,
+    CaptureChanged,
+    Carried,
+    Ended,
+    Imported,
+    ImportedSoFar,
+    ImportOptions,
+    LiveEvent,
+    LiveState,
+    SourceState,
+    Started,
+    StartOptions,
+)
 from daemon.live.rules import (
     START_WINDOW_S,
     AutoStart,
@@ -75,7 +73,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Call = Callable[[Callable[[], Any]], Awaitable[Any]]
-Publish = Callable[[Event], None]
+Publish = Callable[[LiveEvent], None]
 
 BLOCK_BACKLOG = 100  # blocks (10 s of audio over both sources) before the oldest are dropped
 SETTLE_TIMEOUT_S = 60.0  # a stop waits at most this long for the transcription to catch up
@@ -147,7 +145,7 @@ class Live:
         self.queue_capacity = queue_capacity
         self.session: Session | None = None
         self.space: Space | None = None
-        self.carried: CarriedForward | None = None  # what the live session's Space left open
+        self.carried: Carried | None = None  # what the live session's Space left open
         self._closing = False
         self._last_speech: float | None = None
         self._auto: AutoStart[Said] = AutoStart(window_s=START_WINDOW_S)
@@ -241,7 +239,7 @@ class Live:
                 self._token.run_sync_soon(self._publish_status, message)
 
     def _publish_status(self, message: str) -> None:
-        self._publish(StatusEvent(capture=self.capture_state(), message=message))
+        self._publish(CaptureChanged(capture=self.capture_state(), message=message))
 
     async def pause(self, paused: bool) -> None:
         """Stop listening — the devices are released and nothing is heard, so no session
@@ -411,9 +409,7 @@ class Live:
             self._publish_status(f"{len(held)} held turn(s) saved")
         self.turns += len(stored)
         for turn in stored:
-            self._publish(TurnEvent(session_id=session.id, turn_id=turn.id, speaker=turn.speaker,
-                                    source=turn.source, start=turn.start, end=turn.end,
-                                    text=turn.text))
+            self._publish(turn)
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -433,16 +429,16 @@ class Live:
         )
         self.session, self.space, self._last_speech = session, space, None
         self._session_changed.unpark_all()
-        self._publish(SessionStarted(session_id=session.id, started_at=session.started_at,
-                                     space=None if space is None else space.name,
-                                     activity=session.activity, title=session.title))
+        self._publish(Began(session_id=session.id, started_at=session.started_at,
+                            space=None if space is None else space.name,
+                            activity=session.activity, title=session.title))
         log.info("session %d started%s", session.id, "" if space is None else f" in {space.name}")
         await self._carry_forward(session, space)
         return session
 
     async def _carry_forward(self, session: Session, space: Space | None) -> None:
         """Say what earlier sessions of the Space left open ("3 open from last time"): a
-        CarriedForward event, kept for the StartReply. Never fails a start."""
+        Carried event, kept for what the start answers. Never fails a start."""
         self.carried = None
         if space is None:
             return
@@ -453,27 +449,27 @@ class Live:
         if self.carried is not None:
             self._publish(self.carried)
 
-    def _carried(self, session: Session, space: Space) -> CarriedForward | None:
+    def _carried(self, session: Session, space: Space) -> Carried | None:
         carried = open_items.carried_forward(self.store, session)
-        return None if carried is None else carried_event(self.store, carried, space.name)
+        return None if carried is None else Carried(space=space.name, forward=carried)
 
-    async def start(self, request: Start) -> StartReply:
+    async def start(self, options: StartOptions) -> Started:
         """Start a session now; when one is live, give it these details instead."""
-        space = await self._space(request.space)
-        activity = request.activity or (space.activity if space is not None else "meeting")
+        space = await self._space(options.space)
+        activity = options.activity or (space.activity if space is not None else "meeting")
         check_start(activity, None if space is None else space.name)
         async with self._lock:
             if self._closing:
                 raise InvalidInput("the live session is ending", fix="try again in a moment")
             continued = self.session is not None
             if self.session is None:
-                session = await self._begin(space, request.activity, request.title, self.clock())
+                session = await self._begin(space, options.activity, options.title, self.clock())
                 self._auto.forget()
             else:
-                session = await self._amend(self.session, space, request)
+                session = await self._amend(self.session, space, options)
         remembered = space is None or space.memory_enabled
         carried = self.carried if self.carried and self.carried.session_id == session.id else None
-        return StartReply(
+        return Started(
             session_id=session.id,
             started_at=session.started_at,
             message=start_message(session.id, None if space is None else space.name, remembered,
@@ -481,11 +477,11 @@ class Live:
             space=None if space is None else space.name,
             activity=session.activity,
             title=session.title,
-            carried_message="" if carried is None else carried.message,
-            carried=[] if carried is None else carried.items,
+            carried=carried,
         )
 
-    async def _amend(self, session: Session, space: Space | None, request: Start) -> Session:
+    async def _amend(self, session: Session, space: Space | None,
+                     options: StartOptions) -> Session:
         """File the live session into ``space`` and give it the title and activity asked for."""
         if space is not None and session.space_id != space.id:
             await self._db(lambda: self.store.file_session(session.id, space.id))
@@ -494,14 +490,14 @@ class Live:
         session = await self._db(
             lambda: self.store.update_session(
                 session.id,
-                title=request.title or None,
-                activity=request.activity or (space.activity if space is not None else None),
+                title=options.title or None,
+                activity=options.activity or (space.activity if space is not None else None),
             )
         )
         self.session = session
         return session
 
-    async def stop(self) -> StopReply:
+    async def stop(self) -> Ended:
         """End the live session once everything said until now is in it."""
         async with self._lock:
             if self.session is None or self._closing:
@@ -523,7 +519,7 @@ class Live:
         finally:
             self._closing = False
 
-    async def _end(self, session: Session, ended_at: float) -> StopReply:
+    async def _end(self, session: Session, ended_at: float) -> Ended:
         ended_at = max(ended_at, session.started_at)
         await self._save(session, [])
         await self._db(lambda: self.store.end_session(session.id, ended_at=ended_at))
@@ -531,18 +527,18 @@ class Live:
         self.session, self.space = None, None
         self._session_changed.unpark_all()
         turns = await self._db(lambda: self.store.turns(session.id))
-        prompt = SessionEnded(
+        ended = Ended(
             session_id=session.id,
             duration_s=ended_at - session.started_at,
             gist=gist([t.text for t in turns]),
+            turns=len(turns),
             space=None if space is None else space.name,
             speakers=speakers_of(turns),
         )
-        self._publish(prompt)
-        log.info("session %d ended after %.0f s, %d turns", session.id, prompt.duration_s,
+        self._publish(ended)
+        log.info("session %d ended after %.0f s, %d turns", session.id, ended.duration_s,
                  len(turns))
-        return StopReply(session_id=session.id, duration_s=prompt.duration_s, gist=prompt.gist,
-                         turns=len(turns), space=prompt.space)
+        return ended
 
     async def _end_when_silent(self) -> None:
         """End the live session after ``auto_end_silence_min`` minutes without speech."""
@@ -582,18 +578,18 @@ class Live:
         while self.session is not None:
             await self._session_changed.park()
 
-    def status(self) -> LiveStatus:
+    def status(self) -> LiveState:
         if self.paused:
-            sources: dict[str, SourceStatus] = {s: SourceStatus(state="paused") for s in SOURCES}
+            sources: dict[str, SourceState] = {s: SourceState(state="paused") for s in SOURCES}
         elif self.captures:
             sources = {
-                c.source: SourceStatus(state=c.state, device=c.device_name, detail=c.detail)
+                c.source: SourceState(state=c.state, device=c.device_name, detail=c.detail)
                 for c in self.captures
             }
         else:
-            sources = {s: SourceStatus(state="off") for s in SOURCES}
+            sources = {s: SourceState(state="off") for s in SOURCES}
         pipeline = self.pipeline
-        return LiveStatus(
+        return LiveState(
             sources=sources,
             utterances_queued=0 if pipeline is None else pipeline.queued,
             asr_lag_s=0.0 if pipeline is None else round(pipeline.lag(), 2),
@@ -614,31 +610,33 @@ class Live:
 
     # -- import --------------------------------------------------------------------------------
 
-    def _import_voices(self, request: ImportAudio) -> Voices | None:
+    def _import_voices(self, options: ImportOptions) -> Voices | None:
         """The voices that tell the speakers of a mono import apart, when asked and able."""
-        if request.stereo or not request.voices or self.voices is None:
+        if options.stereo or not options.voices or self.voices is None:
             return None
         if not self.voices.enabled():
-            log.warning("importing %s as one speaker: voices %s", request.path,
+            log.warning("importing %s as one speaker: voices %s", options.path,
                         self.voices.status())
             return None
         return self.voices
 
-    async def import_audio(self, request: ImportAudio, publish: Publish) -> ImportAudioReply:
+    async def import_audio(self, options: ImportOptions,
+                           progress: Callable[[ImportedSoFar], None]) -> Imported:
         """Transcribe an audio file into a new, ended session (mono: one speaker; stereo:
-        left "me", right "them"), publishing ImportProgress for ``request.id``."""
-        path = Path(request.path)
+        left "me", right "them"), telling ``progress`` after each utterance; the ending is
+        published as a live session's is."""
+        path = options.path
         if not path.is_absolute():
-            raise InvalidInput(f"path: {request.path!r} is not absolute",
+            raise InvalidInput(f"path: {str(path)!r} is not absolute",
                                fix="clients pass the file's full path")
-        if not request.stereo and not request.voices and not request.speaker.strip():
+        if not options.stereo and not options.voices and not options.speaker.strip():
             raise InvalidInput("speaker: the speaker of a mono import needs a name")
-        space = await self._space(request.space)
-        activity = request.activity or (space.activity if space is not None else "meeting")
+        space = await self._space(options.space)
+        activity = options.activity or (space.activity if space is not None else "meeting")
         check_start(activity, None if space is None else space.name)
         transcriber = self._require_speech_model()
         channels = await self._db(lambda: load_audio_channels(path))
-        if request.stereo and channels.shape[0] != 2:
+        if options.stereo and channels.shape[0] != 2:
             raise InvalidInput(
                 f"--stereo needs a file with two channels; {path.name} has {channels.shape[0]}",
                 fix="import it without --stereo",
@@ -648,8 +646,8 @@ class Live:
             raise InvalidInput(f"{path.name} holds no audio")
         tracks = (
             [("me", channels[0]), ("them", channels[1])]
-            if request.stereo
-            else [(request.speaker.strip(), channels.mean(axis=0))]
+            if options.stereo
+            else [(options.speaker.strip(), channels.mean(axis=0))]
         )
         warnings = [
             w for name, audio in tracks
@@ -658,20 +656,20 @@ class Live:
         ]
         utterances = await self._db(lambda: segment_tracks(tracks, self.vad))
         started_at = (
-            request.started_at if request.started_at is not None
+            options.started_at if options.started_at is not None
             else path.stat().st_mtime - duration
         )
         session = await self._db(
             lambda: self.store.create_session(
                 space_id=None if space is None else space.id,
-                activity=request.activity or None,
-                title=request.title or path.stem,
+                activity=options.activity or None,
+                title=options.title or path.stem,
                 started_at=started_at,
             )
         )
         turns = 0
         texts: list[str] = []
-        voices = self._import_voices(request)
+        voices = self._import_voices(options)
         try:
             for speaker, utterance in utterances:
                 segments = await transcriber.transcribe(utterance.audio)
@@ -693,20 +691,18 @@ class Live:
                     await self._db(partial(self.store.append_turns, session.id, new))
                     turns += len(new)
                     texts.append(text)
-                publish(ImportProgress(request_id=request.id, done_s=utterance.end,
-                                       total_s=duration, turns=turns))
+                progress(ImportedSoFar(done_s=utterance.end, total_s=duration, turns=turns))
         finally:
             with trio.CancelScope(shield=True):
                 await self._db(lambda: self.store.end_session(
                     session.id, ended_at=started_at + duration))
-        publish(ImportProgress(request_id=request.id, done_s=duration, total_s=duration,
-                               turns=turns))
+        progress(ImportedSoFar(done_s=duration, total_s=duration, turns=turns))
         space_name = None if space is None else space.name
         speakers = speakers_of(await self._db(lambda: self.store.turns(session.id)))
-        publish(SessionEnded(session_id=session.id, duration_s=duration, gist=gist(texts),
-                             space=space_name, speakers=speakers))
+        self._publish(Ended(session_id=session.id, duration_s=duration, gist=gist(texts),
+                            turns=turns, space=space_name, speakers=speakers))
         summary = capture_summary(space_name, space is None or space.memory_enabled)
-        return ImportAudioReply(
+        return Imported(
             session_id=session.id,
             turns=turns,
             duration_s=duration,

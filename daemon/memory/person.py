@@ -90,7 +90,7 @@ def recall_memories(
         return []
     scope = Scope(space_id=space_id, person_memory=True)
     try:
-        vector = store.embed_query(query)
+        vector = store.index.embed_query(query)
     except BrainCueError as e:
         log.warning("memories not recalled: %s", e)
         return []

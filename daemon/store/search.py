@@ -213,7 +213,7 @@ def _run_legs(
     start("fts_chunks", lambda: store.fts_chunks(query, scope, depth))
     start("fts_assertions", lambda: store.fts_assertions(query, scope, depth))
     if vector is None and any(leg.startswith("vector_") for leg in wanted):
-        vector = store.embed_query(query)  # on the embedder's thread, beside the FTS legs
+        vector = store.index.embed_query(query)  # on the embedder's thread, beside the FTS legs
     if vector is not None:
         query_vector = vector
         start("vector_turns", lambda: store.vector_turns(query_vector, scope, depth))

@@ -20,8 +20,9 @@ closes, and the still-growing newest chunk when it has none yet or has grown by
 new turn on its own, once, under its context header (:mod:`daemon.store.turnviews`): a chunk
 embedded whole dilutes its turns, so vector search ranks transcript chunks by their best turn
 (:meth:`Store.vector_turns`). A vector that could not be made is made later by
-:meth:`Store.embed_pending`, which also re-embeds everything after a change of embedding model.
-The embedding and the vector writes themselves are :mod:`daemon.store.indexing`'s (``Store.index``).
+:meth:`Indexing.embed_pending`, which also re-embeds everything after a change of embedding
+model. The embedding and the vector writes themselves are :mod:`daemon.store.indexing`'s: callers
+reach them as ``Store.index`` (embed a query, embed what is pending, count the vectors).
 """
 
 from __future__ import annotations
@@ -1242,10 +1243,6 @@ class Store:
         where, params = assertion_filter(scope, now=self._clock(), model_id=self.model_id)
         return self._fts("assertions_fts", "assertions", where, params, text, limit, alias="a")
 
-    def embed_query(self, text: str) -> Vectors | None:
-        """The query's vector under the current model (None without an embedder)."""
-        return self.index.embed_query(text)
-
     def vector_chunks(
         self,
         query: Vectors | str,
@@ -1351,7 +1348,7 @@ class Store:
         index = self.index.indexes.get(kind)
         if index is None or self.embedder is None:
             return []
-        vector = self.embed_query(query) if isinstance(query, str) else query
+        vector = self.index.embed_query(query) if isinstance(query, str) else query
         assert vector is not None
         join = (
             f"FROM embeddings e JOIN {table} {alias} ON {alias}.id = e.owner_id"
@@ -1412,14 +1409,6 @@ class Store:
         )
         return [Hit(id=owner, score=similarity) for owner, similarity in found]
 
-    # -- embedding -----------------------------------------------------------------------------
-
-    def embed_pending(
-        self, batch: int = 64, *, should_stop: Callable[[], bool] | None = None
-    ) -> int:
-        """See :meth:`daemon.store.indexing.Indexing.embed_pending`."""
-        return self.index.embed_pending(batch, should_stop=should_stop)
-
     def counts(self) -> dict[str, int]:
         """How many rows of each kind the profile holds (for status)."""
         tables = ("spaces", "sessions", "turns", "chunks", "documents", "assertions")
@@ -1430,10 +1419,6 @@ class Store:
             return found
 
         return self.db.read(count)
-
-    def vector_count(self, kind: OwnerKind) -> int:
-        """How many vectors of the current model the index holds for ``kind``."""
-        return self.index.count(kind)
 
     # -- plumbing ------------------------------------------------------------------------------
 
