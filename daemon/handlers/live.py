@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from daemon.audio.silero import installed_speech_model
+from daemon.audio.vad import VadConfig
 from daemon.handlers.context import Context
 from daemon.ipc.dispatch import Handlers, Publish
 from daemon.ipc.protocol import (
@@ -24,8 +26,9 @@ async def register(daemon: Context) -> None:
     """The daemon part: capture and transcription, sessions, audio import (Start, Stop,
     Pause, ImportAudio)."""
     voices = Voices(daemon.store, lambda: daemon.settings, daemon.paths.models_dir)
+    vad = VadConfig(speech_model=installed_speech_model(daemon.paths.models_dir))
     daemon.live = Live(daemon.store, lambda: daemon.settings, daemon.paths.models_dir,
-                       daemon.publish, capture=capture_enabled(), voices=voices)
+                       daemon.publish, capture=capture_enabled(), voices=voices, vad=vad)
     await daemon.nursery.start(daemon.live.run)
     daemon.settings_listeners.append(daemon.live.use_devices)
     register_live(daemon.handlers, daemon.live)
