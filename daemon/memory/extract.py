@@ -57,16 +57,73 @@ class Extraction(msgspec.Struct, frozen=True):
     assertions: Annotated[list[ExtractedAssertion], msgspec.Meta(max_length=MAX_ASSERTIONS)]
 
 
+# What the model writes about excerpts of a long transcript: only the fields a decision, a
+# preference or a fact needs (every key the model writes costs tokens: the full item's ten
+# keys were a third of a long keep's time); the excerpt's number, so that its marked turn is
+# the evidence; commitments and tasks are read off the transcript instead (find_undertakings).
+ExcerptKind = Literal["decision", "preference", "fact"]
+
+
+class ExcerptItem(msgspec.Struct, frozen=True):
+    excerpt: int
+    kind: ExcerptKind
+    text: _text(240)  # type: ignore[valid-type]
+    chosen: _text(120) = ""  # type: ignore[valid-type]
+    alternatives: Annotated[list[_text(120)],  # type: ignore[valid-type]
+                            msgspec.Meta(max_length=MAX_ALTERNATIVES)] = []
+    reasoning: _text(240) = ""  # type: ignore[valid-type]
+
+
+class PersonalExcerptItem(ExcerptItem, frozen=True):
+    about_person: bool = False
+    scope: Literal["space", "profile"] = "space"
+
+
+class ExcerptAnswer(msgspec.Struct, frozen=True):
+    assertions: Annotated[list[ExcerptItem], msgspec.Meta(max_length=MAX_ASSERTIONS)]
+
+
+class PersonalExcerptAnswer(msgspec.Struct, frozen=True):
+    assertions: Annotated[list[PersonalExcerptItem], msgspec.Meta(max_length=MAX_ASSERTIONS)]
+
+
+def marked_turn(excerpt_text: str) -> str:
+    """The words of an excerpt's marked turn (``>> speaker: words``)."""
+    for line in excerpt_text.split("\n"):
+        if line.startswith(">> "):
+            return line[3:].partition(": ")[2] or line[3:]
+    return ""
+
+
+def from_excerpts(item: ExcerptItem | PersonalExcerptItem,
+                  excerpts: Sequence[str]) -> ExtractedAssertion:
+    """An excerpt item as an assertion, its evidence the marked turn of the excerpt it names
+    (none when the number is not one of them)."""
+    about = isinstance(item, PersonalExcerptItem) and item.about_person
+    evidence = (marked_turn(excerpts[item.excerpt - 1])
+                if 1 <= item.excerpt <= len(excerpts) else "")
+    return ExtractedAssertion(
+        kind=item.kind, text=item.text, chosen=item.chosen, alternatives=item.alternatives,
+        reasoning=item.reasoning, about_person=about,
+        scope=item.scope if isinstance(item, PersonalExcerptItem) else "space",
+        evidence=" ".join(evidence.split())[:160])
+
+
 # -- extract, then abstract -----------------------------------------------------------------
 # A small model asked for "the decisions" of a long transcript copies fragments and small talk.
 # So the turns that carry a decision or a commitment are found first, by their wording, and the
 # model is asked to state each one from the few turns around it.
 
 DECISION_CUE = re.compile(
-    r"\b(decid\w*|decision|agree\w*|settled?|go(ing)? (for|with)|stick (to|with)|"
-    r"let'?s (go|use|do|have|keep|make|say|stick|put|take)|we('ll| will| should| can) (go|use|"
-    r"have|keep|make|do|take|stick|put)|(we|i) (chose|choose|picked)|conclu\w*|so it'?s|"
-    r"final(ly)?|the (best|only) option|instead|change of plan)\b", re.I)
+    r"\b(decid\w*|decision|agree\w*|settled?|consensus|go(ing)? (for|with)|stick (to|with)|"
+    r"let'?s (go|use|do|have|keep|make|say|stick|put|take)|we('ll| will) (go|use|have|keep|"
+    r"take|stick)|(we|i) (chose|choose|picked)|conclu\w*|the (best|only) option|"
+    r"change of plan)\b", re.I)
+# how people also describe options ("so instead of going down you just spin", "we can use
+# titanium"): a decision only beside a stronger cue
+WEAK_DECISION_CUE = re.compile(
+    r"\b(instead|final(ly)?|so it'?s|we (should|can) (go|use|have|keep|make|do|take|stick|"
+    r"put))\b", re.I)
 PREFERENCE_CUE = re.compile(r"\bi (really )?(prefer|like|love|hate|don'?t like|always|never)\b",
                             re.I)
 CUE_MIN_WORDS = 6
@@ -80,7 +137,8 @@ def cue_score(text: str) -> int:
     undertaken is found apart: :func:`find_undertakings`)."""
     if len(validate.words(text)) < CUE_MIN_WORDS:
         return 0
-    return 2 * len(DECISION_CUE.findall(text)) + len(PREFERENCE_CUE.findall(text))
+    strong = 2 * len(DECISION_CUE.findall(text)) + 2 * len(PREFERENCE_CUE.findall(text))
+    return strong + len(WEAK_DECISION_CUE.findall(text)) if strong else 0
 
 
 def find_cues(texts: Sequence[str], limit: int) -> list[int]:
@@ -167,13 +225,49 @@ class Undertaking:
     owner: str  # the speaker, as written
     assigned: bool
     due: str = ""
+    said: str = ""  # the work in the words said, when they say "I will …" / "you will …"
 
 
-def spoken_clauses(text: str) -> list[str]:
-    """``text`` lowercased in sentences, fillers ("uh", "um") and stutters ("I'll I'll") out."""
-    plain = _SPEECH_FILLER.sub("", text.replace("’", "'")).casefold()
-    plain = re.sub(r"\b([\w']+)( \1\b)+", r"\1", " ".join(plain.split()))
+def spoken_clauses(text: str, *, casefold: bool = True) -> list[str]:
+    """``text`` lowercased (unless not ``casefold``) in sentences, fillers ("uh", "um") and
+    stutters ("I'll I'll") out."""
+    plain = _SPEECH_FILLER.sub("", text.replace("’", "'"))
+    plain = plain.casefold() if casefold else plain
+    plain = re.sub(r"\b([\w']+)( \1\b)+", r"\1", " ".join(plain.split()), flags=re.I)
     return [s for s in _SENTENCES.split(plain) if s]
+
+
+# "I will look into the costs" — the work in the speaker's words, told of its owner: what was
+# said needs no model to restate it (a 0.5B model wrote "Marketing will ask a Teletubby front
+# to investigate" for "… a Teletubby front. … I will investigate.").
+_SAID_WORK = re.compile(
+    r"\b(?:i'?ll|i will|i shall|i'?m going to|i am going to|i'?m gonna|you'?ll|you will|"
+    r"you(?:'re| are) going to)(?: also| just| then| now)? (?P<work>.+)$", re.I)
+_CLAUSE_END = re.compile(r",|;| - | but | because | so that | so | if | when | and then | or ",
+                         re.I)
+_THIRD_PERSON = {"my": "their", "me": "them", "myself": "themselves", "mine": "theirs",
+                 "your": "their", "you": "them", "yourself": "themselves", "i": "they"}
+SAID_WORK_WORDS = 10  # a longer run of a turn's words is a copy, not a statement
+_NAMES_WORK = re.compile(r"(?:(?:just|quickly|also|then|now|probably|maybe|definitely|actually|"
+                         r"first|go and|try and|try to) )*" + WORK + r"\b", re.I)
+
+
+def said_work(sentence: str) -> str:
+    """The work a sentence of an undertaking names after its "I will" / "you will", in the
+    third person ("look into the costs of the case"); "" when it names none so plainly or
+    at more than :data:`SAID_WORK_WORDS` words."""
+    found = _SAID_WORK.search(sentence.rstrip(".!"))
+    if not found:
+        return ""
+    work = _CLAUSE_END.split(found.group("work"), maxsplit=1)[0].strip()
+    if not _NAMES_WORK.match(work):  # "I'll presume he'll work out …": not what they will do
+        return ""
+    ws = work.split()
+    while ws and CUT_OFF.search(ws[-1].casefold()):
+        ws.pop()
+    if not 1 <= len(ws) <= SAID_WORK_WORDS:
+        return ""
+    return " ".join(_THIRD_PERSON.get(w.casefold(), w) for w in ws)
 
 
 def _named(sentence: str, people: Sequence[str], but: str) -> str | None:
@@ -205,7 +299,9 @@ def find_undertakings(turns: Sequence[tuple[str, str]],
                 assigned = True
             if owner is not None:
                 due = DUE.search(text)
-                found.append(Undertaking(i, owner, assigned, due.group() if due else ""))
+                said = next((w for c in spoken_clauses(text, casefold=False)
+                             if c.casefold() == sentence and (w := said_work(c))), "")
+                found.append(Undertaking(i, owner, assigned, due.group() if due else "", said))
                 break
     return found
 
@@ -308,6 +404,22 @@ def undertaking_assertion(answer: Undertaken, group: Sequence[Undertaking],
         evidence=" ".join(turns[group[-1].index][1].split())[:160])
 
 
+def said_assertion(group: Sequence[Undertaking],
+                   turns: Sequence[tuple[str, str]]) -> ExtractedAssertion | None:
+    """The commitment or task a group of undertakings states in the words said ("Marketing
+    will investigate."), without the model; None when none of them says the work plainly
+    (:func:`said_work`)."""
+    said = next((u for u in group if u.said), None)
+    if said is None:
+        return None
+    first = group[0]
+    return ExtractedAssertion(
+        kind="task" if first.assigned else "commitment",
+        text=f"{first.owner} will {said.said}.", owner=first.owner,
+        due=next((u.due for u in group if u.due), ""),
+        evidence=" ".join(turns[said.index][1].split())[:160])
+
+
 _FIRST_SENTENCE = re.compile(r"^.+?[.!?](?=\s|$)")
 
 
@@ -351,6 +463,35 @@ def extraction_prompt(title: str, excerpts: Sequence[str], *, memory_enabled: bo
         '- for a commitment or task: "owner" (the speaker who will do it, as named above) and '
         '"due" (when, if said)\n'
         '- "evidence": a few words copied from the excerpt that show it\n'
+        f"{person}"
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def excerpt_prompt(title: str, excerpts: Sequence[str], *, memory_enabled: bool,
+                   speakers: Sequence[str] = ()) -> list[dict[str, str]]:
+    """Chat messages asking the model what each excerpt of a long transcript settles (the
+    commitments and tasks are read off the transcript: :func:`find_undertakings`)."""
+    person = (
+        'Mark "about_person": true only for a lasting fact or preference about the speaker '
+        '"me" themself, and "scope": "profile" when it holds everywhere, not only here.'
+        if memory_enabled else "")
+    system = ("You state what was settled in a conversation. Use only what the excerpts say; "
+              "never invent. Reply with JSON only.")
+    numbered = "\n\n".join(f"[{i}]\n{e}" for i, e in enumerate(excerpts, 1))
+    user = (
+        f"Conversation: {title or 'untitled'}\nSpeakers: {', '.join(speakers)}\n\n"
+        f"Excerpts (a line marked >> is the one that matters):\n{numbered}\n\n"
+        'Return {"assertions": [...]}: at most one item per excerpt, none for an excerpt '
+        "where nothing was settled or preferred (an idea, a question or a plan to talk about "
+        "something settles nothing). Each item:\n"
+        '- "excerpt": its number\n'
+        '- "kind": "decision" (the group settled on an option), "preference" (someone likes '
+        'or wants something) or "fact"\n'
+        '- "text": one sentence in your own words saying who settled on what, e.g. '
+        f'"{EXAMPLES[0]}"\n'
+        '- for a decision: "chosen" (the option taken, a few words), "alternatives" (options '
+        'not taken), "reasoning" (why, if said)\n'
         f"{person}"
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

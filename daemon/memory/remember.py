@@ -73,24 +73,29 @@ from daemon.memory import archive, open_items, validate
 from daemon.memory.behind_live import BehindLive, Quiet
 from daemon.memory.extract import (
     AnchorCandidate,
+    ExcerptAnswer,
     Existing,
     ExtractedAssertion,
     Extraction,
     KnownMemory,
+    PersonalExcerptAnswer,
     Ruling,
     Undertaken,
     Undertaking,
     already_known,
     check_assertion,
     excerpt,
+    excerpt_prompt,
     extraction_prompt,
     find_anchor,
     find_cues,
     find_undertakings,
+    from_excerpts,
     group_undertakings,
     normalise,
     plan_from_ruling,
     reconcile_prompt,
+    said_assertion,
     undertaking_assertion,
     undertaking_prompt,
 )
@@ -132,7 +137,10 @@ Progress = Callable[[Stage, int, int], None]
 Steps = Callable[[int, int], None]  # (done, total) of one stage
 
 ARCHIVE_TOKENS = 1024  # a full archive is ~500 tokens; a cut-off one keeps its complete items
+ARCHIVE_PART_TOKENS = 384  # a part's short summary, its other sections and one quote
+ARCHIVE_PART_CHARS = 9000  # ~2,000 tokens of speech: a 35-minute meeting in four or five parts
 EXTRACT_TOKENS = 640  # a call's six items of ~70 tokens, and room
+EXCERPT_TOKENS = 480  # six excerpt items of ~45 tokens, and room
 UNDERTAKING_TOKENS = 80  # one sentence
 MAX_UNDERTAKINGS = 8  # per session: the last ones, where a meeting settles who does what
 RETRY_HALVES = 1  # a piece that gives no answer is asked again once, in two halves
@@ -293,19 +301,21 @@ def _has_items(value: Any) -> bool:
 async def answer_pieces(generator: Generator, pieces: Sequence[Sequence[str]],
                         ask: Callable[[Sequence[str]], list[dict[str, str]]],
                         output_type: type[Any], salvage_type: type[T], max_tokens: int,
-                        steps: Steps = _no_steps) -> tuple[list[T], list[str]]:
+                        steps: Steps = _no_steps,
+                        ) -> tuple[list[tuple[Sequence[str], T]], list[str]]:
     """The answers about each piece (a piece is a list of lines; ``ask`` makes its prompt), as
-    ``salvage_type``, and why the pieces that gave none failed. A piece whose answer is cut off
-    keeps its complete items (:func:`salvage_json`); one that is cut off with nothing to keep
-    or invalid is asked again in two halves; only what still fails is lost, never the rest."""
-    answers: list[T] = []
+    ``salvage_type`` beside the lines they answer, and why the pieces that gave none failed.
+    A piece whose answer is cut off keeps its complete items (:func:`salvage_json`); one that
+    is cut off with nothing to keep or invalid is asked again in two halves; only what still
+    fails is lost, never the rest."""
+    answers: list[tuple[Sequence[str], T]] = []
     failures: list[str] = []
 
     async def answer(lines: Sequence[str], halves: int) -> None:
         try:
             value = await generator.generate(chat(ask(lines)), output_type,
                                              max_tokens=max_tokens)
-            answers.append(msgspec.convert(msgspec.to_builtins(value), salvage_type))
+            answers.append((lines, msgspec.convert(msgspec.to_builtins(value), salvage_type)))
             return
         except AnswerCutOff as e:
             for candidate in salvage_json(e.partial):
@@ -316,7 +326,7 @@ async def answer_pieces(generator: Generator, pieces: Sequence[Sequence[str]],
                 if _has_items(msgspec.to_builtins(salvaged)):
                     log.info("kept the complete items of an answer cut off at %s tokens",
                              max_tokens)
-                    answers.append(salvaged)
+                    answers.append((lines, salvaged))
                     return
                 break  # shorter candidates hold even less
             error: BrainCueError = e
@@ -337,30 +347,51 @@ async def answer_pieces(generator: Generator, pieces: Sequence[Sequence[str]],
     return answers, failures
 
 
+def read_whole(turns: Sequence[Turn]) -> bool:
+    """Whether a transcript is short enough for the model to read at once for everything; a
+    longer one is read in parts for its summary and in excerpts for its assertions."""
+    return sum(len(t.text) for t in spoken(turns)) <= WHOLE_TRANSCRIPT_CHARS
+
+
 async def summarise(generator: Generator, context: int, session: Session,
-                    turns: Sequence[Turn], *, steps: Steps = _no_steps) -> archive.Archive:
-    """The validated archive of a session (in pieces when the transcript does not fit the
-    model's ``context`` tokens, each piece a step). A piece that fails is left out; only when
-    every piece fails does it raise."""
+                    turns: Sequence[Turn], *,
+                    statements: Sequence[tuple[str, str]] | None = None,
+                    steps: Steps = _no_steps) -> archive.Archive:
+    """The validated archive of a session, in pieces when the transcript does not fit the
+    model's ``context`` tokens, each piece a step. With ``statements`` (kind, text: what the
+    extraction established), the sections those kinds state are those
+    (:func:`archive.stated_sections`) and the model summarises parts of at most
+    ``ARCHIVE_PART_CHARS``: asked about a 35-minute meeting at once, a 0.5B model wrote one
+    sentence and listed proposals as decisions, and it reads a short context faster. A piece
+    that fails is left out; only when every piece fails does it raise."""
     fmt = archive.format_for(session.activity)
-    answer_type = archive.output_type(fmt)
+    stated = statements is not None
     people = validate.speakers(t.speaker for t in turns)
     lines = transcript_lines((t.speaker, t.text) for t in spoken(turns))
     budget = transcript_budget(
         context, ARCHIVE_TOKENS,
-        frame_chars(archive.prompt(fmt, session.title, "", people), answer_type))
+        frame_chars(archive.prompt(fmt, session.title, "", people, stated=stated),
+                    archive.output_type(fmt, stated=stated)))
+    if stated:
+        budget = min(budget, ARCHIVE_PART_CHARS)
     pieces = [piece.split("\n") for piece in split_pieces(lines, budget)]
+    part = len(pieces) > 1
+    answer_type = archive.output_type(fmt, stated=stated, part=part)
 
     def ask(piece: Sequence[str]) -> list[dict[str, str]]:
-        return archive.prompt(fmt, session.title, "\n".join(piece), people)
+        return archive.prompt(fmt, session.title, "\n".join(piece), people, stated=stated,
+                              part=part)
 
-    envelopes, failures = await answer_pieces(generator, pieces, ask, answer_type,
-                                              archive.ArchiveEnvelope, ARCHIVE_TOKENS, steps)
+    answered, failures = await answer_pieces(
+        generator, pieces, ask, answer_type, archive.ArchiveEnvelope,
+        ARCHIVE_PART_TOKENS if part else ARCHIVE_TOKENS, steps)
+    envelopes = [envelope for _, envelope in answered]
     if not envelopes:
         raise EngineError(failures[0] if failures else "no answer")
     return archive.build_archive(
         fmt, merge_envelopes(envelopes),
         [archive.TranscriptTurn(t.id, t.speaker, t.text) for t in turns],
+        None if statements is None else archive.stated_sections(fmt, statements),
     )
 
 
@@ -381,7 +412,7 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
     people = validate.speakers(t.speaker for t in turns)
     minutes = max(1.0, ((said[-1].end or said[-1].start) - said[0].start) / 60) if said else 1.0
     limit = max(MIN_EXCERPTS, min(MAX_EXCERPTS, round(minutes / MINUTES_PER_EXCERPT)))
-    whole = sum(len(t) for _, t in pairs) <= WHOLE_TRANSCRIPT_CHARS  # short: its own context
+    whole = read_whole(turns)  # short: its own context
     if whole:
         excerpts = ["\n".join(transcript_lines(pairs))] if pairs else []
         undertakings: list[list[Undertaking]] = []
@@ -393,18 +424,31 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
     total = len(batches) + len(undertakings)
 
     def ask(batch: Sequence[str]) -> list[dict[str, str]]:
-        return extraction_prompt(session.title, batch, memory_enabled=memories, speakers=people)
+        prompt = extraction_prompt if whole else excerpt_prompt
+        return prompt(session.title, batch, memory_enabled=memories, speakers=people)
 
-    extractions, failures = await answer_pieces(
-        generator, batches, ask, Extraction, Extraction, EXTRACT_TOKENS,
-        lambda done, _: steps(done, total))
-    if not whole:
-        extractions = [Extraction([a for a in e.assertions
-                                   if a.kind not in ("commitment", "task")])
-                       for e in extractions]
+    def progress(done: int, _: int) -> None:
+        steps(done, total)
+
+    if whole:
+        answered, failures = await answer_pieces(
+            generator, batches, ask, Extraction, Extraction, EXTRACT_TOKENS, progress)
+        extractions = [e for _, e in answered]
+    else:
+        answer_type = PersonalExcerptAnswer if memories else ExcerptAnswer
+        stated, failures = await answer_pieces(
+            generator, batches, ask, answer_type, PersonalExcerptAnswer, EXCERPT_TOKENS,
+            progress)
+        extractions = [Extraction([from_excerpts(item, batch) for item in answer.assertions])
+                       for batch, answer in stated]
     taken: list[ExtractedAssertion] = []
     for n, group in enumerate(undertakings, len(batches) + 1):
         cue = group[0]
+        plain = said_assertion(group, pairs)
+        if plain is not None:  # said in so many words: no model needed
+            taken.append(plain)
+            steps(n, total)
+            continue
         try:
             answer = await generator.generate(
                 chat(undertaking_prompt(pairs, group)),
@@ -620,21 +664,34 @@ class Rememberer:
         # what the model writes is checked for the secrets said in the session, however it
         # phrases them (seed 000 §4.1): one gate for the archive, assertions and candidates
         gate = Gate.of(t.text for t in turns)
+        # the assertions first: in a long transcript they state the archive's decisions and
+        # action items (:func:`summarise`)
+        items: list[ExtractedAssertion] | None = None
+        try:
+            items = await extract(generator, context, session, turns, memories=memory_on,
+                                  steps=stage_steps(progress, "extraction"))
+        except Exception as e:
+            _log_unexpected(e)
+            failed.append(f"extraction failed: {_why(e)}")
+            out.notes.append(failed[-1])
         if archive_on:
+            statements = (None if read_whole(turns) else
+                          [(i.kind, i.text) for i in items or [] if not i.about_person])
             try:
-                await self._archive(generator, context, session, turns, out,
+                await self._archive(generator, context, session, turns, statements, out,
                                     stage_steps(progress, "archive"), gate)
             except Exception as e:  # a failure to summarise never breaks the keep
                 _log_unexpected(e)
                 failed.append(f"the archive failed: {_why(e)}")
                 out.notes.append(failed[-1])
-        try:
-            await self._extract(generator, context, session, turns, out, progress, gate,
-                                assertions=archive_on, memories=memory_on)
-        except Exception as e:
-            _log_unexpected(e)
-            failed.append(f"extraction failed: {_why(e)}")
-            out.notes.append(failed[-1])
+        if items is not None:
+            try:
+                await self._store_extracted(generator, session, items, out, progress, gate,
+                                            assertions=archive_on, memories=memory_on)
+            except Exception as e:
+                _log_unexpected(e)
+                failed.append(f"extraction failed: {_why(e)}")
+                out.notes.append(failed[-1])
         return ("failed", "; ".join(failed)) if failed else ("done", None)
 
     def _behind_live(self, generator: Generator, session_id: int) -> Generator:
@@ -652,10 +709,11 @@ class Rememberer:
     # -- archive -------------------------------------------------------------------------------
 
     async def _archive(self, generator: Generator, context: int, session: Session,
-                       turns: Sequence[Turn], out: Remembered, steps: Steps,
-                       gate: Gate) -> None:
+                       turns: Sequence[Turn], statements: Sequence[tuple[str, str]] | None,
+                       out: Remembered, steps: Steps, gate: Gate) -> None:
         fmt = archive.format_for(session.activity)
-        built = await summarise(generator, context, session, turns, steps=steps)
+        built = await summarise(generator, context, session, turns, statements=statements,
+                                steps=steps)
         if not (built.topic or built.summary or any(built.sections.values()) or built.quotes):
             out.notes.append("the archive came back empty: nothing was archived")
             return
@@ -666,12 +724,10 @@ class Rememberer:
 
     # -- assertions and memory candidates --------------------------------------------------------
 
-    async def _extract(self, generator: Generator, context: int, session: Session,
-                       turns: Sequence[Turn], out: Remembered, progress: Progress | None,
-                       gate: Gate, *, assertions: bool, memories: bool) -> None:
-        items = await extract(generator, context, session, turns, memories=memories,
-                              steps=stage_steps(progress, "extraction"))
-
+    async def _store_extracted(self, generator: Generator, session: Session,
+                               items: Sequence[ExtractedAssertion], out: Remembered,
+                               progress: Progress | None, gate: Gate, *, assertions: bool,
+                               memories: bool) -> None:
         chunks = await self.store.run(self.store.chunks, session_id=session.id, kind="transcript")
         anchors = [AnchorCandidate(c.id, c.body) for c in chunks]
         by_id = {c.id: c for c in chunks}
