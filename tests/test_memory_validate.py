@@ -12,7 +12,7 @@ import pytest
 from daemon.errors import EngineError
 from daemon.llm.generate import AnswerCutOff, ChatMessage, ScriptedGenerator
 from daemon.memory import validate
-from daemon.memory.archive import format_for, take_sections
+from daemon.memory.archive import clean_summary, format_for, take_sections
 from daemon.memory.extract import (
     ExcerptItem,
     ExtractedAssertion,
@@ -236,6 +236,7 @@ async def test_a_long_archive_states_decisions_and_action_items_from_the_asserti
     def respond(messages: Sequence[ChatMessage]) -> object:
         prompt = messages[-1].content
         assert '"decided"' not in prompt and '"action_items"' not in prompt
+        assert '"changed_since_last_time"' not in prompt  # it needs the earlier meeting
         assert "two or three sentences" in prompt  # a part of the meeting
         said = ["The team reviewed the drawings of the case.",
                 "The budget owner was asked to sign off soon."][min(len(generator.calls), 2) - 1]
@@ -313,9 +314,17 @@ def test_a_weak_cue_alone_is_no_decision() -> None:
     assert cue_score("Okay, we decided to include voice recognition instead, finally") > strong
 
 
-@pytest.mark.parametrize("chosen", ["the team", "The group", "I_C_s?", "yes", ""])
+@pytest.mark.parametrize("chosen", ["the team", "The group", "I_C_s?", "yes", "",
+                                    "Something something new."])
 def test_who_chose_or_a_question_is_not_a_choice(chosen: str) -> None:
     assert not validate.real_choice(chosen)
+
+
+def test_a_summary_sentence_that_only_names_the_people_is_left_out() -> None:
+    summary = ("Project Manager introduces the remote control project. Project Manager, "
+               "Marketing, Industrial Designer.")
+    assert clean_summary(summary, names=PEOPLE) == (
+        "Project Manager introduces the remote control project.")
 
 
 def test_a_transcript_line_is_not_a_statement() -> None:

@@ -358,7 +358,9 @@ async def test_the_two_switches_are_independent(world: World) -> None:
     assert any("memory is off" in n for n in on.notes)
     # without consent the extractor is told not to mark anything about the person, and an
     # item it marks anyway is not stored in any form
-    assert '"about_person": false for every item' in world.generator.calls[-1][-1].content
+    (asked,) = [c[-1].content for c in world.generator.calls[-2:] if '{"assertions"' in
+                c[-1].content]  # this keep's extraction (its archive is asked after it)
+    assert '"about_person": false for every item' in asked
     assert len(world.memories()) == 1
 
 
@@ -784,9 +786,9 @@ def long_session(world: World) -> int:
               "review of the staging checklist and the budget owner signs it off."
               + (" We agreed to check it by Friday." if i % 10 == 5 else ""))
              for i in range(120)]
-    world.script.assertions = [{
-        "kind": "fact", "text": "Atlas rollout needs the staging checklist reviewed.",
-        "evidence": "Atlas rollout step needs a review of the staging checklist",
+    world.script.assertions = [{  # about excerpts: its evidence is the excerpt's marked turn
+        "excerpt": 1, "kind": "fact",
+        "text": "Atlas rollout needs the staging checklist reviewed.",
     }]
     return world.session(turns, space_id=world.space("Atlas"))
 

@@ -49,6 +49,7 @@ class Section:
     # the assertion kinds that state this section's items when a transcript is too long for
     # the model to find them in one reading (it lists proposals and role names instead)
     kinds: tuple[str, ...] = ()
+    needs_history: bool = False  # it compares with an earlier session
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,9 @@ FORMATS: dict[str, ArchiveFormat] = {
     "project": ArchiveFormat(
         "project",
         (_DECIDED, _ACTIONS, _OPEN,
-         _s("changed_since_last_time", "Changed since last time",
-            "what is different from before: plans, dates, scope, people")),
+         Section("changed_since_last_time", "Changed since last time",
+                 "what is different from before: plans, dates, scope, people",
+                 needs_history=True)),
     ),
     "job": ArchiveFormat(
         "job",
@@ -158,8 +160,9 @@ def _text(chars: int) -> Any:
 
 def asked_sections(fmt: ArchiveFormat, *, stated: bool = False) -> tuple[Section, ...]:
     """The sections the model writes: all of them, or, when the assertions state some
-    (``stated``), the others."""
-    return tuple(s for s in fmt.sections if not (stated and s.kinds))
+    (``stated``), the others — less any that needs an earlier session, which a part of a
+    transcript cannot tell (asked anyway, the 0.5B wrote "Marketing looks at me.")."""
+    return tuple(s for s in fmt.sections if not (stated and (s.kinds or s.needs_history)))
 
 
 def output_type(fmt: ArchiveFormat, *, stated: bool = False,
@@ -236,10 +239,14 @@ def prompt(fmt: ArchiveFormat, title: str, transcript: str, speakers: Sequence[s
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
+PART_WORDS = ("in this stretch", "this stretch")  # the part summary's hint
+
+
 def prompt_words(fmt: ArchiveFormat) -> Any:
     """What of the archive prompt must never come back as content: keys and hints."""
     return validate.scaffolding(
-        [s.key for s in fmt.sections if "_" in s.key] + [s.hint for s in fmt.sections])
+        [s.key for s in fmt.sections if "_" in s.key] + [s.hint for s in fmt.sections]
+        + list(PART_WORDS))
 
 
 def _clean_items(value: Any, cap: int) -> list[str]:
@@ -349,6 +356,9 @@ def clean_summary(summary: str, words: Any = None, turns: Sequence[str] = (),
         if said is not None and validate.unsupported_specifics(sentence, turns, said=said):
             continue
         if words is not None and words.search(sentence):
+            continue
+        if names and not validate.content_words(sentence) - validate.content_words(
+                " ".join(names)):  # "Project Manager, User Interface, Marketing"
             continue
         if any(validate.same_item(sentence, k) for k in kept):
             continue

@@ -42,6 +42,9 @@ PLACEHOLDER_CHOICES = {"yes", "no", "maybe", "none", "n a", "true", "false", "un
                        "the team", "team", "the group", "group", "we", "us", "everyone",
                        "everybody", "all", "the company", "the meeting"}
 
+# what names no option: "Something something new."
+VAGUE = frozenset(["something", "thing", "things", "stuff", "new", "option", "options", "idea",
+                   "ideas", "one", "way", "whatever", "everything", "anything"])
 _WORD = re.compile(r"[^\W_]+")
 # What people say that states nothing: fillers, backchannels, greetings and pleasantries.
 FILLER = frozenset([
@@ -253,7 +256,7 @@ def real_choice(chosen: str, text: str = "") -> bool:
     ("the team") or a question ("I_C_s?")."""
     key = norm(chosen)
     return (bool(key) and key not in PLACEHOLDER_CHOICES and len(key) >= 2
-            and not chosen.rstrip().endswith("?"))
+            and not chosen.rstrip().endswith("?") and bool(content_words(chosen) - VAGUE))
 
 
 def spoken_line(text: str, names: Sequence[str]) -> bool:
