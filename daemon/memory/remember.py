@@ -29,9 +29,14 @@ ran — because where a session is kept decides where its archive and memories a
      not proposed again (``already_known``). Everything is embedded first and then written in
      one transaction; supersede links follow.
 
-Long transcripts are summarised in pieces that fit the model's context
-(:mod:`daemon.memory.pieces`); extraction reads only the few turns around each turn whose
-wording carries a decision, a commitment or a preference (extract, then abstract). Every
+A transcript longer than :data:`WHOLE_TRANSCRIPT_CHARS` is read in excerpts for its assertions
+— the few turns around each turn whose wording carries a decision or a preference (extract,
+then abstract); who owes what is read off the turns that take work on, and the model is asked
+to word it only when it was not said as "I will …" — and in parts of at most
+:data:`ARCHIVE_PART_CHARS` for its summary (:mod:`daemon.memory.pieces`); its archive's
+*Decided* and *Action items* are then the validated assertions, which is why extraction runs
+before the archive (a 0.5B model asked for the decisions of a 35-minute meeting listed
+proposals and role names). Every
 answer passes the content rules of :mod:`daemon.memory.validate`; a piece that is cut off keeps
 its complete items, one that gives nothing is asked again in halves, and only a pass whose every
 piece failed fails. Keeps run one at a time: the model is one thread anyway, and
