@@ -42,7 +42,7 @@ its complete items, one that gives nothing is asked again in halves, and only a 
 piece failed fails. Keeps run one at a time: the model is one thread anyway, and
 pressing *Keep* twice must see the first keep's memories. A keep of a long meeting on a small
 model takes minutes, so it reports each stage's steps to a :data:`Progress` callback: the
-pieces summarised (``archive``), the pieces extracted (``extraction``) and the extracted
+pieces extracted (``extraction``), the pieces summarised (``archive``) and the extracted
 statements reconciled (``reconciliation``).
 
 A keep is recorded before it runs and cannot be lost: the session's keep state
