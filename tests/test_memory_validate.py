@@ -14,17 +14,12 @@ from daemon.llm.generate import AnswerCutOff, ChatMessage, ScriptedGenerator
 from daemon.memory import validate
 from daemon.memory.archive import clean_summary, format_for, take_sections
 from daemon.memory.extract import (
-    ExcerptItem,
     ExtractedAssertion,
-    PersonalExcerptItem,
     Undertaken,
     check_assertion,
-    cue_score,
-    excerpt,
     extraction_prompt,
-    find_cues,
+    find_decisions,
     find_undertakings,
-    from_excerpts,
     group_undertakings,
     said_work,
     undertaking_assertion,
@@ -162,21 +157,36 @@ def test_copies_small_talk_and_scaffolding_are_not_assertions() -> None:
 # -- extract, then abstract --------------------------------------------------------------------
 
 
-def test_cues_are_the_turns_that_carry_a_decision_or_a_commitment() -> None:
-    texts = ["Hello everyone, welcome to the meeting today.",
-             "Okay.",
-             "I think we should go with the rubber case for the remote.",
-             "Mm-hmm.",
-             "The weather was lovely at the weekend, by the way.",
-             "Right, and I'll send everyone the survey results by Friday.",
-             "So we decided on yellow, we agreed on it, we'll go with yellow.",
-             "Yeah.", "Yeah.", "Yeah.",
-             "Let's keep the price at 25 euros then, that is what we agreed."]
-    assert find_cues(texts, 10) == [2, 6, 10]  # 5 is within an excerpt of 6 (the stronger)
-    assert find_cues(texts, 1) == [6]
-    marked = excerpt([("A", t) for t in texts], 6)
-    assert marked.splitlines()[2].startswith(">> A: So we decided")
-    assert len(marked.splitlines()) == 4
+@pytest.mark.parametrize(("said", "decision"), [
+    ("Okay, we decided to include voice recognition, so to have the standard buttons.",
+     ("The group decided to include voice recognition.", "include voice recognition", [], "")),
+    ("So now we seem to have a consensus that LCDs are the way to go because of style and",
+     ("The group agreed that LCDs are the way to go.", "LCDs are the way to go", [], "style")),
+    ("So we've basically worked out that we're going with a simple battery, the advanced chip.",
+     ("The group is going with a simple battery, the advanced chip.",
+      "a simple battery, the advanced chip", [], "")),
+    ("I chose the rubber case instead of plastic, because it is soft.",
+     ("Marketing chose the rubber case instead of plastic.",
+      "the rubber case instead of plastic", ["plastic"], "it is soft")),
+])
+def test_a_decision_said_in_so_many_words_is_read_off_the_turn(
+        said: str, decision: tuple[str, str, list[str], str]) -> None:
+    (found,) = find_decisions([("Marketing", said)])
+    assert (found.text, found.chosen, found.alternatives, found.reasoning) == decision
+    assert found.kind == "decision" and found.evidence
+
+
+@pytest.mark.parametrize("said", [
+    "If we decide to go for the rubber case, we need a new mould.",  # a condition
+    "We haven't agreed on the colour yet.",  # a negation
+    "Have we decided on the colour?",  # a question
+    "We need to decide whether the case is yellow.",  # still to do
+    "Let's go with yellow, I think.",  # a proposal
+    "Yeah I agreed with him on that, totally, yeah.",  # no option
+    "We decided that already and it works.",  # "that" was the option
+])
+def test_what_settles_nothing_is_no_decision(said: str) -> None:
+    assert find_decisions([("Marketing", said)]) == []
 
 
 # -- the merge of pieces, through summarise() and extract() ------------------------------------
@@ -265,53 +275,14 @@ async def test_the_archive_fails_only_when_every_piece_fails() -> None:
         await summarise(generator, 2600, session(), long_turns())
 
 
-async def test_extraction_states_each_cue_and_keeps_what_holds() -> None:
-    def respond(messages: Sequence[ChatMessage]) -> object:
-        prompt = messages[-1].content
-        assert prompt.count("\n>> ") == prompt.count("So we decided")  # the cue turns
-        assert '"commitment"' not in prompt  # read off the transcript instead
-        return {"assertions": [
-            {"excerpt": 1, "kind": "decision",
-             "text": "The group picked the rubber case for the remote.",
-             "chosen": "rubber case", "alternatives": ["plastic case"]},
-            {"excerpt": 2, "kind": "decision",
-             "text": "The group picked a rubber case for the remote", "chosen": "rubber"},
-            {"excerpt": 3, "kind": "decision", "text": "The budget owner signs it off.",
-             "chosen": "yes"},
-            {"excerpt": 4, "kind": "decision", "text": "The team settled the drawings review.",
-             "chosen": "the team"},  # who chose is not what was chosen
-            {"excerpt": 5, "kind": "fact", "text": "A: Point 48: the case needs a review."},
-        ]}
-
-    generator = ScriptedGenerator(respond)
+async def test_a_long_transcripts_decisions_need_no_model() -> None:
+    generator = ScriptedGenerator(lambda messages: {"assertions": []})
     items = await extract(generator, 4096, session(), long_turns(), memories=False)
-    assert len(generator.calls) == 1
-    assert [(i.kind, i.text, i.owner) for i in items] == [
-        ("decision", "The group picked the rubber case for the remote.", ""),
-    ]
-    # the evidence is the marked turn of the excerpt the item names
-    assert items[0].evidence.startswith("Point 3: the case") and "rubber" in items[0].evidence
+    assert generator.calls == []  # nobody takes work on; the decisions are said plainly
+    assert [(i.kind, i.text, i.chosen) for i in items] == [
+        ("decision", "The group decided to go with the rubber case.",
+         "go with the rubber case")]  # said six times: kept once
     assert extraction_prompt("x", ["a"], memory_enabled=False)[1]["content"].count("[1]") == 1
-
-
-def test_an_excerpt_item_is_evidenced_by_its_marked_turn_only() -> None:
-    excerpts = ["A: before\n>> B: we decided on yellow\nA: after", "A: x\n>> B: y"]
-    item = ExcerptItem(excerpt=1, kind="decision", text="The group chose yellow.",
-                       chosen="yellow")
-    assert from_excerpts(item, excerpts).evidence == "we decided on yellow"
-    assert from_excerpts(msgspec.structs.replace(item, excerpt=3), excerpts).evidence == ""
-    personal = PersonalExcerptItem(excerpt=2, kind="preference", text="Likes early calls.",
-                                   about_person=True, scope="profile")
-    kept = from_excerpts(personal, excerpts)
-    assert (kept.about_person, kept.scope, kept.evidence) == (True, "profile", "y")
-
-
-def test_a_weak_cue_alone_is_no_decision() -> None:
-    assert cue_score("So instead of going down you just spin it, yeah, yeah.") == 0
-    assert cue_score("we can use titanium or plastic or wood for the case") == 0
-    assert cue_score("So now we seem to have a consensus that the screens are the way") > 0
-    strong = cue_score("Okay, we decided to include voice recognition in the remote")
-    assert cue_score("Okay, we decided to include voice recognition instead, finally") > strong
 
 
 @pytest.mark.parametrize("chosen", ["the team", "The group", "I_C_s?", "yes", "",
@@ -345,9 +316,6 @@ async def test_what_is_taken_on_has_its_owner_and_kind_from_the_transcript() -> 
 
     def respond(messages: Sequence[ChatMessage]) -> object:
         prompt = messages[-1].content
-        if '{"assertions"' in prompt:  # the decision excerpts: no commitment can be written
-            assert '"owner"' not in prompt
-            return {"assertions": []}
         # only what is not said in so many words is asked of the model
         then = prompt.split("Then:\n")[1].split("\n\n")[0]
         assert 'starts with "B will"' in prompt and then == f"B: {said[80][1]}"
@@ -355,7 +323,7 @@ async def test_what_is_taken_on_has_its_owner_and_kind_from_the_transcript() -> 
 
     generator = ScriptedGenerator(respond)
     items = await extract(generator, 4096, session(), turns, memories=False)
-    assert len(generator.calls) == 2  # the decision excerpts, then the one not said plainly
+    assert len(generator.calls) == 1  # only the one not said plainly
     assert [(i.kind, i.text, i.owner, i.due) for i in items if i.kind != "decision"] == [
         ("commitment", "A will investigate what the users want.", "A", ""),
         # the assignment and its acceptance: one item, given by A

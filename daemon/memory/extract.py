@@ -57,111 +57,73 @@ class Extraction(msgspec.Struct, frozen=True):
     assertions: Annotated[list[ExtractedAssertion], msgspec.Meta(max_length=MAX_ASSERTIONS)]
 
 
-# What the model writes about excerpts of a long transcript: only the fields a decision, a
-# preference or a fact needs (every key the model writes costs tokens: the full item's ten
-# keys were a third of a long keep's time); the excerpt's number, so that its marked turn is
-# the evidence; commitments and tasks are read off the transcript instead (find_undertakings).
-ExcerptKind = Literal["decision", "preference", "fact"]
+# -- decisions said in so many words ------------------------------------------------------------
+# Shown the turns around a decision cue of a real meeting, the 0.5B model copied its prompt's
+# example or the turns themselves (ES2006c: "The team chose a rubber case.", "Project Manager:
+# Yeah. We're on our way.", chosen "the team"). What people say when they have settled
+# something has a few plain forms — "we decided to …", "we agreed on …", "a consensus that …",
+# "we're going with …" — and read off those, a decision is what was said: its option, why and
+# instead of what when said, who settled it, nothing invented. A question, a condition or a
+# negation ("if we decide", "we haven't agreed") settles nothing; nor does a proposal ("let's").
+
+SETTLED_SAID = re.compile(
+    r"\b(?P<who>we|i|they)(?:'ve| have)?(?: all| basically| just| now| finally)? "
+    r"(?P<verb>decided|agreed|settled|chose|picked|opted)(?P<link> on| upon| to| that| for)? "
+    r"(?P<what>.+)"
+    r"|\bconsensus (?P<clink>that|on) (?P<cwhat>.+)"
+    r"|\b(?P<going>we'?re|we are|we'?ll|we will) go(?:ing)? (?:with|for) (?P<gwhat>.+)", re.I)
+_UNSETTLED = re.compile(r"\b(not|never|n't|if|whether|unless|when|how|what|should|could|"
+                        r"would|might|need to|have to|going to)\b", re.I)
+_OPTION_END = re.compile(r";| - | but | because | so that | so | if | when | which | and then "
+                         r"| or | um | uh |\.", re.I)
+_BECAUSE = re.compile(r"\bbecause (?:of )?(?P<why>[^,;.]+)", re.I)
+_INSTEAD = re.compile(r"\b(?:instead of|rather than) (?P<alt>[^,;.]+)", re.I)
+OPTION_WORDS = 10  # more is a copy of the turn, not an option
+_NOT_AN_OPTION = {"already", "yet", "before", "earlier", "it", "this", "that",
+                  "with"}  # "I agreed with him": with someone, on nothing said
 
 
-class ExcerptItem(msgspec.Struct, frozen=True):
-    excerpt: int
-    kind: ExcerptKind
-    text: _text(240)  # type: ignore[valid-type]
-    chosen: _text(120) = ""  # type: ignore[valid-type]
-    alternatives: Annotated[list[_text(120)],  # type: ignore[valid-type]
-                            msgspec.Meta(max_length=MAX_ALTERNATIVES)] = []
-    reasoning: _text(240) = ""  # type: ignore[valid-type]
+def _phrase(text: str, limit: int) -> str:
+    """``text`` cut at the end of its clause, at most ``limit`` words, no dangling word."""
+    ws = _OPTION_END.split(text, maxsplit=1)[0].split()[:limit]
+    while ws and CUT_OFF.search(ws[-1].casefold().strip(",")):
+        ws.pop()
+    return " ".join(ws).strip(" ,")
 
 
-class PersonalExcerptItem(ExcerptItem, frozen=True):
-    about_person: bool = False
-    scope: Literal["space", "profile"] = "space"
-
-
-class ExcerptAnswer(msgspec.Struct, frozen=True):
-    assertions: Annotated[list[ExcerptItem], msgspec.Meta(max_length=MAX_ASSERTIONS)]
-
-
-class PersonalExcerptAnswer(msgspec.Struct, frozen=True):
-    assertions: Annotated[list[PersonalExcerptItem], msgspec.Meta(max_length=MAX_ASSERTIONS)]
-
-
-def marked_turn(excerpt_text: str) -> str:
-    """The words of an excerpt's marked turn (``>> speaker: words``)."""
-    for line in excerpt_text.split("\n"):
-        if line.startswith(">> "):
-            return line[3:].partition(": ")[2] or line[3:]
-    return ""
-
-
-def from_excerpts(item: ExcerptItem | PersonalExcerptItem,
-                  excerpts: Sequence[str]) -> ExtractedAssertion:
-    """An excerpt item as an assertion, its evidence the marked turn of the excerpt it names
-    (none when the number is not one of them)."""
-    about = isinstance(item, PersonalExcerptItem) and item.about_person
-    evidence = (marked_turn(excerpts[item.excerpt - 1])
-                if 1 <= item.excerpt <= len(excerpts) else "")
+def said_decision(speaker: str, sentence: str) -> ExtractedAssertion | None:
+    """The decision a sentence of ``speaker``'s states in one of the plain forms above, or
+    None."""
+    found = SETTLED_SAID.search(sentence)
+    if found is None or sentence.rstrip().endswith("?"):
+        return None
+    if _UNSETTLED.search(sentence[:found.start()] + " " + found.group(0)[:24]):
+        return None
+    rest = found.group("what") or found.group("cwhat") or found.group("gwhat") or ""
+    chosen = _phrase(rest, OPTION_WORDS)
+    if not validate.real_choice(chosen) or chosen.split()[0].casefold() in _NOT_AN_OPTION:
+        return None  # "we decided that already": "that" was the option, said before
+    who = speaker if (found.group("who") or "").casefold() == "i" else "The group"
+    if found.group("verb"):
+        text = f"{who} {found.group('verb').casefold()}{found.group('link') or ''} {chosen}."
+    elif found.group("cwhat"):
+        text = f"{who} agreed {found.group('clink').casefold()} {chosen}."
+    else:
+        will = found.group("going").casefold() in ("we'll", "well", "we will")
+        text = f"{who} {'will go' if will else 'is going'} with {chosen}."
+    why = _BECAUSE.search(rest)
+    instead = _INSTEAD.search(rest)
     return ExtractedAssertion(
-        kind=item.kind, text=item.text, chosen=item.chosen, alternatives=item.alternatives,
-        reasoning=item.reasoning, about_person=about,
-        scope=item.scope if isinstance(item, PersonalExcerptItem) else "space",
-        evidence=" ".join(evidence.split())[:160])
+        kind="decision", text=text, chosen=chosen,
+        alternatives=[_phrase(instead.group("alt"), 6)] if instead else [],
+        reasoning=_phrase(why.group("why"), 12) if why else "",
+        evidence=" ".join(sentence.split())[:160])
 
 
-# -- extract, then abstract -----------------------------------------------------------------
-# A small model asked for "the decisions" of a long transcript copies fragments and small talk.
-# So the turns that carry a decision or a commitment are found first, by their wording, and the
-# model is asked to state each one from the few turns around it.
-
-DECISION_CUE = re.compile(
-    r"\b(decid\w*|decision|agree\w*|settled?|consensus|go(ing)? (for|with)|stick (to|with)|"
-    r"let'?s (go|use|do|have|keep|make|say|stick|put|take)|we('ll| will) (go|use|have|keep|"
-    r"take|stick)|(we|i) (chose|choose|picked)|conclu\w*|the (best|only) option|"
-    r"change of plan)\b", re.I)
-# how people also describe options ("so instead of going down you just spin", "we can use
-# titanium"): a decision only beside a stronger cue
-WEAK_DECISION_CUE = re.compile(
-    r"\b(instead|final(ly)?|so it'?s|we (should|can) (go|use|have|keep|make|do|take|stick|"
-    r"put))\b", re.I)
-PREFERENCE_CUE = re.compile(r"\bi (really )?(prefer|like|love|hate|don'?t like|always|never)\b",
-                            re.I)
-CUE_MIN_WORDS = 6
-EXCERPT_BEFORE = 2  # turns of context before the turn that carries the cue
-EXCERPT_AFTER = 1
-EXCERPT_LINE_CHARS = 320
-
-
-def cue_score(text: str) -> int:
-    """How strongly a turn's wording says something was decided or preferred (what is
-    undertaken is found apart: :func:`find_undertakings`)."""
-    if len(validate.words(text)) < CUE_MIN_WORDS:
-        return 0
-    strong = 2 * len(DECISION_CUE.findall(text)) + 2 * len(PREFERENCE_CUE.findall(text))
-    return strong + len(WEAK_DECISION_CUE.findall(text)) if strong else 0
-
-
-def find_cues(texts: Sequence[str], limit: int) -> list[int]:
-    """The indexes of at most ``limit`` turns that carry a decision or a preference, strongest
-    first among them, returned in transcript order; two cues closer than an excerpt are one."""
-    scored = sorted(((cue_score(t), i) for i, t in enumerate(texts)),
-                    key=lambda si: (-si[0], si[1]))
-    chosen: list[int] = []
-    for score, i in scored:
-        if score == 0 or len(chosen) == limit:
-            break
-        if all(abs(i - j) > EXCERPT_BEFORE for j in chosen):
-            chosen.append(i)
-    return sorted(chosen)
-
-
-def excerpt(turns: Sequence[tuple[str, str]], index: int) -> str:
-    """The turns around ``index``, the cue turn marked with ``>>``."""
-    lines = []
-    for i in range(max(0, index - EXCERPT_BEFORE), min(len(turns), index + EXCERPT_AFTER + 1)):
-        speaker, text = turns[i]
-        lines.append(f"{'>> ' if i == index else ''}{speaker}: {_clip(text)}")
-    return "\n".join(lines)
+def find_decisions(turns: Sequence[tuple[str, str]]) -> list[ExtractedAssertion]:
+    """Every decision the turns (speaker, text) state in so many words, in transcript order."""
+    return [item for speaker, text in turns for sentence in spoken_clauses(text, casefold=False)
+            if (item := said_decision(speaker, sentence)) is not None]
 
 
 # -- undertakings: commitments and tasks, read from the turn that takes them on -----------------
@@ -213,6 +175,8 @@ DUE = re.compile(
     r"(day|week|month))\b|\b(tomorrow|next week|(for|at|before) the next meeting)\b", re.I)
 CUT_OFF = re.compile(r"\b(if|and|or|but|to|the|a|an|of|for|that|with|at|on|in|whether|so)$")
 UNDERTAKING_TURN_AFTER = 2  # how far on the acceptance of a "you will ..." may come
+EXCERPT_BEFORE = 2  # turns shown to the model before an undertaking it words
+EXCERPT_LINE_CHARS = 320
 GROUP_TURNS = 4  # undertakings of one owner this close are one piece of work
 
 
@@ -463,35 +427,6 @@ def extraction_prompt(title: str, excerpts: Sequence[str], *, memory_enabled: bo
         '- for a commitment or task: "owner" (the speaker who will do it, as named above) and '
         '"due" (when, if said)\n'
         '- "evidence": a few words copied from the excerpt that show it\n'
-        f"{person}"
-    )
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
-
-
-def excerpt_prompt(title: str, excerpts: Sequence[str], *, memory_enabled: bool,
-                   speakers: Sequence[str] = ()) -> list[dict[str, str]]:
-    """Chat messages asking the model what each excerpt of a long transcript settles (the
-    commitments and tasks are read off the transcript: :func:`find_undertakings`)."""
-    person = (
-        'Mark "about_person": true only for a lasting fact or preference about the speaker '
-        '"me" themself, and "scope": "profile" when it holds everywhere, not only here.'
-        if memory_enabled else "")
-    system = ("You state what was settled in a conversation. Use only what the excerpts say; "
-              "never invent. Reply with JSON only.")
-    numbered = "\n\n".join(f"[{i}]\n{e}" for i, e in enumerate(excerpts, 1))
-    user = (
-        f"Conversation: {title or 'untitled'}\nSpeakers: {', '.join(speakers)}\n\n"
-        f"Excerpts (a line marked >> is the one that matters):\n{numbered}\n\n"
-        'Return {"assertions": [...]}: at most one item per excerpt, none for an excerpt '
-        "where nothing was settled or preferred (an idea, a question or a plan to talk about "
-        "something settles nothing). Each item:\n"
-        '- "excerpt": its number\n'
-        '- "kind": "decision" (the group settled on an option), "preference" (someone likes '
-        'or wants something) or "fact"\n'
-        '- "text": one sentence in your own words saying who settled on what, e.g. '
-        f'"{EXAMPLES[0]}"\n'
-        '- for a decision: "chosen" (the option taken, a few words), "alternatives" (options '
-        'not taken), "reasoning" (why, if said)\n'
         f"{person}"
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

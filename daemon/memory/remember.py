@@ -78,24 +78,19 @@ from daemon.memory import archive, open_items, validate
 from daemon.memory.behind_live import BehindLive, Quiet
 from daemon.memory.extract import (
     AnchorCandidate,
-    ExcerptAnswer,
     Existing,
     ExtractedAssertion,
     Extraction,
     KnownMemory,
-    PersonalExcerptAnswer,
     Ruling,
     Undertaken,
     Undertaking,
     already_known,
     check_assertion,
-    excerpt,
-    excerpt_prompt,
     extraction_prompt,
     find_anchor,
-    find_cues,
+    find_decisions,
     find_undertakings,
-    from_excerpts,
     group_undertakings,
     normalise,
     plan_from_ruling,
@@ -145,14 +140,10 @@ ARCHIVE_TOKENS = 1024  # a full archive is ~500 tokens; a cut-off one keeps its 
 ARCHIVE_PART_TOKENS = 384  # a part's short summary, its other sections and one quote
 ARCHIVE_PART_CHARS = 9000  # ~2,000 tokens of speech: a 35-minute meeting in four or five parts
 EXTRACT_TOKENS = 640  # a call's six items of ~70 tokens, and room
-EXCERPT_TOKENS = 480  # six excerpt items of ~45 tokens, and room
 UNDERTAKING_TOKENS = 80  # one sentence
 MAX_UNDERTAKINGS = 8  # per session: the last ones, where a meeting settles who does what
 RETRY_HALVES = 1  # a piece that gives no answer is asked again once, in two halves
-EXCERPTS_PER_CALL = 6
-MINUTES_PER_EXCERPT = 2.5  # a 35-minute meeting: 14 excerpts
-MIN_EXCERPTS = 4
-MAX_EXCERPTS = 18
+MAX_DECISIONS = 12  # per session
 WHOLE_TRANSCRIPT_CHARS = 2500  # a transcript this short is one excerpt, cues or not
 RULING_TOKENS = 48
 RECONCILE_CANDIDATES = 5  # nearest current assertions shown to the model
@@ -402,52 +393,37 @@ async def summarise(generator: Generator, context: int, session: Session,
 
 async def extract(generator: Generator, context: int, session: Session, turns: Sequence[Turn],
                   *, memories: bool, steps: Steps = _no_steps) -> list[ExtractedAssertion]:
-    """What a session established, extract-then-abstract. A short transcript is read whole.
-    In a longer one, the turns whose wording carries a decision or a preference are found
-    first (:func:`find_cues`) and the model states each from the turns around it, a few
-    excerpts a call; what someone takes on or is given (:func:`find_undertakings`) is read off
-    the transcript — its owner, and whether it is a commitment or a task — and the model is
-    asked only what the work is, one call each; commitments and tasks the model offers from
-    the decision excerpts are not kept (it takes past remarks and other people's words for
-    them). The statements are merged, validated (:func:`check_assertion`) and each kept once.
-    Memories about the person only when ``memories``. Each call is a step. Raises only when
-    every call failed."""
+    """What a session established. A short transcript is read whole by the model. In a longer
+    one nothing is asked of the model that the words said already state: the decisions said in
+    so many words (:func:`find_decisions`: "we decided to …", "a consensus that …"), and what
+    someone takes on or is given (:func:`find_undertakings`) — its owner, whether it is a
+    commitment or a task, and the work when said as "I will …" / "you will …"; the model is
+    asked to word only the others, one call each (shown the turns around a decision cue, the
+    0.5B copied its prompt's example or the turns, and took past remarks for tasks). The
+    statements are merged, validated (:func:`check_assertion`) and each kept once. Memories
+    about the person only when ``memories``. Each model call is a step. Raises only when every
+    call failed."""
     said = spoken(turns)
     pairs = [(t.speaker, t.text) for t in said]
     people = validate.speakers(t.speaker for t in turns)
-    minutes = max(1.0, ((said[-1].end or said[-1].start) - said[0].start) / 60) if said else 1.0
-    limit = max(MIN_EXCERPTS, min(MAX_EXCERPTS, round(minutes / MINUTES_PER_EXCERPT)))
     whole = read_whole(turns)  # short: its own context
-    if whole:
-        excerpts = ["\n".join(transcript_lines(pairs))] if pairs else []
-        undertakings: list[list[Undertaking]] = []
-    else:
-        excerpts = [excerpt(pairs, i) for i in find_cues([t for _, t in pairs], limit)]
+    extractions: list[Extraction] = []
+    failures: list[str] = []
+    undertakings: list[list[Undertaking]] = []
+    if not whole:
+        extractions = [Extraction(find_decisions(pairs)[:MAX_DECISIONS])]
         undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
-    batches = [excerpts[i:i + EXCERPTS_PER_CALL]
-               for i in range(0, len(excerpts), EXCERPTS_PER_CALL)]
-    total = len(batches) + len(undertakings)
-
-    def ask(batch: Sequence[str]) -> list[dict[str, str]]:
-        prompt = extraction_prompt if whole else excerpt_prompt
-        return prompt(session.title, batch, memory_enabled=memories, speakers=people)
-
-    def progress(done: int, _: int) -> None:
-        steps(done, total)
-
-    if whole:
+    elif pairs:
         answered, failures = await answer_pieces(
-            generator, batches, ask, Extraction, Extraction, EXTRACT_TOKENS, progress)
+            generator, [transcript_lines(pairs)], lambda lines: extraction_prompt(
+                session.title, ["\n".join(lines)], memory_enabled=memories, speakers=people),
+            Extraction, Extraction, EXTRACT_TOKENS, steps)
         extractions = [e for _, e in answered]
-    else:
-        answer_type = PersonalExcerptAnswer if memories else ExcerptAnswer
-        stated, failures = await answer_pieces(
-            generator, batches, ask, answer_type, PersonalExcerptAnswer, EXCERPT_TOKENS,
-            progress)
-        extractions = [Extraction([from_excerpts(item, batch) for item in answer.assertions])
-                       for batch, answer in stated]
+    total = len(undertakings)
+    if not whole:
+        steps(0, total)
     taken: list[ExtractedAssertion] = []
-    for n, group in enumerate(undertakings, len(batches) + 1):
+    for n, group in enumerate(undertakings, 1):
         cue = group[0]
         plain = said_assertion(group, pairs)
         if plain is not None:  # said in so many words: no model needed
