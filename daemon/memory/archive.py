@@ -49,7 +49,6 @@ class Section:
     # the assertion kinds that state this section's items when a transcript is too long for
     # the model to find them in one reading (it lists proposals and role names instead)
     kinds: tuple[str, ...] = ()
-    needs_history: bool = False  # it compares with an earlier session
 
 
 @dataclass(frozen=True)
@@ -79,9 +78,8 @@ FORMATS: dict[str, ArchiveFormat] = {
     "project": ArchiveFormat(
         "project",
         (_DECIDED, _ACTIONS, _OPEN,
-         Section("changed_since_last_time", "Changed since last time",
-                 "what is different from before: plans, dates, scope, people",
-                 needs_history=True)),
+         _s("changed_since_last_time", "Changed since last time",
+            "what is different from before: plans, dates, scope, people")),
     ),
     "job": ArchiveFormat(
         "job",
@@ -159,10 +157,12 @@ def _text(chars: int) -> Any:
 
 
 def asked_sections(fmt: ArchiveFormat, *, stated: bool = False) -> tuple[Section, ...]:
-    """The sections the model writes: all of them, or, when the assertions state some
-    (``stated``), the others — less any that needs an earlier session, which a part of a
-    transcript cannot tell (asked anyway, the 0.5B wrote "Marketing looks at me.")."""
-    return tuple(s for s in fmt.sections if not (stated and (s.kinds or s.needs_history)))
+    """The sections the model writes: all of them for a transcript read whole; none when the
+    assertions state a long one's (``stated``). Asked about parts of real meetings, the 0.5B
+    filled every section with what reads wrong: role names and proposals as decisions,
+    "What were the key quotes?" and "Discussing initial ideas at all here?" as still open,
+    "Marketing looks at me." as changed since last time (which a part cannot know)."""
+    return () if stated else fmt.sections
 
 
 def output_type(fmt: ArchiveFormat, *, stated: bool = False,
@@ -357,9 +357,9 @@ def clean_summary(summary: str, words: Any = None, turns: Sequence[str] = (),
             continue
         if words is not None and words.search(sentence):
             continue
-        if names and not validate.content_words(sentence) - validate.content_words(
-                " ".join(names)):  # "Project Manager, User Interface, Marketing"
-            continue
+        if names and (validate.spoken_line(sentence, names) or not validate.content_words(
+                sentence) - validate.content_words(" ".join(names))):
+            continue  # "Marketing: um and everything else …"; "Project Manager, Marketing"
         if any(validate.same_item(sentence, k) for k in kept):
             continue
         kept.append(sentence)

@@ -346,17 +346,25 @@ def _clip(text: str) -> str:
 GROUNDED = 0.5  # share of a stated task's content words the lines shown must contain
 
 
+# a sentence about its owner says "they", not "I" or "you"
+_NOT_TOLD_OF_OWNER = re.compile(r"\b(I|I'll|I'm|I've|me|my|you|your)\b")
+
+
 def undertaking_assertion(answer: Undertaken, group: Sequence[Undertaking],
                           turns: Sequence[tuple[str, str]]) -> ExtractedAssertion | None:
     """The commitment (taken on) or task (given) the model's first sentence states about a
     group of undertakings, its owner and due date read from the transcript, its last turn the
     evidence; None when the sentence is not about what was said (more than half of its
-    words are in none of the lines the model was shown: it made the work up)."""
+    words are in none of the lines the model was shown: it made the work up), is not told of
+    its owner ("I", "you": the turn copied) or tells of more than one piece of work (ES2006c:
+    "Project Manager will start working on …, User Interface Designer will work on …")."""
     first = group[0]
     text = clip_sentence(validate.scrub(answer.text))
     first_person = re.match(r"(?i)i('ll| will)\b", text)
     if first_person:  # "I will investigate ..." said as the owner
         text = f"{first.owner} will{text[first_person.end():]}"
+    if _NOT_TOLD_OF_OWNER.search(text) or len(re.findall(r"\bwill\b", text, re.I)) > 1:
+        return None  # the turn copied ("… and then I'll take minutes"), or others' work lumped in
     shown = turns[max(0, first.index - EXCERPT_BEFORE):group[-1].index + 1]
     said = content_words(" ".join(text for _, text in shown))
     mine = content_words(text) - content_words(first.owner) - {"will"}

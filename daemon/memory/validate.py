@@ -116,7 +116,8 @@ def looping(text: str) -> bool:
 
 
 PROMPT_PHRASES = ("json schema", "copied exactly", "word for word", "one turn per line",
-                  "an empty list if nothing fits", "about_person", "key_quotes", "action_items")
+                  "an empty list if nothing fits", "about_person", "key_quotes", "key quotes",
+                  "action_items")
 
 
 def scaffolding(vocabulary: Iterable[str]) -> re.Pattern[str]:
