@@ -193,6 +193,8 @@ class MeetingResult:
     kinds: dict[str, int]
     hygiene: dict[str, int]
     notes: list[str] = field(default_factory=list)
+    # where the keep's model time went, by kind of call: calls, seconds, prompt and generated tokens
+    calls: dict[str, dict[str, float]] = field(default_factory=dict)
     archive: str = ""
     stored: list[dict[str, Any]] = field(default_factory=list)
 
@@ -242,6 +244,14 @@ def result_row(r: MeetingResult) -> str:
     passes = ("A" if r.archive_ok else "-") + ("E" if r.extraction_ok else "-")
     return row(r.meeting, r.keep_s, r.cpu_s, r.tokens, r.peak_rss_mib, passes, r.rouge1,
                r.rouge2, r.rougeLsum, r.coverage, r.hygiene)
+
+
+def calls_row(calls: Mapping[str, Mapping[str, float]]) -> str:
+    """Where a keep's model time went: per kind of call, calls x seconds and the tokens read
+    (prompt, prefix reuse included) and written."""
+    return "  " + "; ".join(
+        f"{kind} {u['calls']:.0f}x {u['seconds']:.1f} s, {u['prompt_tokens']:.0f} read "
+        f"{u['completion_tokens']:.0f} written" for kind, u in calls.items())
 
 
 def overall_row(name: str, o: Mapping[str, Any]) -> str:
@@ -348,8 +358,10 @@ def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
                     result.extraction_ok = not any(n.startswith("extraction failed")
                                                    for n in outcome.notes)
                     result.notes = list(outcome.notes)
+                    result.calls = {kind: asdict(u) for kind, u in generator.usage.items()}
                     results.append(result)
                     print(result_row(result), flush=True)
+                    print(calls_row(result.calls), flush=True)
                     if args.json:  # a long run's figures so far, readable while it goes on
                         args.json.with_suffix(".partial.json").write_text(
                             json.dumps([asdict(r) for r in results], indent=1))

@@ -358,7 +358,9 @@ async def test_the_two_switches_are_independent(world: World) -> None:
     assert any("memory is off" in n for n in on.notes)
     # without consent the extractor is told not to mark anything about the person, and an
     # item it marks anyway is not stored in any form
-    assert '"about_person": false for every item' in world.generator.calls[-1][-1].content
+    (asked,) = [c[-1].content for c in world.generator.calls[-2:] if '{"assertions"' in
+                c[-1].content]  # this keep's extraction (its archive is asked after it)
+    assert '"about_person": false for every item' in asked
     assert len(world.memories()) == 1
 
 
@@ -784,9 +786,9 @@ def long_session(world: World) -> int:
               "review of the staging checklist and the budget owner signs it off."
               + (" We agreed to check it by Friday." if i % 10 == 5 else ""))
              for i in range(120)]
-    world.script.assertions = [{
-        "kind": "fact", "text": "Atlas rollout needs the staging checklist reviewed.",
-        "evidence": "Atlas rollout step needs a review of the staging checklist",
+    world.script.assertions = [{  # about excerpts: its evidence is the excerpt's marked turn
+        "excerpt": 1, "kind": "fact",
+        "text": "Atlas rollout needs the staging checklist reviewed.",
     }]
     return world.session(turns, space_id=world.space("Atlas"))
 
@@ -802,6 +804,21 @@ async def test_a_long_transcript_is_summarised_in_pieces(world: World) -> None:
     assert all(shown.count(f"Point {i}:") == 1 for i in range(120))
     assert outcome.archived and outcome.assertions == 1
     assert len(world.store.archive(session_id)) == 1
+
+
+async def test_a_long_meetings_archive_lists_the_decisions_its_extraction_found(
+        world: World) -> None:
+    session_id = long_session(world)  # "We agreed to check it by Friday." every ten turns
+    # the model's own Decided (role names, proposals) is not asked for, and not kept
+    world.script.archive = archive_answer(sections={"decided": ["Project Manager"],
+                                                    "action_items": [], "still_open": []})
+    outcome = await world.keep(session_id)
+    assert outcome.archived and outcome.decisions == ["The group agreed to check it by Friday."]
+    (chunk,) = world.store.archive(session_id)
+    decided = chunk.body.split("Decided:\n")[1].split("\n")[0]
+    assert decided == "- The group agreed to check it by Friday."
+    assert "Project Manager\n" not in chunk.body
+    assert not any('{"assertions"' in c[-1].content for c in world.generator.calls)
 
 
 def test_remembered_maps_onto_the_protocol_reply() -> None:

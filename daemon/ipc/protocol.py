@@ -997,7 +997,7 @@ class ImportProgress(Event):
 class StageProgress(Event):
     """How far one stage of the long request ``request_id`` has got: ``done`` of ``total``.
 
-    A keep (Remember) goes through ``archive`` and ``extraction`` (pieces of the transcript
+    A keep (Remember) goes through ``extraction`` and ``archive`` (pieces of the transcript
     sent to the language model) and ``reconciliation`` (extracted statements checked against
     what is stored); an ImportTranscript or AddDocument through ``embedding`` (texts embedded,
     where ``total`` may grow as the store finds more to embed). A stage is reported when it

@@ -28,13 +28,15 @@ from daemon.memory import validate
 MAX_QUOTES = 4
 MAX_ITEMS = 6
 MAX_ITEM_CHARS = 240
-MAX_SUMMARY_CHARS = 1200
+MAX_SUMMARY_CHARS = 1800  # a long meeting's parts, two or three sentences each
 MAX_PARTICIPANTS = 12
 # Bounds of the strings the model writes, in the schema (a looping model stops there); a merged
 # summary of several pieces is clipped to MAX_SUMMARY_CHARS.
 MAX_TOPIC_CHARS = 80
 PIECE_SUMMARY_CHARS = 700
+PART_SUMMARY_CHARS = 400
 MAX_QUOTE_CHARS = 200
+PART_QUOTES = 1  # per part of a long transcript: its parts' quotes together make the archive's
 QUOTE_MIN_WORDS = 4  # "Mm-hmm." is verbatim, and worth nothing
 
 
@@ -44,6 +46,9 @@ class Section:
     title: str  # how the rendered archive names it
     hint: str  # what belongs in it, for the prompt
     cap: int = MAX_ITEMS
+    # the assertion kinds that state this section's items when a transcript is too long for
+    # the model to find them in one reading (it lists proposals and role names instead)
+    kinds: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,12 +61,15 @@ class ArchiveFormat:
         return tuple(s.key for s in self.sections)
 
 
-def _s(key: str, title: str, hint: str, cap: int = MAX_ITEMS) -> Section:
-    return Section(key, title, hint, cap)
+def _s(key: str, title: str, hint: str, cap: int = MAX_ITEMS,
+       kinds: tuple[str, ...] = ()) -> Section:
+    return Section(key, title, hint, cap, kinds)
 
 
-_DECIDED = _s("decided", "Decided", "what the group settled on, each as a full sentence")
-_ACTIONS = _s("action_items", "Action items", "each as a full sentence naming who will do what")
+_DECIDED = _s("decided", "Decided", "what the group settled on, each as a full sentence",
+              kinds=("decision",))
+_ACTIONS = _s("action_items", "Action items", "each as a full sentence naming who will do what",
+              kinds=("commitment", "task"))
 _OPEN = _s("still_open", "Still open", "questions raised and not settled")
 
 FORMATS: dict[str, ArchiveFormat] = {
@@ -148,22 +156,44 @@ def _text(chars: int) -> Any:
     return Annotated[str, msgspec.Meta(max_length=chars)]
 
 
-def output_type(fmt: ArchiveFormat) -> type[msgspec.Struct]:
-    """The msgspec type the summariser fills for ``fmt``: its JSON schema constrains decoding,
-    string lengths and list sizes included, so a small model that loops stops early. There is
-    no participants field: they are the transcript's speakers."""
+def asked_sections(fmt: ArchiveFormat, *, stated: bool = False) -> tuple[Section, ...]:
+    """The sections the model writes: all of them for a transcript read whole; none when the
+    assertions state a long one's (``stated``). Asked about parts of real meetings, the 0.5B
+    filled every section with what reads wrong: role names and proposals as decisions,
+    "What were the key quotes?" and "Discussing initial ideas at all here?" as still open,
+    "Marketing looks at me." as changed since last time (which a part cannot know)."""
+    return () if stated else fmt.sections
+
+
+def output_type(fmt: ArchiveFormat, *, stated: bool = False,
+                part: bool = False) -> type[msgspec.Struct]:
+    """The msgspec type the summariser fills for ``fmt`` — without the sections the
+    assertions state when ``stated``; for a ``part`` of a long transcript a shorter summary and
+    one quote: its JSON schema constrains decoding, string lengths and list sizes included, so
+    a small model that loops stops early. There is no participants field: they are the
+    transcript's speakers."""
+    name = f"{fmt.activity.title()}{'Stated' if stated else ''}{'Part' if part else ''}"
     sections = msgspec.defstruct(
-        f"{fmt.activity.title()}Sections", [(s.key, _at_most(s.cap)) for s in fmt.sections]
+        f"{name}Sections", [(s.key, _at_most(s.cap)) for s in asked_sections(fmt, stated=stated)]
     )
     return msgspec.defstruct(
-        f"{fmt.activity.title()}Archive",
-        [("topic", _text(MAX_TOPIC_CHARS)), ("summary", _text(PIECE_SUMMARY_CHARS)),
-         ("sections", sections), ("key_quotes", _at_most(MAX_QUOTES, MAX_QUOTE_CHARS))],
+        f"{name}Archive",
+        [("topic", _text(MAX_TOPIC_CHARS)),
+         ("summary", _text(PART_SUMMARY_CHARS if part else PIECE_SUMMARY_CHARS)),
+         ("sections", sections),
+         ("key_quotes", _at_most(PART_QUOTES if part else MAX_QUOTES, MAX_QUOTE_CHARS))],
     )
 
 
 def schema(fmt: ArchiveFormat) -> dict[str, Any]:
     return msgspec.json.schema(output_type(fmt))
+
+
+def stated_sections(fmt: ArchiveFormat,
+                    statements: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    """The items of the sections that assertions state, from (kind, text) pairs in order."""
+    return {s.key: [text for kind, text in statements if kind in s.kinds]
+            for s in fmt.sections if s.kinds}
 
 
 SYSTEM = ("You read the transcript of a conversation and write about it so that it can be found "
@@ -180,30 +210,43 @@ def transcript_message(title: str, activity: str, speakers: Sequence[str],
             f"Transcript (one turn per line, speaker: words):\n{transcript}\n\n")
 
 
-def prompt(fmt: ArchiveFormat, title: str, transcript: str,
-           speakers: Sequence[str] = ()) -> list[dict[str, str]]:
-    """Chat messages asking for the archive of ``transcript`` in ``fmt``."""
+def prompt(fmt: ArchiveFormat, title: str, transcript: str, speakers: Sequence[str] = (), *,
+           stated: bool = False, part: bool = False) -> list[dict[str, str]]:
+    """Chat messages asking for the archive of ``transcript`` in ``fmt`` (without the
+    sections the assertions state when ``stated``: :func:`stated_sections`) — or, when it is
+    a ``part`` of a long one, a short account of that part."""
     # Hints are phrased so that a small model copying one verbatim writes nothing useful
     # rather than a plausible item (a 0.5B model echoed "(at most 8 short items)" as one).
-    lines = "\n".join(f'- "{s.key}": {s.hint}' for s in fmt.sections)
-    cap = max(s.cap for s in fmt.sections)
+    asked = asked_sections(fmt, stated=stated)
+    lines = "\n".join(f'- "{s.key}": {s.hint}' for s in asked)
+    cap = max((s.cap for s in asked), default=MAX_ITEMS)
+    quotes = PART_QUOTES if part else MAX_QUOTES
+    summary = (
+        "two or three sentences in the third person: what was presented, discussed or "
+        "settled in this stretch, by whom" if part else
+        "four to six sentences in the third person: what the conversation was about, what "
+        "each speaker presented, proposed or asked, and what came of it")
     user = transcript_message(title, fmt.activity, speakers, transcript) + (
         "Write the archive of this conversation:\n"
         '- "topic": a few words naming what it was about\n'
-        '- "summary": four to six sentences in the third person: what the conversation was '
-        "about, what each speaker presented, proposed or asked, and what came of it\n"
-        f'- "sections": an object with exactly these keys, each a list of at most {cap} '
-        f"sentences in your own words (an empty list if nothing fits):\n{lines}\n"
-        f'- "key_quotes": up to {MAX_QUOTES} memorable sentences copied exactly from the '
+        f'- "summary": {summary}\n'
+        + (f'- "sections": an object with exactly these keys, each a list of at most {cap} '
+           f"sentences in your own words (an empty list if nothing fits):\n{lines}\n"
+           if asked else '- "sections": {}\n')
+        + f'- "key_quotes": up to {quotes} memorable sentences copied exactly from the '
         "transcript (without the speaker's name)"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
+PART_WORDS = ("in this stretch", "this stretch")  # the part summary's hint
+
+
 def prompt_words(fmt: ArchiveFormat) -> Any:
     """What of the archive prompt must never come back as content: keys and hints."""
     return validate.scaffolding(
-        [s.key for s in fmt.sections if "_" in s.key] + [s.hint for s in fmt.sections])
+        [s.key for s in fmt.sections if "_" in s.key] + [s.hint for s in fmt.sections]
+        + list(PART_WORDS))
 
 
 def _clean_items(value: Any, cap: int) -> list[str]:
@@ -277,9 +320,13 @@ def verify_quotes(candidates: Sequence[str], turns: Sequence[TranscriptTurn]) ->
 
 
 def build_archive(
-    fmt: ArchiveFormat, envelope: ArchiveEnvelope, turns: Sequence[TranscriptTurn]
+    fmt: ArchiveFormat, envelope: ArchiveEnvelope, turns: Sequence[TranscriptTurn],
+    stated: Mapping[str, list[str]] | None = None,
 ) -> Archive:
-    """Validate what the summariser returned into an :class:`Archive`."""
+    """Validate what the summariser returned into an :class:`Archive`; the sections in
+    ``stated`` (:func:`stated_sections`) are those items, not the model's."""
+    if stated is not None:
+        envelope = msgspec.structs.replace(envelope, sections={**envelope.sections, **stated})
     words = prompt_words(fmt)
     topic = validate.scrub(envelope.topic)[:200]
     texts = [t.text for t in turns]
@@ -310,6 +357,9 @@ def clean_summary(summary: str, words: Any = None, turns: Sequence[str] = (),
             continue
         if words is not None and words.search(sentence):
             continue
+        if names and (validate.spoken_line(sentence, names) or not validate.content_words(
+                sentence) - validate.content_words(" ".join(names))):
+            continue  # "Marketing: um and everything else …"; "Project Manager, Marketing"
         if any(validate.same_item(sentence, k) for k in kept):
             continue
         kept.append(sentence)

@@ -57,53 +57,73 @@ class Extraction(msgspec.Struct, frozen=True):
     assertions: Annotated[list[ExtractedAssertion], msgspec.Meta(max_length=MAX_ASSERTIONS)]
 
 
-# -- extract, then abstract -----------------------------------------------------------------
-# A small model asked for "the decisions" of a long transcript copies fragments and small talk.
-# So the turns that carry a decision or a commitment are found first, by their wording, and the
-# model is asked to state each one from the few turns around it.
+# -- decisions said in so many words ------------------------------------------------------------
+# Shown the turns around a decision cue of a real meeting, the 0.5B model copied its prompt's
+# example or the turns themselves (ES2006c: "The team chose a rubber case.", "Project Manager:
+# Yeah. We're on our way.", chosen "the team"). What people say when they have settled
+# something has a few plain forms — "we decided to …", "we agreed on …", "a consensus that …",
+# "we're going with …" — and read off those, a decision is what was said: its option, why and
+# instead of what when said, who settled it, nothing invented. A question, a condition or a
+# negation ("if we decide", "we haven't agreed") settles nothing; nor does a proposal ("let's").
 
-DECISION_CUE = re.compile(
-    r"\b(decid\w*|decision|agree\w*|settled?|go(ing)? (for|with)|stick (to|with)|"
-    r"let'?s (go|use|do|have|keep|make|say|stick|put|take)|we('ll| will| should| can) (go|use|"
-    r"have|keep|make|do|take|stick|put)|(we|i) (chose|choose|picked)|conclu\w*|so it'?s|"
-    r"final(ly)?|the (best|only) option|instead|change of plan)\b", re.I)
-PREFERENCE_CUE = re.compile(r"\bi (really )?(prefer|like|love|hate|don'?t like|always|never)\b",
-                            re.I)
-CUE_MIN_WORDS = 6
-EXCERPT_BEFORE = 2  # turns of context before the turn that carries the cue
-EXCERPT_AFTER = 1
-EXCERPT_LINE_CHARS = 320
-
-
-def cue_score(text: str) -> int:
-    """How strongly a turn's wording says something was decided or preferred (what is
-    undertaken is found apart: :func:`find_undertakings`)."""
-    if len(validate.words(text)) < CUE_MIN_WORDS:
-        return 0
-    return 2 * len(DECISION_CUE.findall(text)) + len(PREFERENCE_CUE.findall(text))
-
-
-def find_cues(texts: Sequence[str], limit: int) -> list[int]:
-    """The indexes of at most ``limit`` turns that carry a decision or a preference, strongest
-    first among them, returned in transcript order; two cues closer than an excerpt are one."""
-    scored = sorted(((cue_score(t), i) for i, t in enumerate(texts)),
-                    key=lambda si: (-si[0], si[1]))
-    chosen: list[int] = []
-    for score, i in scored:
-        if score == 0 or len(chosen) == limit:
-            break
-        if all(abs(i - j) > EXCERPT_BEFORE for j in chosen):
-            chosen.append(i)
-    return sorted(chosen)
+SETTLED_SAID = re.compile(
+    r"\b(?P<who>we|i|they)(?:'ve| have)?(?: all| basically| just| now| finally)? "
+    r"(?P<verb>decided|agreed|settled|chose|picked|opted)(?P<link> on| upon| to| that| for)? "
+    r"(?P<what>.+)"
+    r"|\bconsensus (?P<clink>that|on) (?P<cwhat>.+)"
+    r"|\b(?P<going>we'?re|we are|we'?ll|we will) go(?:ing)? (?:with|for) (?P<gwhat>.+)", re.I)
+_UNSETTLED = re.compile(r"\b(not|never|n't|if|whether|unless|when|how|what|should|could|"
+                        r"would|might|need to|have to|going to)\b", re.I)
+_OPTION_END = re.compile(r";| - | but | because | so that | so | if | when | which | and then "
+                         r"| or | um | uh |\.", re.I)
+_BECAUSE = re.compile(r"\bbecause (?:of )?(?P<why>[^,;.]+)", re.I)
+_INSTEAD = re.compile(r"\b(?:instead of|rather than) (?P<alt>[^,;.]+)", re.I)
+OPTION_WORDS = 10  # more is a copy of the turn, not an option
+_NOT_AN_OPTION = {"already", "yet", "before", "earlier", "it", "this", "that",
+                  "with"}  # "I agreed with him": with someone, on nothing said
 
 
-def excerpt(turns: Sequence[tuple[str, str]], index: int) -> str:
-    """The turns around ``index``, the cue turn marked with ``>>``."""
-    lines = []
-    for i in range(max(0, index - EXCERPT_BEFORE), min(len(turns), index + EXCERPT_AFTER + 1)):
-        speaker, text = turns[i]
-        lines.append(f"{'>> ' if i == index else ''}{speaker}: {_clip(text)}")
-    return "\n".join(lines)
+def _phrase(text: str, limit: int) -> str:
+    """``text`` cut at the end of its clause, at most ``limit`` words, no dangling word."""
+    ws = _OPTION_END.split(text, maxsplit=1)[0].split()[:limit]
+    while ws and CUT_OFF.search(ws[-1].casefold().strip(",")):
+        ws.pop()
+    return " ".join(ws).strip(" ,")
+
+
+def said_decision(speaker: str, sentence: str) -> ExtractedAssertion | None:
+    """The decision a sentence of ``speaker``'s states in one of the plain forms above, or
+    None."""
+    found = SETTLED_SAID.search(sentence)
+    if found is None or sentence.rstrip().endswith("?"):
+        return None
+    if _UNSETTLED.search(sentence[:found.start()] + " " + found.group(0)[:24]):
+        return None
+    rest = found.group("what") or found.group("cwhat") or found.group("gwhat") or ""
+    chosen = _phrase(rest, OPTION_WORDS)
+    if not validate.real_choice(chosen) or chosen.split()[0].casefold() in _NOT_AN_OPTION:
+        return None  # "we decided that already": "that" was the option, said before
+    who = speaker if (found.group("who") or "").casefold() == "i" else "The group"
+    if found.group("verb"):
+        text = f"{who} {found.group('verb').casefold()}{found.group('link') or ''} {chosen}."
+    elif found.group("cwhat"):
+        text = f"{who} agreed {found.group('clink').casefold()} {chosen}."
+    else:
+        will = found.group("going").casefold() in ("we'll", "well", "we will")
+        text = f"{who} {'will go' if will else 'is going'} with {chosen}."
+    why = _BECAUSE.search(rest)
+    instead = _INSTEAD.search(rest)
+    return ExtractedAssertion(
+        kind="decision", text=text, chosen=chosen,
+        alternatives=[_phrase(instead.group("alt"), 6)] if instead else [],
+        reasoning=_phrase(why.group("why"), 12) if why else "",
+        evidence=" ".join(sentence.split())[:160])
+
+
+def find_decisions(turns: Sequence[tuple[str, str]]) -> list[ExtractedAssertion]:
+    """Every decision the turns (speaker, text) state in so many words, in transcript order."""
+    return [item for speaker, text in turns for sentence in spoken_clauses(text, casefold=False)
+            if (item := said_decision(speaker, sentence)) is not None]
 
 
 # -- undertakings: commitments and tasks, read from the turn that takes them on -----------------
@@ -155,6 +175,8 @@ DUE = re.compile(
     r"(day|week|month))\b|\b(tomorrow|next week|(for|at|before) the next meeting)\b", re.I)
 CUT_OFF = re.compile(r"\b(if|and|or|but|to|the|a|an|of|for|that|with|at|on|in|whether|so)$")
 UNDERTAKING_TURN_AFTER = 2  # how far on the acceptance of a "you will ..." may come
+EXCERPT_BEFORE = 2  # turns shown to the model before an undertaking it words
+EXCERPT_LINE_CHARS = 320
 GROUP_TURNS = 4  # undertakings of one owner this close are one piece of work
 
 
@@ -167,13 +189,49 @@ class Undertaking:
     owner: str  # the speaker, as written
     assigned: bool
     due: str = ""
+    said: str = ""  # the work in the words said, when they say "I will …" / "you will …"
 
 
-def spoken_clauses(text: str) -> list[str]:
-    """``text`` lowercased in sentences, fillers ("uh", "um") and stutters ("I'll I'll") out."""
-    plain = _SPEECH_FILLER.sub("", text.replace("’", "'")).casefold()
-    plain = re.sub(r"\b([\w']+)( \1\b)+", r"\1", " ".join(plain.split()))
+def spoken_clauses(text: str, *, casefold: bool = True) -> list[str]:
+    """``text`` lowercased (unless not ``casefold``) in sentences, fillers ("uh", "um") and
+    stutters ("I'll I'll") out."""
+    plain = _SPEECH_FILLER.sub("", text.replace("’", "'"))
+    plain = plain.casefold() if casefold else plain
+    plain = re.sub(r"\b([\w']+)( \1\b)+", r"\1", " ".join(plain.split()), flags=re.I)
     return [s for s in _SENTENCES.split(plain) if s]
+
+
+# "I will look into the costs" — the work in the speaker's words, told of its owner: what was
+# said needs no model to restate it (a 0.5B model wrote "Marketing will ask a Teletubby front
+# to investigate" for "… a Teletubby front. … I will investigate.").
+_SAID_WORK = re.compile(
+    r"\b(?:i'?ll|i will|i shall|i'?m going to|i am going to|i'?m gonna|you'?ll|you will|"
+    r"you(?:'re| are) going to)(?: also| just| then| now)? (?P<work>.+)$", re.I)
+_CLAUSE_END = re.compile(r",|;| - | but | because | so that | so | if | when | and then | or ",
+                         re.I)
+_THIRD_PERSON = {"my": "their", "me": "them", "myself": "themselves", "mine": "theirs",
+                 "your": "their", "you": "them", "yourself": "themselves", "i": "they"}
+SAID_WORK_WORDS = 10  # a longer run of a turn's words is a copy, not a statement
+_NAMES_WORK = re.compile(r"(?:(?:just|quickly|also|then|now|probably|maybe|definitely|actually|"
+                         r"first|go and|try and|try to) )*" + WORK + r"\b", re.I)
+
+
+def said_work(sentence: str) -> str:
+    """The work a sentence of an undertaking names after its "I will" / "you will", in the
+    third person ("look into the costs of the case"); "" when it names none so plainly or
+    at more than :data:`SAID_WORK_WORDS` words."""
+    found = _SAID_WORK.search(sentence.rstrip(".!"))
+    if not found:
+        return ""
+    work = _CLAUSE_END.split(found.group("work"), maxsplit=1)[0].strip()
+    if not _NAMES_WORK.match(work):  # "I'll presume he'll work out …": not what they will do
+        return ""
+    ws = work.split()
+    while ws and CUT_OFF.search(ws[-1].casefold()):
+        ws.pop()
+    if not 1 <= len(ws) <= SAID_WORK_WORDS:
+        return ""
+    return " ".join(_THIRD_PERSON.get(w.casefold(), w) for w in ws)
 
 
 def _named(sentence: str, people: Sequence[str], but: str) -> str | None:
@@ -205,7 +263,9 @@ def find_undertakings(turns: Sequence[tuple[str, str]],
                 assigned = True
             if owner is not None:
                 due = DUE.search(text)
-                found.append(Undertaking(i, owner, assigned, due.group() if due else ""))
+                said = next((w for c in spoken_clauses(text, casefold=False)
+                             if c.casefold() == sentence and (w := said_work(c))), "")
+                found.append(Undertaking(i, owner, assigned, due.group() if due else "", said))
                 break
     return found
 
@@ -286,17 +346,25 @@ def _clip(text: str) -> str:
 GROUNDED = 0.5  # share of a stated task's content words the lines shown must contain
 
 
+# a sentence about its owner says "they", not "I" or "you"
+_NOT_TOLD_OF_OWNER = re.compile(r"\b(I|I'll|I'm|I've|me|my|you|your)\b")
+
+
 def undertaking_assertion(answer: Undertaken, group: Sequence[Undertaking],
                           turns: Sequence[tuple[str, str]]) -> ExtractedAssertion | None:
     """The commitment (taken on) or task (given) the model's first sentence states about a
     group of undertakings, its owner and due date read from the transcript, its last turn the
     evidence; None when the sentence is not about what was said (more than half of its
-    words are in none of the lines the model was shown: it made the work up)."""
+    words are in none of the lines the model was shown: it made the work up), is not told of
+    its owner ("I", "you": the turn copied) or tells of more than one piece of work (ES2006c:
+    "Project Manager will start working on …, User Interface Designer will work on …")."""
     first = group[0]
     text = clip_sentence(validate.scrub(answer.text))
     first_person = re.match(r"(?i)i('ll| will)\b", text)
     if first_person:  # "I will investigate ..." said as the owner
         text = f"{first.owner} will{text[first_person.end():]}"
+    if _NOT_TOLD_OF_OWNER.search(text) or len(re.findall(r"\bwill\b", text, re.I)) > 1:
+        return None  # the turn copied ("… and then I'll take minutes"), or others' work lumped in
     shown = turns[max(0, first.index - EXCERPT_BEFORE):group[-1].index + 1]
     said = content_words(" ".join(text for _, text in shown))
     mine = content_words(text) - content_words(first.owner) - {"will"}
@@ -306,6 +374,22 @@ def undertaking_assertion(answer: Undertaken, group: Sequence[Undertaking],
         kind="task" if first.assigned else "commitment", text=text, owner=first.owner,
         due=next((u.due for u in group if u.due), ""),
         evidence=" ".join(turns[group[-1].index][1].split())[:160])
+
+
+def said_assertion(group: Sequence[Undertaking],
+                   turns: Sequence[tuple[str, str]]) -> ExtractedAssertion | None:
+    """The commitment or task a group of undertakings states in the words said ("Marketing
+    will investigate."), without the model; None when none of them says the work plainly
+    (:func:`said_work`)."""
+    said = next((u for u in group if u.said), None)
+    if said is None:
+        return None
+    first = group[0]
+    return ExtractedAssertion(
+        kind="task" if first.assigned else "commitment",
+        text=f"{first.owner} will {said.said}.", owner=first.owner,
+        due=next((u.due for u in group if u.due), ""),
+        evidence=" ".join(turns[said.index][1].split())[:160])
 
 
 _FIRST_SENTENCE = re.compile(r"^.+?[.!?](?=\s|$)")

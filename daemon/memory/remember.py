@@ -29,15 +29,20 @@ ran — because where a session is kept decides where its archive and memories a
      not proposed again (``already_known``). Everything is embedded first and then written in
      one transaction; supersede links follow.
 
-Long transcripts are summarised in pieces that fit the model's context
-(:mod:`daemon.memory.pieces`); extraction reads only the few turns around each turn whose
-wording carries a decision, a commitment or a preference (extract, then abstract). Every
+A transcript longer than :data:`WHOLE_TRANSCRIPT_CHARS` is read in excerpts for its assertions
+— the few turns around each turn whose wording carries a decision or a preference (extract,
+then abstract); who owes what is read off the turns that take work on, and the model is asked
+to word it only when it was not said as "I will …" — and in parts of at most
+:data:`ARCHIVE_PART_CHARS` for its summary (:mod:`daemon.memory.pieces`); its archive's
+*Decided* and *Action items* are then the validated assertions, which is why extraction runs
+before the archive (a 0.5B model asked for the decisions of a 35-minute meeting listed
+proposals and role names). Every
 answer passes the content rules of :mod:`daemon.memory.validate`; a piece that is cut off keeps
 its complete items, one that gives nothing is asked again in halves, and only a pass whose every
 piece failed fails. Keeps run one at a time: the model is one thread anyway, and
 pressing *Keep* twice must see the first keep's memories. A keep of a long meeting on a small
 model takes minutes, so it reports each stage's steps to a :data:`Progress` callback: the
-pieces summarised (``archive``), the pieces extracted (``extraction``) and the extracted
+pieces extracted (``extraction``), the pieces summarised (``archive``) and the extracted
 statements reconciled (``reconciliation``).
 
 A keep is recorded before it runs and cannot be lost: the session's keep state
@@ -82,15 +87,15 @@ from daemon.memory.extract import (
     Undertaking,
     already_known,
     check_assertion,
-    excerpt,
     extraction_prompt,
     find_anchor,
-    find_cues,
+    find_decisions,
     find_undertakings,
     group_undertakings,
     normalise,
     plan_from_ruling,
     reconcile_prompt,
+    said_assertion,
     undertaking_assertion,
     undertaking_prompt,
 )
@@ -132,14 +137,13 @@ Progress = Callable[[Stage, int, int], None]
 Steps = Callable[[int, int], None]  # (done, total) of one stage
 
 ARCHIVE_TOKENS = 1024  # a full archive is ~500 tokens; a cut-off one keeps its complete items
+ARCHIVE_PART_TOKENS = 384  # a part's short summary, its other sections and one quote
+ARCHIVE_PART_CHARS = 9000  # ~2,000 tokens of speech: a 35-minute meeting in four or five parts
 EXTRACT_TOKENS = 640  # a call's six items of ~70 tokens, and room
 UNDERTAKING_TOKENS = 80  # one sentence
 MAX_UNDERTAKINGS = 8  # per session: the last ones, where a meeting settles who does what
 RETRY_HALVES = 1  # a piece that gives no answer is asked again once, in two halves
-EXCERPTS_PER_CALL = 6
-MINUTES_PER_EXCERPT = 2.5  # a 35-minute meeting: 14 excerpts
-MIN_EXCERPTS = 4
-MAX_EXCERPTS = 18
+MAX_DECISIONS = 12  # per session
 WHOLE_TRANSCRIPT_CHARS = 2500  # a transcript this short is one excerpt, cues or not
 RULING_TOKENS = 48
 RECONCILE_CANDIDATES = 5  # nearest current assertions shown to the model
@@ -293,19 +297,21 @@ def _has_items(value: Any) -> bool:
 async def answer_pieces(generator: Generator, pieces: Sequence[Sequence[str]],
                         ask: Callable[[Sequence[str]], list[dict[str, str]]],
                         output_type: type[Any], salvage_type: type[T], max_tokens: int,
-                        steps: Steps = _no_steps) -> tuple[list[T], list[str]]:
+                        steps: Steps = _no_steps,
+                        ) -> tuple[list[tuple[Sequence[str], T]], list[str]]:
     """The answers about each piece (a piece is a list of lines; ``ask`` makes its prompt), as
-    ``salvage_type``, and why the pieces that gave none failed. A piece whose answer is cut off
-    keeps its complete items (:func:`salvage_json`); one that is cut off with nothing to keep
-    or invalid is asked again in two halves; only what still fails is lost, never the rest."""
-    answers: list[T] = []
+    ``salvage_type`` beside the lines they answer, and why the pieces that gave none failed.
+    A piece whose answer is cut off keeps its complete items (:func:`salvage_json`); one that
+    is cut off with nothing to keep or invalid is asked again in two halves; only what still
+    fails is lost, never the rest."""
+    answers: list[tuple[Sequence[str], T]] = []
     failures: list[str] = []
 
     async def answer(lines: Sequence[str], halves: int) -> None:
         try:
             value = await generator.generate(chat(ask(lines)), output_type,
                                              max_tokens=max_tokens)
-            answers.append(msgspec.convert(msgspec.to_builtins(value), salvage_type))
+            answers.append((lines, msgspec.convert(msgspec.to_builtins(value), salvage_type)))
             return
         except AnswerCutOff as e:
             for candidate in salvage_json(e.partial):
@@ -316,7 +322,7 @@ async def answer_pieces(generator: Generator, pieces: Sequence[Sequence[str]],
                 if _has_items(msgspec.to_builtins(salvaged)):
                     log.info("kept the complete items of an answer cut off at %s tokens",
                              max_tokens)
-                    answers.append(salvaged)
+                    answers.append((lines, salvaged))
                     return
                 break  # shorter candidates hold even less
             error: BrainCueError = e
@@ -337,74 +343,93 @@ async def answer_pieces(generator: Generator, pieces: Sequence[Sequence[str]],
     return answers, failures
 
 
+def read_whole(turns: Sequence[Turn]) -> bool:
+    """Whether a transcript is short enough for the model to read at once for everything; a
+    longer one is read in parts for its summary and in excerpts for its assertions."""
+    return sum(len(t.text) for t in spoken(turns)) <= WHOLE_TRANSCRIPT_CHARS
+
+
 async def summarise(generator: Generator, context: int, session: Session,
-                    turns: Sequence[Turn], *, steps: Steps = _no_steps) -> archive.Archive:
-    """The validated archive of a session (in pieces when the transcript does not fit the
-    model's ``context`` tokens, each piece a step). A piece that fails is left out; only when
-    every piece fails does it raise."""
+                    turns: Sequence[Turn], *,
+                    statements: Sequence[tuple[str, str]] | None = None,
+                    steps: Steps = _no_steps) -> archive.Archive:
+    """The validated archive of a session, in pieces when the transcript does not fit the
+    model's ``context`` tokens, each piece a step. With ``statements`` (kind, text: what the
+    extraction established), the sections those kinds state are those
+    (:func:`archive.stated_sections`) and the model summarises parts of at most
+    ``ARCHIVE_PART_CHARS``: asked about a 35-minute meeting at once, a 0.5B model wrote one
+    sentence and listed proposals as decisions, and it reads a short context faster. A piece
+    that fails is left out; only when every piece fails does it raise."""
     fmt = archive.format_for(session.activity)
-    answer_type = archive.output_type(fmt)
+    stated = statements is not None
     people = validate.speakers(t.speaker for t in turns)
     lines = transcript_lines((t.speaker, t.text) for t in spoken(turns))
     budget = transcript_budget(
         context, ARCHIVE_TOKENS,
-        frame_chars(archive.prompt(fmt, session.title, "", people), answer_type))
+        frame_chars(archive.prompt(fmt, session.title, "", people, stated=stated),
+                    archive.output_type(fmt, stated=stated)))
+    if stated:
+        budget = min(budget, ARCHIVE_PART_CHARS)
     pieces = [piece.split("\n") for piece in split_pieces(lines, budget)]
+    part = len(pieces) > 1
+    answer_type = archive.output_type(fmt, stated=stated, part=part)
 
     def ask(piece: Sequence[str]) -> list[dict[str, str]]:
-        return archive.prompt(fmt, session.title, "\n".join(piece), people)
+        return archive.prompt(fmt, session.title, "\n".join(piece), people, stated=stated,
+                              part=part)
 
-    envelopes, failures = await answer_pieces(generator, pieces, ask, answer_type,
-                                              archive.ArchiveEnvelope, ARCHIVE_TOKENS, steps)
+    answered, failures = await answer_pieces(
+        generator, pieces, ask, answer_type, archive.ArchiveEnvelope,
+        ARCHIVE_PART_TOKENS if part else ARCHIVE_TOKENS, steps)
+    envelopes = [envelope for _, envelope in answered]
     if not envelopes:
         raise EngineError(failures[0] if failures else "no answer")
     return archive.build_archive(
         fmt, merge_envelopes(envelopes),
         [archive.TranscriptTurn(t.id, t.speaker, t.text) for t in turns],
+        None if statements is None else archive.stated_sections(fmt, statements),
     )
 
 
 async def extract(generator: Generator, context: int, session: Session, turns: Sequence[Turn],
                   *, memories: bool, steps: Steps = _no_steps) -> list[ExtractedAssertion]:
-    """What a session established, extract-then-abstract. A short transcript is read whole.
-    In a longer one, the turns whose wording carries a decision or a preference are found
-    first (:func:`find_cues`) and the model states each from the turns around it, a few
-    excerpts a call; what someone takes on or is given (:func:`find_undertakings`) is read off
-    the transcript — its owner, and whether it is a commitment or a task — and the model is
-    asked only what the work is, one call each; commitments and tasks the model offers from
-    the decision excerpts are not kept (it takes past remarks and other people's words for
-    them). The statements are merged, validated (:func:`check_assertion`) and each kept once.
-    Memories about the person only when ``memories``. Each call is a step. Raises only when
-    every call failed."""
+    """What a session established. A short transcript is read whole by the model. In a longer
+    one nothing is asked of the model that the words said already state: the decisions said in
+    so many words (:func:`find_decisions`: "we decided to …", "a consensus that …"), and what
+    someone takes on or is given (:func:`find_undertakings`) — its owner, whether it is a
+    commitment or a task, and the work when said as "I will …" / "you will …"; the model is
+    asked to word only the others, one call each (shown the turns around a decision cue, the
+    0.5B copied its prompt's example or the turns, and took past remarks for tasks). The
+    statements are merged, validated (:func:`check_assertion`) and each kept once. Memories
+    about the person only when ``memories``. Each model call is a step. Raises only when every
+    call failed."""
     said = spoken(turns)
     pairs = [(t.speaker, t.text) for t in said]
     people = validate.speakers(t.speaker for t in turns)
-    minutes = max(1.0, ((said[-1].end or said[-1].start) - said[0].start) / 60) if said else 1.0
-    limit = max(MIN_EXCERPTS, min(MAX_EXCERPTS, round(minutes / MINUTES_PER_EXCERPT)))
-    whole = sum(len(t) for _, t in pairs) <= WHOLE_TRANSCRIPT_CHARS  # short: its own context
-    if whole:
-        excerpts = ["\n".join(transcript_lines(pairs))] if pairs else []
-        undertakings: list[list[Undertaking]] = []
-    else:
-        excerpts = [excerpt(pairs, i) for i in find_cues([t for _, t in pairs], limit)]
-        undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
-    batches = [excerpts[i:i + EXCERPTS_PER_CALL]
-               for i in range(0, len(excerpts), EXCERPTS_PER_CALL)]
-    total = len(batches) + len(undertakings)
-
-    def ask(batch: Sequence[str]) -> list[dict[str, str]]:
-        return extraction_prompt(session.title, batch, memory_enabled=memories, speakers=people)
-
-    extractions, failures = await answer_pieces(
-        generator, batches, ask, Extraction, Extraction, EXTRACT_TOKENS,
-        lambda done, _: steps(done, total))
+    whole = read_whole(turns)  # short: its own context
+    extractions: list[Extraction] = []
+    failures: list[str] = []
+    undertakings: list[list[Undertaking]] = []
     if not whole:
-        extractions = [Extraction([a for a in e.assertions
-                                   if a.kind not in ("commitment", "task")])
-                       for e in extractions]
+        extractions = [Extraction(find_decisions(pairs)[:MAX_DECISIONS])]
+        undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
+    elif pairs:
+        answered, failures = await answer_pieces(
+            generator, [transcript_lines(pairs)], lambda lines: extraction_prompt(
+                session.title, ["\n".join(lines)], memory_enabled=memories, speakers=people),
+            Extraction, Extraction, EXTRACT_TOKENS, steps)
+        extractions = [e for _, e in answered]
+    total = len(undertakings)
+    if not whole:
+        steps(0, total)
     taken: list[ExtractedAssertion] = []
-    for n, group in enumerate(undertakings, len(batches) + 1):
+    for n, group in enumerate(undertakings, 1):
         cue = group[0]
+        plain = said_assertion(group, pairs)
+        if plain is not None:  # said in so many words: no model needed
+            taken.append(plain)
+            steps(n, total)
+            continue
         try:
             answer = await generator.generate(
                 chat(undertaking_prompt(pairs, group)),
@@ -620,21 +645,34 @@ class Rememberer:
         # what the model writes is checked for the secrets said in the session, however it
         # phrases them (seed 000 §4.1): one gate for the archive, assertions and candidates
         gate = Gate.of(t.text for t in turns)
+        # the assertions first: in a long transcript they state the archive's decisions and
+        # action items (:func:`summarise`)
+        items: list[ExtractedAssertion] | None = None
+        try:
+            items = await extract(generator, context, session, turns, memories=memory_on,
+                                  steps=stage_steps(progress, "extraction"))
+        except Exception as e:
+            _log_unexpected(e)
+            failed.append(f"extraction failed: {_why(e)}")
+            out.notes.append(failed[-1])
         if archive_on:
+            statements = (None if read_whole(turns) else
+                          [(i.kind, i.text) for i in items or [] if not i.about_person])
             try:
-                await self._archive(generator, context, session, turns, out,
+                await self._archive(generator, context, session, turns, statements, out,
                                     stage_steps(progress, "archive"), gate)
             except Exception as e:  # a failure to summarise never breaks the keep
                 _log_unexpected(e)
                 failed.append(f"the archive failed: {_why(e)}")
                 out.notes.append(failed[-1])
-        try:
-            await self._extract(generator, context, session, turns, out, progress, gate,
-                                assertions=archive_on, memories=memory_on)
-        except Exception as e:
-            _log_unexpected(e)
-            failed.append(f"extraction failed: {_why(e)}")
-            out.notes.append(failed[-1])
+        if items is not None:
+            try:
+                await self._store_extracted(generator, session, items, out, progress, gate,
+                                            assertions=archive_on, memories=memory_on)
+            except Exception as e:
+                _log_unexpected(e)
+                failed.append(f"extraction failed: {_why(e)}")
+                out.notes.append(failed[-1])
         return ("failed", "; ".join(failed)) if failed else ("done", None)
 
     def _behind_live(self, generator: Generator, session_id: int) -> Generator:
@@ -652,10 +690,11 @@ class Rememberer:
     # -- archive -------------------------------------------------------------------------------
 
     async def _archive(self, generator: Generator, context: int, session: Session,
-                       turns: Sequence[Turn], out: Remembered, steps: Steps,
-                       gate: Gate) -> None:
+                       turns: Sequence[Turn], statements: Sequence[tuple[str, str]] | None,
+                       out: Remembered, steps: Steps, gate: Gate) -> None:
         fmt = archive.format_for(session.activity)
-        built = await summarise(generator, context, session, turns, steps=steps)
+        built = await summarise(generator, context, session, turns, statements=statements,
+                                steps=steps)
         if not (built.topic or built.summary or any(built.sections.values()) or built.quotes):
             out.notes.append("the archive came back empty: nothing was archived")
             return
@@ -666,12 +705,10 @@ class Rememberer:
 
     # -- assertions and memory candidates --------------------------------------------------------
 
-    async def _extract(self, generator: Generator, context: int, session: Session,
-                       turns: Sequence[Turn], out: Remembered, progress: Progress | None,
-                       gate: Gate, *, assertions: bool, memories: bool) -> None:
-        items = await extract(generator, context, session, turns, memories=memories,
-                              steps=stage_steps(progress, "extraction"))
-
+    async def _store_extracted(self, generator: Generator, session: Session,
+                               items: Sequence[ExtractedAssertion], out: Remembered,
+                               progress: Progress | None, gate: Gate, *, assertions: bool,
+                               memories: bool) -> None:
         chunks = await self.store.run(self.store.chunks, session_id=session.id, kind="transcript")
         anchors = [AnchorCandidate(c.id, c.body) for c in chunks]
         by_id = {c.id: c for c in chunks}

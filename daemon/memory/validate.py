@@ -5,8 +5,10 @@ of the people present, the prompt's own wording — so nothing it writes is trus
 
 - a statement (an assertion, an archive item) says what was established: a sentence of a few
   content words, not a question, not filler or small talk, not a run of more than
-  :data:`COPY_WORDS` words copied from one turn, not looping (:func:`is_statement`);
-- a decision has a ``chosen`` option that is more than "yes" / "no" (:func:`check_assertion`),
+  :data:`COPY_WORDS` words copied from one turn, not a transcript line with its speaker's
+  name (:func:`spoken_line`), not looping (:func:`is_statement`);
+- a decision has a ``chosen`` option that is more than "yes" / "no", who chose ("the team")
+  or a question (:func:`real_choice`, :func:`check_assertion`),
   and says it was settled: a proposal or a discussion is not a decision (:func:`proposal`);
 - a commitment or a task has an owner who spoke in the session, or "me" / "them" (or, while
   "them" is not told apart by voice, a person the transcript names: :func:`named_among_them`);
@@ -35,8 +37,14 @@ MIN_ASSERTION_WORDS = 3  # "Likes morning meetings." says something; an assertio
 NEAR_SAME = 0.8  # share of content words two items have in common to be one item
 PLACEHOLDER_OWNERS = ("me", "them")
 PLACEHOLDER_CHOICES = {"yes", "no", "maybe", "none", "n a", "true", "false", "unknown",
-                       "not specified", "not mentioned", "tbd", "ok", "okay"}
+                       "not specified", "not mentioned", "tbd", "ok", "okay",
+                       # who chose is not what was chosen
+                       "the team", "team", "the group", "group", "we", "us", "everyone",
+                       "everybody", "all", "the company", "the meeting"}
 
+# what names no option: "Something something new."
+VAGUE = frozenset(["something", "thing", "things", "stuff", "new", "option", "options", "idea",
+                   "ideas", "one", "way", "whatever", "everything", "anything"])
 _WORD = re.compile(r"[^\W_]+")
 # What people say that states nothing: fillers, backchannels, greetings and pleasantries.
 FILLER = frozenset([
@@ -108,7 +116,8 @@ def looping(text: str) -> bool:
 
 
 PROMPT_PHRASES = ("json schema", "copied exactly", "word for word", "one turn per line",
-                  "an empty list if nothing fits", "about_person", "key_quotes", "action_items")
+                  "an empty list if nothing fits", "about_person", "key_quotes", "key quotes",
+                  "action_items")
 
 
 def scaffolding(vocabulary: Iterable[str]) -> re.Pattern[str]:
@@ -138,6 +147,8 @@ def is_statement(text: str, turns: Sequence[str] = (),
     if sum(w in FILLER for w in ws) > len(ws) / 2:
         return False
     if prompt_words is not None and prompt_words.search(text):
+        return False
+    if spoken_line(text, names):
         return False
     if turns and unsupported_specifics(text, turns, names):
         return False
@@ -242,9 +253,18 @@ def proposal(text: str) -> bool:
 
 
 def real_choice(chosen: str, text: str = "") -> bool:
-    """A decision's chosen option: something, not "yes", "no" or a placeholder."""
+    """A decision's chosen option: something, not "yes", "no", a placeholder, who chose
+    ("the team") or a question ("I_C_s?")."""
     key = norm(chosen)
-    return bool(key) and key not in PLACEHOLDER_CHOICES and len(key) >= 2
+    return (bool(key) and key not in PLACEHOLDER_CHOICES and len(key) >= 2
+            and not chosen.rstrip().endswith("?") and bool(content_words(chosen) - VAGUE))
+
+
+def spoken_line(text: str, names: Sequence[str]) -> bool:
+    """Whether ``text`` is a line of the transcript ("Project Manager: Yeah. We're on our
+    way."): it starts with a speaker's name and a colon."""
+    head, colon, _ = text.partition(":")
+    return bool(colon) and norm(head) in {norm(n) for n in names}
 
 
 def same_item(a: str, b: str) -> bool:
