@@ -260,11 +260,13 @@ async def test_a_long_archive_states_decisions_and_action_items_from_the_asserti
     generator = ScriptedGenerator(respond)
     statements = [("decision", "The team chose the rubber case over plastic."),
                   ("commitment", "A will send the drawings to the budget owner."),
+                  ("commitment", "Marketing will investigate."),  # short, and an assertion
                   ("fact", "The case needs a review of the drawings.")]
     built = await summarise(generator, 16384, session(), turns, statements=statements)
     assert len(generator.calls) >= 2  # read in parts although the context holds it all
     assert built.sections["decided"] == ["The team chose the rubber case over plastic."]
-    assert built.sections["action_items"] == ["A will send the drawings to the budget owner."]
+    assert built.sections["action_items"] == ["A will send the drawings to the budget owner.",
+                                              "Marketing will investigate."]
     assert built.sections["still_open"] == []  # not asked of a part: it read wrong
     assert built.summary == ("The team reviewed the drawings of the case. The budget owner was "
                              "asked to sign off soon.")

@@ -17,7 +17,7 @@ Pure: no model, no database.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -261,18 +261,21 @@ def _clean_items(value: Any, cap: int) -> list[str]:
 SETTLED_KEYS = ("decided", "chose")  # sections of what was settled: no proposals
 
 
-def take_sections(fmt: ArchiveFormat, raw: Mapping[str, Any],
-                  turns: Sequence[str] = (), names: Sequence[str] = ()) -> dict[str, list[str]]:
+def take_sections(fmt: ArchiveFormat, raw: Mapping[str, Any], turns: Sequence[str] = (),
+                  names: Sequence[str] = (), stated: Collection[str] = ()) -> dict[str, list[str]]:
     """Keep the format's keys only, in its order, each a capped list of clean statements; an
     item already in an earlier section (or near-same) is not repeated, and what was settled
-    holds no proposal (:func:`~daemon.memory.validate.proposal`)."""
+    holds no proposal (:func:`~daemon.memory.validate.proposal`). The ``stated`` sections hold
+    assertions, which may be as short as one ("Marketing will investigate.")."""
     words = prompt_words(fmt)
     taken: list[str] = []
     sections = {}
     for s in fmt.sections:
         items = [validate.scrub(i) for i in _clean_items(raw.get(s.key), MAX_ITEMS * 2)]
+        least = validate.MIN_ASSERTION_WORDS if s.key in stated else validate.MIN_WORDS
         statements = [i for i in items
-                      if validate.is_statement(i, turns, words, questions=True, names=names)
+                      if validate.is_statement(i, turns, words, questions=True, names=names,
+                                               min_words=least)
                       and not (s.key in SETTLED_KEYS and validate.proposal(i))]
         sections[s.key] = validate.unique_items(statements, taken)[: s.cap]
     return sections
@@ -336,7 +339,7 @@ def build_archive(
         topic="" if words.search(topic) else topic,
         summary=clean_summary(envelope.summary, words, texts, names)[:MAX_SUMMARY_CHARS],
         participants=names[:MAX_PARTICIPANTS],
-        sections=take_sections(fmt, envelope.sections, texts, names),
+        sections=take_sections(fmt, envelope.sections, texts, names, stated or ()),
         quotes=verify_quotes(envelope.key_quotes, turns),
     )
 
