@@ -83,11 +83,16 @@ _NOT_AN_OPTION = {"already", "yet", "before", "earlier", "it", "this", "that",
                   "with"}  # "I agreed with him": with someone, on nothing said
 
 
+def _without_dangling(ws: list[str]) -> list[str]:
+    """``ws`` without the words a clause cut short ends in ("… of the", "… if")."""
+    while ws and CUT_OFF.search(ws[-1].casefold().strip(",")):
+        ws = ws[:-1]
+    return ws
+
+
 def _phrase(text: str, limit: int) -> str:
     """``text`` cut at the end of its clause, at most ``limit`` words, no dangling word."""
-    ws = _OPTION_END.split(text, maxsplit=1)[0].split()[:limit]
-    while ws and CUT_OFF.search(ws[-1].casefold().strip(",")):
-        ws.pop()
+    ws = _without_dangling(_OPTION_END.split(text, maxsplit=1)[0].split()[:limit])
     return " ".join(ws).strip(" ,")
 
 
@@ -226,9 +231,7 @@ def said_work(sentence: str) -> str:
     work = _CLAUSE_END.split(found.group("work"), maxsplit=1)[0].strip()
     if not _NAMES_WORK.match(work):  # "I'll presume he'll work out …": not what they will do
         return ""
-    ws = work.split()
-    while ws and CUT_OFF.search(ws[-1].casefold()):
-        ws.pop()
+    ws = _without_dangling(work.split())  # no commas: _CLAUSE_END cut at the first
     if not 1 <= len(ws) <= SAID_WORK_WORDS:
         return ""
     return " ".join(_THIRD_PERSON.get(w.casefold(), w) for w in ws)
