@@ -141,6 +141,17 @@ class SileroStream:
         self._h, self._c = h, c
         return probabilities
 
+    def tail(self) -> Array:
+        """The probability of the samples still short of a chunk, as if the stream ended after
+        them (padded with silence); the stream is left as it was, to go on with the audio."""
+        if not len(self._pending):
+            return np.zeros(0, dtype=np.float32)
+        state = self._h, self._c, self._context, self._pending
+        try:
+            return self.feed(np.zeros(CHUNK - len(self._pending), dtype=np.float32))
+        finally:
+            self._h, self._c, self._context, self._pending = state
+
 
 def _sigmoid(x: npt.ArrayLike) -> Array:
     # as tanh: no overflow for large negative x

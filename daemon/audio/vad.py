@@ -55,12 +55,17 @@ class VadConfig:
     floor_window_s: float = 3.0  # the noise floor is the quietest level over this window
     # the speech model (None: loudness alone). Loudness cuts the utterances, its hangover
     # keeping a speaker's pauses inside one; the model keeps those it hears a voice in, trimmed
-    # to where it does ...
+    # to where it does and the sound joined to that (``join_pause_s``) ...
     speech_model: SileroModel | None = field(default=None, compare=False, repr=False)
     # ... or, cutting, decides every frame itself: tighter and shorter utterances
     model_cuts: bool = False
     speech_threshold: float = 0.5  # a chunk this likely is speech (it starts an utterance) ...
     silence_threshold: float = 0.35  # ... and, cutting, inside one only less than this is not
+    # what the model heard of an utterance grows over the loud frames around it, up to a pause
+    # this long: the model is slow to trust a soft onset (a whispered sentence played into the
+    # loopback got 0.1-0.4 over its first 1.5 s, depending on where the chunks fell), and
+    # whisper given the rest alone wrote nothing; loudness heard one sound, so it is kept
+    join_pause_s: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -127,12 +132,16 @@ class Segmenter:
     def flush(self) -> list[Utterance]:
         """End of stream: return what is still open, if it is speech."""
         out: list[Utterance] = []
+        judged = self._chunk_base + len(self._speech)
         if self._detector is not None:
-            # the model sees the end padded with silence, so the last frames get a probability
-            self._speech.extend(self._detector.feed(np.zeros(CHUNK, np.float32)).tolist())
+            # the last frames get the probability of their chunk padded with silence, a guess
+            # the stream itself does not take: it goes on when capture does (a stop or a pause
+            # cuts here), and its chunks must stay where the audio's are
+            self._speech.extend(self._detector.tail().tolist())
             out = self._frames(self._pending)
         if self._in_speech:
             out += [u for u in [self._emit(len(self._buf))] if u is not None]
+        del self._speech[judged - self._chunk_base :]
         return out
 
     def _frames(self, samples: np.ndarray) -> list[Utterance]:
@@ -166,9 +175,11 @@ class Segmenter:
         speech = self._speech[(self._samples_seen + FRAME // 2) // CHUNK - self._chunk_base]
         return speech >= (c.silence_threshold if self._in_speech else c.speech_threshold)
 
-    def _heard(self, utterance: Utterance, begin: int) -> Utterance | None:
-        """``utterance`` (its first sample at stream sample ``begin``) trimmed to the chunks the
-        model hears speech in, with the rolls around them; None when it hears too little."""
+    def _heard(self, utterance: Utterance, begin: int, loud: list[bool]) -> Utterance | None:
+        """``utterance`` (its first sample at stream sample ``begin``, ``loud`` its frames that
+        loudness voiced) trimmed to the chunks the model hears speech in, grown over the loud
+        frames joined to them (see ``join_pause_s``), with the rolls around them; None when
+        the model hears too little."""
         c = self.config
         last = min((begin + len(utterance.audio) - 1) // CHUNK,
                    self._chunk_base + len(self._speech) - 1)
@@ -176,8 +187,13 @@ class Segmenter:
                   if self._speech[k - self._chunk_base] >= c.speech_threshold]
         if len(voiced) * CHUNK < c.min_speech_s * SAMPLE_RATE:
             return None
-        lo = max(0, voiced[0] * CHUNK - begin - round(c.pre_roll_s * SAMPLE_RATE))
-        hi = (voiced[-1] + 1) * CHUNK - begin + round(c.post_roll_s * SAMPLE_RATE)
+        first = max(0, voiced[0] * CHUNK - begin) // FRAME
+        end = min(len(loud), -(-((voiced[-1] + 1) * CHUNK - begin) // FRAME))
+        pause = max(1, round(c.join_pause_s * SAMPLE_RATE / FRAME))
+        first -= _reach(loud[:first][::-1], pause)
+        end += _reach(loud[end:], pause)
+        lo = max(0, first * FRAME - round(c.pre_roll_s * SAMPLE_RATE))
+        hi = end * FRAME + round(c.post_roll_s * SAMPLE_RATE)
         audio = utterance.audio[lo:hi]
         start = utterance.start + lo / SAMPLE_RATE
         return Utterance(start=start, end=start + len(audio) / SAMPLE_RATE, audio=audio)
@@ -236,7 +252,7 @@ class Segmenter:
             else None
         )
         if utterance is not None and self._detector is not None and not self.config.model_cuts:
-            utterance = self._heard(utterance, self._buf_start)
+            utterance = self._heard(utterance, self._buf_start, self._voiced[:cut])
         # what follows the cut stays buffered: silence is dropped, a too-long utterance goes on
         rest_voiced = self._voiced[cut:]
         self._buf_start += cut * FRAME
@@ -250,6 +266,20 @@ class Segmenter:
             self._buf_start += drop * FRAME
         self._silence = 0
         return utterance
+
+
+def _reach(beyond: list[bool], pause: int) -> int:
+    """How many of the frames ``beyond`` an edge (nearest first; True: loud) go with it: up to
+    the last loud one before ``pause`` quiet frames in a row."""
+    reach = quiet = 0
+    for i, loud in enumerate(beyond, start=1):
+        if loud:
+            reach, quiet = i, 0
+        else:
+            quiet += 1
+            if quiet >= pause:
+                break
+    return reach
 
 
 # -- what whisper invents ----------------------------------------------------------------------
