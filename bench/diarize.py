@@ -2,14 +2,18 @@
 
     .venv/bin/python -m bench.diarize --data ../shared/audio/ami-excerpts [--models DIR]
         [--cache segments.json] [--speech whisper|vad|reference]
-        [--hop 0.4 --change 0.7 --same 0.8 --min-new 1.2 --named 0.8] [--grid "same=0.75,0.8"]
+        [--detect silero|silero-cuts|loudness]
+        [--hop 0.4 --change 0.7 --same 0.8 --min-new 1.2 --named 0.8] [--words] [--no-regroup]
+        [--grid "same=0.75,0.8"]
 
 Each file goes through what `braincue import` of a mono file does: the daemon's VAD cuts it
-into utterances, whisper transcribes them (the best installed speech model, as the daemon
-picks it), and :class:`daemon.voices.service.Voices` labels the transcribed segments ("Them 1",
-...) as one session: the hypothesis is the turns that would be stored. ``--speech vad`` scores
-every piece of every VAD utterance instead (no whisper), ``--speech reference`` the reference's
-speech regions (the voices alone). Whisper's segments are cached (``--cache``), so tuning the
+into utterances (kept where the Silero model hears a voice; ``--detect loudness``: the energy
+detector alone, as the daemon runs without the model), whisper transcribes them (the best
+installed speech model, as the daemon picks it), and :class:`daemon.voices.service.Voices`
+labels the transcribed segments ("Them 1", ...) as one session: the hypothesis is the turns
+that would be stored. ``--speech vad`` scores every piece of every VAD utterance instead (no
+whisper), ``--speech reference`` the reference's speech regions (the voices alone). Whisper's
+segments are cached (``--cache``), so tuning the
 voices does not transcribe again. Printed:
 
 - the diarisation error rate per file and overall (missed + false alarm + confusion over the
@@ -33,15 +37,17 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the daemon runs numpy (daemon/__main__)
 
 import argparse
+import contextlib
 import hashlib
 import itertools
-import json
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import numpy as np
 
 from bench.common import default_models_dir, machine
@@ -49,6 +55,8 @@ from daemon.asr import WhisperTranscriber
 from daemon.asr.engine import Segment
 from daemon.audio.files import load_audio_channels
 from daemon.audio.format import SAMPLE_RATE
+from daemon.audio.silero import SileroModel
+from daemon.audio.vad import VadConfig
 from daemon.live.pipeline import segment_tracks
 from daemon.models.registry import resolve_model
 from daemon.voices.diarize import DiarizeConfig, NamedVoice, SessionVoices, Vectors, WindowEmbedder
@@ -117,16 +125,18 @@ Utterance = tuple[float, np.ndarray, list[Segment] | None]  # start, audio, whis
 
 
 class Transcripts:
-    """Whisper's segments of each VAD utterance, cached in a JSON file by model, file and
-    utterance (the VAD is deterministic): transcribing the excerpts takes minutes, labelling
-    them seconds."""
+    """Whisper's segments (with their timed words) of each VAD utterance, cached in a JSON file
+    by model, file and utterance (the VAD is deterministic): transcribing the excerpts takes
+    minutes, labelling them seconds. A cache of another format is started afresh."""
 
     def __init__(self, models: Path, cache: Path | None) -> None:
         self.path = resolve_model("asr", "", models)
         self.cache = cache
-        self._known: dict[str, list[list[float | str]]] = (
-            json.loads(cache.read_text()) if cache is not None and cache.exists() else {}
-        )
+        self._known: dict[str, list[Segment]] = {}
+        if cache is not None and cache.exists():
+            with contextlib.suppress(msgspec.DecodeError):
+                self._known = msgspec.json.decode(cache.read_bytes(),
+                                                  type=dict[str, list[Segment]])
         self._transcriber: WhisperTranscriber | None = None
 
     def segments(self, name: str, start: float, audio: np.ndarray) -> list[Segment]:
@@ -136,11 +146,10 @@ class Transcripts:
                 # one thread: the text does not depend on it, and a starved second thread
                 # would spin
                 self._transcriber = WhisperTranscriber(self.path, threads=1)
-            found = self._transcriber.transcribe_sync(audio)
-            self._known[key] = [[s.start, s.end, s.text] for s in found]
+            self._known[key] = self._transcriber.transcribe_sync(audio)
             if self.cache is not None:
-                self.cache.write_text(json.dumps(self._known))
-        return [Segment(float(a), float(b), str(t)) for a, b, t in self._known[key]]
+                self.cache.write_bytes(msgspec.json.encode(self._known))
+        return self._known[key]
 
 
 @dataclass(frozen=True)
@@ -148,10 +157,12 @@ class Recording:
     name: str
     duration: float
     utterances: list[Utterance]
+    vad_cpu_seconds: float = 0.0  # the CPU time the VAD took to cut them
 
 
 def utterances(
-    path: Path, speech: str, reference: Sequence[Turn], transcripts: Transcripts | None
+    path: Path, speech: str, reference: Sequence[Turn], transcripts: Transcripts | None,
+    vad: VadConfig | None = None,
 ) -> Recording:
     """The utterances of one file: from the daemon's VAD (with whisper's segments when
     ``transcripts`` is given), or the reference's speech regions."""
@@ -162,11 +173,14 @@ def utterances(
             (s, audio[int(s * SAMPLE_RATE) : int(e * SAMPLE_RATE)], None)
             for s, e in speech_spans(reference)
         ])
+    began = time.process_time()
+    cut = segment_tracks([("them", audio)], vad)
+    vad_cpu = time.process_time() - began
     return Recording(path.stem, duration, [
         (u.start, u.audio,
          None if transcripts is None else transcripts.segments(path.stem, u.start, u.audio))
-        for _, u in segment_tracks([("them", audio)])
-    ])
+        for _, u in cut
+    ], vad_cpu)
 
 
 def diarize(
@@ -175,20 +189,27 @@ def diarize(
     config: DiarizeConfig,
     named: Sequence[NamedVoice] = (),
 ) -> Result:
-    """Label ``spoken`` as one session: every piece, or the turns whisper's segments make."""
+    """Label ``spoken`` as one session: every piece, or the turns whisper's segments make; as
+    the daemon does, voices that grow alike are merged after each utterance (``regroup``) and
+    the turns heard so far follow."""
     voices = SessionVoices(config, named)
-    hypothesis: list[Turn] = []
+    heard: list[tuple[float, float, str, str]] = []  # start, end, session voice, label shown
     began, cpu_began = time.perf_counter(), time.process_time()
     for start, samples, segments in recording.utterances:
         if segments is not None and not segments:
             continue  # nothing transcribed: no turn, and the voices are not asked
         if segments is None:
-            hypothesis += [(start + p.start, start + p.end, p.label)
-                           for p in voices.label_utterance(encoder, samples)]
+            heard += [(start + p.start, start + p.end, p.voice, p.label)
+                      for p in voices.label_utterance(encoder, samples)]
         else:  # as the daemon does
-            hypothesis += [(start + t.start, start + t.end, t.speaker)
-                           for t in label_segments(voices, encoder, samples, segments)]
+            heard += [(start + t.start, start + t.end, t.voice, t.speaker)
+                      for t in label_segments(voices, encoder, samples, segments)]
+        if config.regroup:
+            merged = voices.merge_alike()
+            heard = [(s, e, merged[v].session_label, merged[v].label) if v in merged
+                     else (s, e, v, shown) for s, e, v, shown in heard]
     seconds, cpu = time.perf_counter() - began, time.process_time() - cpu_began
+    hypothesis = [(s, e, shown) for s, e, _, shown in heard]
     return Result(recording.name, recording.duration, hypothesis, voices, seconds, cpu)
 
 
@@ -258,7 +279,8 @@ def grid_configs(spec: str, base: DiarizeConfig) -> list[DiarizeConfig]:
         if key not in GRID_FIELDS:
             raise SystemExit(f"--grid: {key!r} is not one of {', '.join(GRID_FIELDS)}")
         axes.append([(GRID_FIELDS[key], float(v)) for v in values.split(",")])
-    return [replace(base, **dict(combo)) for combo in itertools.product(*axes)]
+    fields: list[dict[str, Any]] = [dict(combo) for combo in itertools.product(*axes)]
+    return [replace(base, **f) for f in fields]
 
 
 def tune(encoder: CachedEmbedder, recordings: dict[str, Recording],
@@ -305,6 +327,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--speech", choices=("whisper", "vad", "reference"), default="whisper",
                         help="the turns an import stores (VAD, whisper, voices), every piece of "
                              "the VAD's utterances, or the reference's speech (the voices alone)")
+    parser.add_argument("--detect", choices=("silero", "silero-cuts", "loudness"),
+                        default="silero",
+                        help="how the VAD tells speech: loudness cuts, the Silero model keeps "
+                             "what it hears a voice in (the daemon's, when installed); the "
+                             "model cuts too (model_cuts); loudness alone (the fallback)")
+    parser.add_argument("--no-regroup", action="store_true",
+                        help="never merge a session's voices that grow alike (regroup)")
+    parser.add_argument("--words", action="store_true",
+                        help="give each of whisper's timed words to its voice (cut_at_words)")
     parser.add_argument("--cache", type=Path, default=None,
                         help="a JSON file that keeps whisper's segments between runs (keyed by "
                              "model, file and utterance only: delete it when the decoding "
@@ -324,17 +355,24 @@ def main(argv: Sequence[str] | None = None) -> None:
         same_voice=args.same,
         min_new_voice_s=args.min_new,
         named_voice=args.named,
+        cut_at_words=args.words,
+        regroup=not args.no_regroup,
     )
     models = args.models or default_models_dir()
     encoder = VoiceEncoder.load(resolve_model("voice", "", models))
     reference = read_rttm((args.data / "reference.rttm").read_text())
     transcripts = Transcripts(models, args.cache) if args.speech == "whisper" else None
+    vad = VadConfig(speech_model=None if args.detect == "loudness"
+                    else SileroModel.load(resolve_model("vad", "", models)),
+                    model_cuts=args.detect == "silero-cuts")
     recordings = {
-        name: utterances(args.data / f"{name}.wav", args.speech, turns, transcripts)
+        name: utterances(args.data / f"{name}.wav", args.speech, turns, transcripts, vad)
         for name, turns in sorted(reference.items())
     }
     source = f"whisper ({transcripts.path.stem})" if transcripts is not None else args.speech
-    print(f"speech from {source}")
+    detected = "" if args.speech == "reference" else f", speech detected by {args.detect}"
+    words = ", cut at words" if args.words else ""
+    print(f"speech from {source}{detected}{words}")
     if args.grid:
         tune(CachedEmbedder(encoder), recordings, reference, grid_configs(args.grid, config))
         return
@@ -364,6 +402,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     # CPU time does not grow with other processes' load the way wall time does: CPU seconds
     # per audio second bound the real-time factor on one free core
     print(f"CPU time per audio second {cpu_s / audio_s:.3f} ({cpu_s:.1f} CPU s, all threads)")
+    if args.speech != "reference":
+        vad_s = sum(r.vad_cpu_seconds for r in recordings.values())
+        print(f"the VAD ({args.detect}): CPU time per audio second {vad_s / audio_s:.4f}")
 
 
 def reidentify(encoder: WindowEmbedder, recordings: dict[str, Recording],

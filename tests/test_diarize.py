@@ -7,7 +7,7 @@ import itertools
 
 import numpy as np
 
-from daemon.asr.engine import Segment
+from daemon.asr.engine import Segment, Word
 from daemon.audio.format import SAMPLE_RATE
 from daemon.voices.diarize import (
     DiarizeConfig,
@@ -16,7 +16,7 @@ from daemon.voices.diarize import (
     window_starts,
 )
 from daemon.voices.encoder import HOP, PARTIAL_FRAMES
-from daemon.voices.service import label_segments, split_by_voice
+from daemon.voices.service import Said, label_segments, rejoin, split_by_voice
 
 RATE = SAMPLE_RATE
 # each "voice" is a tone; the scripted encoder hears which tone fills most of a window
@@ -110,6 +110,64 @@ def test_a_burst_too_short_to_tell_joins_the_nearest_voice_instead_of_starting_o
     assert [p.label for p in burst] == ["Them 1"] and len(voices.voices) == 1
     longer = voices.label_utterance(ToneEncoder(), speech(("bob", 2.0)))
     assert [p.label for p in longer] == ["Them 2"]
+
+
+def test_timed_words_cut_a_segment_where_the_voice_changes_and_trim_it_to_speech() -> None:
+    voices = SessionVoices(DiarizeConfig(cut_at_words=True))
+    audio = np.concatenate([np.zeros(RATE, np.float32), speech(("ann", 4.0), ("bob", 4.0))])
+    # one segment of whisper's, spoken by two voices, beginning in the silence before them
+    words = (Word(1.2, 2.0, "Shall"), Word(2.0, 2.6, "we"), Word(2.6, 4.6, "ship?"),
+             Word(5.3, 6.0, "Yes,"), Word(6.1, 8.8, "Friday."))
+    said = label_segments(voices, ToneEncoder(), audio,
+                          [Segment(0.0, 9.0, "Shall we ship? Yes, Friday.", words)])
+    assert [(s.speaker, s.text, s.start, s.end) for s in said] == [
+        ("Them 1", "Shall we ship?", 1.2, 4.6), ("Them 2", "Yes, Friday.", 5.3, 8.8)]
+    # by default (or without its words) the segment goes whole to one voice, silence included
+    for config, timed in ((DiarizeConfig(), words), (DiarizeConfig(cut_at_words=True), ())):
+        whole = label_segments(SessionVoices(config), ToneEncoder(), audio,
+                               [Segment(0.0, 9.0, "Shall we ship? Yes, Friday.", timed)])
+        assert [(s.text, s.start, s.end) for s in whole] == [
+            ("Shall we ship? Yes, Friday.", 0.0, 9.0)]
+
+
+def _toward(a: np.ndarray, b: np.ndarray, cosine: float) -> np.ndarray:
+    """A unit vector at ``cosine`` from unit ``a``, in the plane of ``a`` and ``b``."""
+    other = b - (b @ a) * a
+    other /= np.linalg.norm(other)
+    out: np.ndarray = (cosine * a + np.sqrt(1 - cosine**2) * other).astype(np.float32)
+    return out
+
+
+def test_voices_that_grow_alike_are_regrouped_into_the_first_and_turns_follow() -> None:
+    ann, bob = VOICEPRINTS["ann"], VOICEPRINTS["bob"]
+    voices = SessionVoices(DiarizeConfig())
+    first = voices.assign(ann, 3.0)
+    # the same person heard briefly and unlike themself: a second voice, for now
+    second = voices.assign(_toward(ann, bob, 0.74), 2.0)
+    assert (first.session_label, second.session_label) == ("Them 1", "Them 2")
+    assert voices.merge_alike() == {}
+    voices.assign(_toward(ann, bob, 0.85), 3.0)  # Them 2 again, now nearer Them 1
+    assert len(voices.voices) == 2 and voices.voices[1].seconds == 5.0
+    merged = voices.merge_alike()
+    assert list(merged) == ["Them 2"] and merged["Them 2"] is first
+    assert len(voices.voices) == 1 and voices.voices[0] is first and first.seconds == 8.0
+    # a voice after the merge is not given the merged-away number again
+    assert voices.assign(bob, 3.0).session_label == "Them 3"
+    said = [Said(0.0, 1.0, "So", "Them 1", "Them 1", None),
+            Said(1.0, 2.0, "we ship.", "Them 2", "Them 2", None),
+            Said(2.0, 3.0, "No.", "Them 3", "Them 3", None)]
+    assert [(s.speaker, s.text, s.start, s.end) for s in rejoin(said, merged)] == [
+        ("Them 1", "So we ship.", 0.0, 2.0), ("Them 3", "No.", 2.0, 3.0)]
+
+
+def test_two_voices_named_apart_are_never_regrouped() -> None:
+    ann = VOICEPRINTS["ann"]
+    voices = SessionVoices(DiarizeConfig())
+    a, b = voices.assign(ann, 3.0), voices.assign(_toward(ann, VOICEPRINTS["bob"], 0.5), 3.0)
+    a.named, b.named = NamedVoice(1, "Ann", ann), NamedVoice(2, "Anne", b.centroid)
+    a.pinned = b.pinned = True
+    b.total = a.total.copy()  # as alike as can be
+    assert voices.merge_alike() == {} and len(voices.voices) == 2
 
 
 def test_a_segment_whisper_timed_past_the_utterance_ends_with_it() -> None:

@@ -61,6 +61,14 @@ async def test_tiny_en_transcribes_jfk(whisper_tiny: WhisperTranscriber, test_da
     duration = len(audio) / SAMPLE_RATE
     assert all(0 <= s.start < s.end <= duration + 0.5 for s in segments)
     assert [s.start for s in segments] == sorted(s.start for s in segments)
+    # every segment's words, timed in order inside it, spell its text
+    for s in segments:
+        assert " ".join(w.text for w in s.words) == " ".join(s.text.split())
+        times = [t for w in s.words for t in (w.start, w.end)]
+        assert times == sorted(times) and s.start - 0.05 <= times[0] and times[-1] <= s.end
+    words = {w.text.strip(",.").lower(): w for s in segments for w in s.words}
+    # "ask not" (3.3 s in) is said after the pause that follows "Americans" (ends near 2.1 s)
+    assert words["americans"].end < 2.6 and 3.0 < words["not"].start < 4.5
 
 
 def test_digital_silence_gives_no_text(whisper_tiny: WhisperTranscriber) -> None:

@@ -6,6 +6,7 @@ The scripted transcriber "recognises" a tone by its pitch, so what each utteranc
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -200,6 +201,45 @@ async def test_stop_keeps_the_words_being_said_at_that_moment(
         await rig.play(mic=tone(1.0, 440))  # no pause after it: still talking at the stop
         await rig.live.stop()
     assert [t.text for t in store.turns(started.session_id)] == [WORDS[440]]
+
+
+async def test_a_stop_after_the_daemon_stalled_keeps_what_was_heard_before_it(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    # a machine so busy that the daemon did not run for a while: when it runs again, the stop
+    # that came meanwhile may be handled before the capture threads hand over the audio heard
+    # until then, and every source's last block looks older than settle's flowing_s. Taken
+    # for stopped sources, they were cut without their last utterance, which was lost
+    async with running(store) as rig:
+        started = await rig.live.start(StartOptions())
+        await rig.play(loopback=silence(1.0))
+        pipeline = rig.live.pipeline
+        assert pipeline is not None
+        heard = {"loopback": np.concatenate([tone(1.5, 330), silence(1.0)]),
+                 "mic": silence(2.5)}
+        began = clock()
+        autojump_clock.jump(2.5 + 1.5)  # the stall: the audio was heard, nothing ran
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(rig.live.stop)
+            await trio.sleep(BLOCK_S)  # then the backlog comes in
+            for k, i in enumerate(range(0, len(heard["mic"]), BLOCK)):
+                for source, audio in heard.items():
+                    pipeline.channel.put(Block(source, began + k * BLOCK_S, 1,  # type: ignore[arg-type]
+                                               audio[i : i + BLOCK]))
+    assert [t.text for t in store.turns(started.session_id)] == [WORDS[330]]
+
+
+async def test_a_stop_that_cannot_wait_for_transcription_says_what_it_leaves_out(
+    autojump_clock: trio.testing.MockClock, store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with running(store, transcriber=SlowTranscriber(seconds=100.0)) as rig:
+        started = await rig.live.start(StartOptions())
+        await rig.play(loopback=np.concatenate([tone(1.5, 330), silence(1.0)]))
+        with caplog.at_level(logging.WARNING, logger="daemon.live.actor"):
+            await rig.live.stop()
+    assert store.turns(started.session_id) == []
+    assert f"session {started.session_id} ends with 1 utterance(s) not yet transcribed" in (
+        caplog.text)
 
 
 async def test_silence_and_noise_give_no_turn_and_phantoms_are_dropped(

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
+from daemon.audio import vad
 from daemon.audio.format import SAMPLE_RATE
+from daemon.audio.silero import CHUNK, SileroModel
 from daemon.audio.vad import Segmenter, VadConfig, is_degenerate, is_phantom
 
 
@@ -114,6 +117,97 @@ def test_block_size_does_not_change_the_result() -> None:
     a = [(u.start, u.end) for u in segment(signal, block=1600)]
     b = [(u.start, u.end) for u in segment(signal, block=517)]
     assert a == b
+
+
+# -- with a speech model ------------------------------------------------------------------------
+
+
+class ScriptedSpeech:
+    """A stand-in for the Silero stream: ``probability(chunk)`` for each chunk of the audio it
+    is fed, as the network judges the audio it sees."""
+
+    def __init__(self, probability: Callable[[np.ndarray], float]) -> None:
+        self.probability = probability
+        self.pending = np.zeros(0, dtype=np.float32)
+
+    def _judge(self, audio: np.ndarray) -> np.ndarray:
+        return np.asarray([self.probability(audio[i : i + CHUNK])
+                           for i in range(0, len(audio) - CHUNK + 1, CHUNK)], dtype=np.float32)
+
+    def feed(self, samples: np.ndarray) -> np.ndarray:
+        audio = np.concatenate([self.pending, samples])
+        judged = len(audio) // CHUNK * CHUNK
+        self.pending = audio[judged:]
+        return self._judge(audio[:judged])
+
+    def tail(self) -> np.ndarray:
+        if not len(self.pending):
+            return np.zeros(0, dtype=np.float32)
+        return self._judge(np.concatenate([self.pending, silence(1)])[:CHUNK])
+
+
+def hears_the_loud_tone(otherwise: float) -> Callable[[np.ndarray], float]:
+    """The model hears a voice in tone(amplitude=0.3) only, ``otherwise`` elsewhere."""
+    return lambda chunk: 0.9 if float(np.sqrt(np.mean(chunk**2))) > 0.09 else otherwise
+
+
+@pytest.fixture
+def speech_model(monkeypatch: pytest.MonkeyPatch) -> Callable[..., VadConfig]:
+    """A VadConfig whose speech model is ``ScriptedSpeech(probability)``."""
+
+    def config(probability: Callable[[np.ndarray], float], **options: Any) -> VadConfig:
+        monkeypatch.setattr(vad, "SileroStream", lambda model: ScriptedSpeech(probability))
+        return VadConfig(speech_model=SileroModel({}), **options)
+
+    return config
+
+
+def test_a_soft_onset_the_model_is_slow_to_trust_stays_in_the_utterance(
+    speech_model: Callable[..., VadConfig],
+) -> None:
+    # one sound from 1 s to 4 s; the model is sure of it only from 2.5 s: the whole of it is
+    # what was said (cut at 2.5 s, whisper heard half a sentence and wrote nothing)
+    config = speech_model(hears_the_loud_tone(otherwise=0.2))
+    signal = np.concatenate([silence(1), tone(1.5), tone(1.5, amplitude=0.3), silence(1.5)])
+    [utterance] = segment(signal, config)
+    assert utterance.start == pytest.approx(1.0 - config.pre_roll_s, abs=0.05)
+    assert utterance.end == pytest.approx(4.0 + config.post_roll_s, abs=0.05)
+
+
+def test_a_sound_apart_from_what_the_model_hears_is_trimmed_off(
+    speech_model: Callable[..., VadConfig],
+) -> None:
+    # a rustle, a pause too short to end the utterance but longer than join_pause_s, speech
+    config = speech_model(hears_the_loud_tone(otherwise=0.05))
+    assert config.join_pause_s < 0.4 < config.end_silence_s
+    signal = np.concatenate([silence(1), tone(0.8), silence(0.4), tone(2, amplitude=0.3),
+                             silence(1.5)])
+    [utterance] = segment(signal, config)
+    assert utterance.start == pytest.approx(2.2 - config.pre_roll_s, abs=0.05)
+    # ... and nothing at all when the model hears no voice in the utterance
+    assert segment(signal, speech_model(lambda chunk: 0.05)) == []
+
+
+@pytest.mark.parametrize("model_cuts", [False, True])
+def test_a_flush_leaves_the_model_in_step_with_the_audio_that_follows(
+    speech_model: Callable[..., VadConfig], model_cuts: bool,
+) -> None:
+    # a stop or a pause flushes every source's segmenter, which goes on with the audio after
+    # it: padding the model's stream with silence there put every later chunk 32 ms early,
+    # and by that much more at each flush
+    config = speech_model(hears_the_loud_tone(otherwise=0.0), model_cuts=model_cuts)
+    # a sound the model does not hear as speech, then (after a pause) what it does
+    signal = np.concatenate([silence(1), tone(1.6), silence(0.4), tone(1, amplitude=0.3),
+                             silence(1.5)])
+    whole = segment(signal, config)
+    assert [u.start for u in whole] == pytest.approx([3.0 - config.pre_roll_s], abs=0.02)
+    flushed = Segmenter(config)
+    found = []
+    for part in (signal[:11_000], signal[11_000:44_000], signal[44_000:]):  # in silences
+        for i in range(0, len(part), 1600):
+            found += flushed.feed(part[i : i + 1600])
+        found += flushed.flush()
+    assert [(u.start, u.end) for u in found] == [(u.start, u.end) for u in whole]
 
 
 @pytest.mark.parametrize(

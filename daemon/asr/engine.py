@@ -41,10 +41,21 @@ MIN_CONTEXT = 500
 _log = logging.getLogger("braincue.whisper")
 
 
+class Word(msgspec.Struct, frozen=True):
+    """One word of a segment, timed by whisper.cpp's token timestamps (seconds)."""
+
+    start: float
+    end: float
+    text: str
+
+
 class Segment(msgspec.Struct, frozen=True):
     start: float  # seconds
     end: float
     text: str
+    # its words, when the transcriber timed them (whisper.cpp does): where a voice changes
+    # inside a segment, and where the speech of a segment begins and ends
+    words: tuple[Word, ...] = ()
 
 
 class Transcriber(Protocol):
@@ -112,7 +123,8 @@ def within(segments: list[Segment], duration: float) -> list[Segment]:
     """``segments`` with their times inside the audio (coarse timestamps run past its end)."""
     return [
         s if s.end <= duration
-        else Segment(start=min(s.start, duration), end=duration, text=s.text)
+        else Segment(min(s.start, duration), duration, s.text, tuple(
+            Word(min(w.start, duration), min(w.end, duration), w.text) for w in s.words))
         for s in segments
     ]
 
@@ -120,14 +132,40 @@ def within(segments: list[Segment], duration: float) -> list[Segment]:
 _NON_SPEECH = re.compile(r"^\s*(\[[^\]]*\]|\([^)]*\)|\*[^*]*\*)\s*$")
 
 
-def clean_segments(raw: Iterable[tuple[float, float, str]]) -> list[Segment]:
+def clean_segments(
+    raw: Iterable[tuple[float, float, str] | tuple[float, float, str, tuple[Word, ...]]],
+) -> list[Segment]:
     """Strip text and drop empty segments and whole-segment annotations like ``[BLANK_AUDIO]``."""
     segments = []
-    for start, end, text in raw:
+    for start, end, text, *words in raw:
         text = text.strip()
         if text and not _NON_SPEECH.match(text):
-            segments.append(Segment(start=start, end=end, text=text))
+            segments.append(Segment(start, end, text, words[0] if words else ()))
     return segments
+
+
+def timed_words(ctx: Any, segment: int) -> tuple[Word, ...]:
+    """The words of whisper.cpp's ``segment`` from its token timestamps: a token that starts
+    with a space starts a word, special tokens (timestamps, end of text) are left out."""
+    import _pywhispercpp as pw  # type: ignore[import-not-found]
+
+    end_of_text = pw.whisper_token_eot(ctx)
+    words: list[tuple[int, int, bytes]] = []
+    for j in range(pw.whisper_full_n_tokens(ctx, segment)):
+        if pw.whisper_full_get_token_id(ctx, segment, j) >= end_of_text:
+            continue
+        data = pw.whisper_full_get_token_data(ctx, segment, j)
+        text = pw.whisper_full_get_token_text(ctx, segment, j)
+        piece = text if isinstance(text, bytes) else text.encode()
+        if words and not piece.startswith(b" "):
+            t0, _, joined = words[-1]
+            words[-1] = (t0, max(data.t1, t0), joined + piece)
+        else:
+            words.append((data.t0, max(data.t1, data.t0), piece))
+    # whisper.cpp times are in units of 10 ms; a character may span two tokens
+    decoded = [(t0 / 100, t1 / 100, raw.decode("utf-8", "replace").strip())
+               for t0, t1, raw in words]
+    return tuple(Word(t0, t1, text) for t0, t1, text in decoded if text)
 
 
 # -- whisper.cpp -------------------------------------------------------------------------------
@@ -258,9 +296,15 @@ class WhisperTranscriber:
         return within(segments, duration)
 
     def _decode(self, audio: np.ndarray, threads: int, context: int) -> list[Segment]:
-        raw = self._load().transcribe(audio, n_threads=threads, audio_ctx=context)
-        # whisper.cpp times are in units of 10 ms
-        return clean_segments((s.t0 / 100, s.t1 / 100, s.text) for s in raw)
+        model = self._load()
+        # token timestamps only time the tokens decoded, the text is the same
+        raw = model.transcribe(audio, n_threads=threads, audio_ctx=context,
+                               token_timestamps=True)
+        # whisper.cpp times are in units of 10 ms; the tokens are read from the context
+        # pywhispercpp keeps (``_ctx``: it has no accessor), which holds this decoding until
+        # the next one on this thread
+        return clean_segments((s.t0 / 100, s.t1 / 100, s.text, timed_words(model._ctx, i))
+                              for i, s in enumerate(raw))
 
     async def transcribe(self, audio: np.ndarray) -> list[Segment]:
         audio = as_mono_float32(audio)

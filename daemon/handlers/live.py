@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from daemon.audio.silero import installed_speech_model
+from daemon.audio.vad import VadConfig
 from daemon.handlers import wire
 from daemon.handlers.context import Context
 from daemon.ipc.dispatch import Handlers, Publish
@@ -30,8 +32,9 @@ async def register(daemon: Context) -> None:
         daemon.publish(wire.live_event(event))
 
     voices = Voices(daemon.store, lambda: daemon.settings, daemon.paths.models_dir)
+    vad = VadConfig(speech_model=installed_speech_model(daemon.paths.models_dir))
     daemon.live = Live(daemon.store, lambda: daemon.settings, daemon.paths.models_dir,
-                       publish, capture=capture_enabled(), voices=voices)
+                       publish, capture=capture_enabled(), voices=voices, vad=vad)
     await daemon.nursery.start(daemon.live.run)
     daemon.settings_listeners.append(daemon.live.use_devices)
     register_live(daemon.handlers, daemon.live)

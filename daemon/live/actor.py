@@ -506,9 +506,14 @@ class Live:
             self._closing = True
         until = self.clock()
         try:
-            if self.pipeline is not None:
-                with trio.move_on_after(SETTLE_TIMEOUT_S):
-                    await self.pipeline.settle(until)
+            pipeline = self.pipeline
+            if pipeline is not None:
+                with trio.move_on_after(SETTLE_TIMEOUT_S) as waited:
+                    await pipeline.settle(until)
+                if waited.cancelled_caught:  # never silently: what is still queued is not kept
+                    log.warning("session %d ends with %d utterance(s) not yet transcribed, which "
+                                "it will not hold: transcription is %.0f s behind", session.id,
+                                pipeline.queued, pipeline.lag())
             async with self._lock:
                 reply = await self._end(self.session or session, until)
                 # the conversation just stopped must not start again by itself: wait for a

@@ -315,12 +315,19 @@ class Pipeline:
         Waits for each source still delivering audio (a block within ``flowing_s``) to catch
         up to ``until``, cuts the speech in progress there, then waits for the queue to empty.
         Callers bound it with a timeout.
+
+        A source that delivered before is given ``flowing_s`` from the start of the wait, however
+        old its last block: a daemon that did not run for a while (a busy machine) handles the
+        stop before the capture threads hand over the audio heard meanwhile, and taking those
+        sources for stopped lost the last thing said.
         """
+        waiting_since = self._clock()
 
         def caught_up() -> bool:
             now = self._clock()
             for source, segmenter in self.segmenters.items():
-                flowing = now - self._block_seen.get(source, -float("inf")) <= flowing_s
+                seen = self._block_seen.get(source)
+                flowing = seen is not None and now - max(seen, waiting_since) <= flowing_s
                 if flowing and (segmenter.heard_until or -float("inf")) < until:
                     return False
             return True

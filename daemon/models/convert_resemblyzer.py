@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from daemon.errors import ModelError
 
-__all__ = ["EXPECTED_SHAPES", "convert_resemblyzer", "read_legacy_torch"]
+__all__ = ["EXPECTED_SHAPES", "convert_resemblyzer", "read_legacy_torch", "write_npz"]
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _STORAGE_DTYPES: dict[str, np.dtype[Any]] = {
@@ -152,6 +152,21 @@ def _write_npz(out: BinaryIO, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
             archive.writestr(info, buf.getvalue())
 
 
+def write_npz(out_path: Path, arrays: Mapping[str, npt.NDArray[Any]],
+              progress: Callable[[int, int], None] | None = None) -> None:
+    """Write ``arrays`` to ``out_path`` as an npz whose bytes depend on the arrays only (sorted
+    names, fixed timestamps), then report them all done to ``progress``."""
+    try:
+        with out_path.open("wb") as out:
+            _write_npz(out, arrays)
+    except OSError as exc:
+        raise ModelError(
+            f"cannot write {out_path}: {exc.strerror or exc}", fix="check free disk space"
+        ) from exc
+    if progress is not None:
+        progress(len(arrays), len(arrays))
+
+
 def convert_resemblyzer(
     model_dir: Path,
     out_path: Path,
@@ -172,12 +187,4 @@ def convert_resemblyzer(
     if wrong:
         raise ModelError(f"{source} is not resemblyzer's encoder (bad {wrong[0]})", fix=_FIX)
     weights = {name: arrays[name].astype(np.float32) for name in EXPECTED_SHAPES}
-    try:
-        with out_path.open("wb") as out:
-            _write_npz(out, weights)
-    except OSError as exc:
-        raise ModelError(
-            f"cannot write {out_path}: {exc.strerror or exc}", fix="check free disk space"
-        ) from exc
-    if progress is not None:
-        progress(len(weights), len(weights))
+    write_npz(out_path, weights, progress)

@@ -370,8 +370,10 @@ class Installer:
             from daemon.models.convert_whisper import convert_ct2_whisper as convert
         elif converter == "st-bert":
             from daemon.models.convert_bert import convert_st_bert as convert
-        else:
+        elif converter == "resemblyzer":
             from daemon.models.convert_resemblyzer import convert_resemblyzer as convert
+        else:
+            from daemon.models.convert_silero import convert_silero as convert
         # Converters report their own units (tensors or bytes).
         with self._bar(None, f"convert {label}", in_bytes=False) as bar:
 

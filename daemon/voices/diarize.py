@@ -44,6 +44,15 @@ class DiarizeConfig:
     # a piece shorter than this joins the nearest voice rather than start one: less than one
     # 1.6 s window of speech is too little to tell a new voice from noise or a cough
     min_new_voice_s: float = 1.2
+    # give each of whisper's timed words to its voice, so a turn is cut where the voice changes
+    # inside a segment and spans its words only. Off: on the AMI excerpts it measured worse
+    # (bench.diarize --words: the gaps between words and their coarse times count as missed
+    # speech, and a word on a stray piece starts a turn of another voice), so a segment goes
+    # whole to the voice that spoke most of it
+    cut_at_words: bool = False
+    # after each utterance, voices whose centroids have grown ``same_voice`` alike are merged
+    # (SessionVoices.merge_alike) and their past turns relabelled
+    regroup: bool = True
 
 
 @dataclass(frozen=True)
@@ -179,6 +188,7 @@ class SessionVoices:
     config: DiarizeConfig = field(default_factory=DiarizeConfig)
     named: Sequence[NamedVoice] = ()
     voices: list[SessionVoice] = field(default_factory=list)
+    numbered: int = 0  # voices ever started: a merged-away number is not given again
 
     def assign(self, voice: Vectors, seconds: float) -> SessionVoice:
         """The session voice this piece belongs to (a new one when none is close enough)."""
@@ -191,12 +201,37 @@ class SessionVoices:
         if best is None and self.voices and seconds < self.config.min_new_voice_s:
             best = self.voices[int(np.argmax(sims))]
         if best is None:
-            best = SessionVoice(len(self.voices) + 1, np.zeros_like(voice), 0.0)
+            self.numbered += 1
+            best = SessionVoice(self.numbered, np.zeros_like(voice), 0.0)
             self.voices.append(best)
         best.total = best.total + voice * seconds
         best.seconds += seconds
         self._recognise(best)
         return best
+
+    def merge_alike(self) -> dict[str, SessionVoice]:
+        """Re-cluster: voices whose centroids have grown at least ``same_voice`` alike are one
+        voice, the later joining the earlier (most alike pairs first; two voices named
+        differently stay apart). A voice heard first in a few short utterances may have
+        started before there was enough of it to match: the same test, on more speech.
+        Returns the session labels merged away, each with the voice it is now."""
+        merged: dict[str, SessionVoice] = {}
+        while True:
+            pairs = [(float(a.centroid @ b.centroid), i, j)
+                     for i, a in enumerate(self.voices) for j, b in enumerate(self.voices)
+                     if i < j and not (a.named and b.named and a.named.id != b.named.id)]
+            best = max(pairs, default=None)
+            if best is None or best[0] < self.config.same_voice:
+                return merged
+            _, i, j = best
+            keep, gone = self.voices[i], self.voices.pop(j)
+            keep.total = keep.total + gone.total
+            keep.seconds += gone.seconds
+            if keep.named is None:
+                keep.named, keep.pinned = gone.named, gone.pinned
+            merged = {label: keep if v is gone else v for label, v in merged.items()}
+            merged[gone.session_label] = keep
+            self._recognise(keep)
 
     def use_named(self, named: Sequence[NamedVoice]) -> None:
         """The profile's named voices changed (named, renamed, merged, forgotten): each named
