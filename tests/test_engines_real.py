@@ -6,6 +6,7 @@ A missing model fails these tests with the install command in the message; it ne
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import aclosing
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 import pytest
+import trio
 from click.testing import CliRunner
 
 from bench.wer import word_error_rate
@@ -278,3 +280,26 @@ async def test_a_stopped_prefill_keeps_what_it_read_and_goes_on_from_there(
     read = await qwen._worker.call(lambda: qwen._llm.n_tokens)
     assert read > 2 * PREFILL_BATCH
     assert qwen._prefix is not None and len(qwen._prefix.tokens) == read
+
+
+async def test_closing_ends_a_reading_ahead_at_its_next_batch(installed_model: ModelPath) -> None:
+    # a daemon told to stop while the model reads a call ahead must not wait for the whole
+    # reading (> 20 s under load): close() ends it before the next batch
+    generator = LlamaGenerator(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=4096)
+    notes = " ".join(f"Item {i}: the Atlas task {i} is owned by person {i}." for i in range(120))
+    opening = [ChatMessage("system", "You answer in one short sentence."),
+               ChatMessage("user", f"Notes: {notes}\n\n")]
+    asked: list[int] = []
+    reading = threading.Event()
+
+    def stop() -> bool:  # the call goes on: only closing can end this reading early
+        asked.append(1)
+        reading.set()
+        generator._closing.wait(30)  # the first batch is read once close() has begun
+        return False
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: generator.prefill(opening, stop=stop))
+        await trio.to_thread.run_sync(reading.wait)
+        await trio.to_thread.run_sync(generator.close)
+    assert asked == [1]  # without the closing check it reads all ~25 batches, asking each time

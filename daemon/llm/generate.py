@@ -153,6 +153,7 @@ def split_tokens(text: str) -> list[str]:
 # -- llama.cpp ---------------------------------------------------------------------------------
 
 PREFILL_BATCH = 64  # tokens read between two looks at a prefill's ``stop`` (~0.5 s here)
+CLOSE_BATCH = 512  # without a ``stop``: between two looks at whether the engine is closing
 REPEAT_PENALTY = 1.1  # over the last 64 tokens: a small model's answer otherwise loops
 GRAMMAR_CANDIDATES = 128  # the likeliest tokens the JSON grammar is checked against
 
@@ -254,6 +255,9 @@ class LlamaGenerator:
         self.idle_unload_s = idle_unload_s
         self._llm: Any = None
         self._prefix: _PrefixState | None = None  # what prefill read, to restore (worker only)
+        # set by close(): a reading ahead in progress ends at its next batch instead of holding
+        # the daemon's shutdown for as long as the whole reading takes (> 20 s under load)
+        self._closing = threading.Event()
         self._last_used = time.monotonic()
         # nice > 0: a background engine, its thread and llama.cpp's at a lower CPU priority
         self._worker = WorkerThread(f"llm-{self.model_id}", nice=nice)
@@ -381,7 +385,11 @@ class LlamaGenerator:
                         _restore(llm, saved)
                     if len(tokens) == len(saved.tokens):
                         return
-                if _evaluate(llm, tokens, stop):
+                def halted() -> bool:
+                    return self._closing.is_set() or (stop is not None and stop())
+
+                if _evaluate(llm, tokens, halted if stop is not None else self._closing.is_set,
+                             batch=PREFILL_BATCH if stop is not None else CLOSE_BATCH):
                     self._prefix = _PrefixState(tokens, _sequence_state(llm))
 
         await self._worker.call(read)
@@ -415,6 +423,7 @@ class LlamaGenerator:
         return idle() and await self._worker.call(free_if_idle)
 
     def close(self) -> None:
+        self._closing.set()
         self.unload()
         self._worker.close()
 
@@ -476,10 +485,11 @@ def _starts_with(llm: Any, tokens: Sequence[int]) -> bool:
     return bool(llm.n_tokens >= n and list(llm.input_ids[:n]) == list(tokens))
 
 
-def _evaluate(llm: Any, tokens: Sequence[int], stop: Callable[[], bool] | None = None) -> bool:
+def _evaluate(llm: Any, tokens: Sequence[int], stop: Callable[[], bool] | None = None,
+              batch: int = PREFILL_BATCH) -> bool:
     """Make ``tokens`` the model's evaluated tokens, reading only what does not match already;
-    with ``stop``, in batches of :data:`PREFILL_BATCH`, until it holds. Returns whether all
-    were read."""
+    with ``stop``, in batches of ``batch`` tokens, until it holds. Returns whether all were
+    read."""
     import llama_cpp
 
     common = 0
@@ -492,10 +502,10 @@ def _evaluate(llm: Any, tokens: Sequence[int], stop: Callable[[], bool] | None =
     if stop is None:
         llm.eval(tokens[common:])
         return True
-    for start in range(common, len(tokens), PREFILL_BATCH):
+    for start in range(common, len(tokens), batch):
         if stop():
             return False
-        llm.eval(tokens[start: start + PREFILL_BATCH])
+        llm.eval(tokens[start: start + batch])
     return True
 
 
