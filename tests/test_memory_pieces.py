@@ -11,6 +11,7 @@ from daemon.memory.extract import ExtractedAssertion, Extraction
 from daemon.memory.pieces import (
     MIN_PIECE_CHARS,
     clip_sentences,
+    complete_sentences,
     interleave,
     merge_envelopes,
     merge_extractions,
@@ -86,6 +87,17 @@ def test_merged_archive_keeps_every_piece_in_order() -> None:
     assert merged.sections == {"decided": ["A", "C", "B"], "still_open": ["Q1"],
                                "action_items": ["call Bob"]}
     assert merged.key_quotes == ["q1", "q3", "q2"]
+
+
+def test_a_piece_summary_cut_mid_sentence_ends_at_its_last_finished_one() -> None:
+    # the 0.5B's part summary reached its schema bound: "… as well as" ran on into the next
+    first = ArchiveEnvelope(summary="They chose rubber. The key quotes included the use of "
+                                    "rubber and soft materials, as well as")
+    second = ArchiveEnvelope(summary="Marketing presented the trends")
+    assert merge_envelopes([first, second]).summary == (
+        "They chose rubber. Marketing presented the trends")  # nothing finished: kept whole
+    assert merge_envelopes([first]).summary == "They chose rubber."
+    assert complete_sentences("Done? Yes! And") == "Done? Yes!"
 
 
 def test_merged_summary_is_capped_at_a_sentence() -> None:

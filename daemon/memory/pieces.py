@@ -29,6 +29,8 @@ from collections.abc import Iterable, Sequence
 from itertools import zip_longest
 from typing import Any, TypeVar
 
+import msgspec
+
 from daemon.memory.archive import MAX_SUMMARY_CHARS, ArchiveEnvelope
 from daemon.memory.extract import ExtractedAssertion, Extraction
 from daemon.memory.validate import same_item, unique_items
@@ -116,8 +118,20 @@ def clip_sentences(text: str, limit: int) -> str:
     return head.rsplit(" ", 1)[0] if " " in head else head
 
 
+def complete_sentences(text: str) -> str:
+    """``text`` up to its last finished sentence: a summary that reached its length bound
+    (or was cut off) ends in half a sentence ("… as well as"), which the next piece's summary
+    would run on from. Text with no finished sentence at all is kept as it is."""
+    text = " ".join(text.split())
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    return text[: ends[-1]] if ends else text
+
+
 def merge_envelopes(envelopes: Sequence[ArchiveEnvelope]) -> ArchiveEnvelope:
-    """One archive answer from the answers about each piece, in transcript order."""
+    """One archive answer from the answers about each piece, in transcript order; each
+    piece's summary ends at its last finished sentence."""
+    envelopes = [msgspec.structs.replace(e, summary=complete_sentences(e.summary))
+                 for e in envelopes]
     if len(envelopes) == 1:
         return envelopes[0]
     keys: list[str] = []
