@@ -166,3 +166,20 @@ def test_a_whispered_sentence_is_kept_whole_though_the_model_trusts_it_late(
     [utterance] = _segment(padded, config, 1600)
     assert utterance.start <= lead / SAMPLE_RATE + 0.05
     assert utterance.end >= (lead + len(audio)) / SAMPLE_RATE - 0.05
+
+
+@pytest.mark.slow
+def test_the_tail_of_a_stream_is_judged_without_changing_what_follows(
+    converted: Path, test_data: Path
+) -> None:
+    model = SileroModel.load(converted)
+    audio = _audio(test_data, "audio/jfk.wav")[: 20 * CHUNK]
+    whole = SileroStream(model).feed(audio)
+    stream = SileroStream(model)
+    head = stream.feed(audio[: 7 * CHUNK + 100])
+    [guess] = stream.tail()  # the 100 samples padded with silence
+    padded = np.concatenate([audio[: 7 * CHUNK + 100], np.zeros(CHUNK - 100, np.float32)])
+    assert guess == pytest.approx(SileroStream(model).feed(padded)[-1], abs=1e-6)
+    assert len(stream.tail()) == 1 and len(SileroStream(model).tail()) == 0
+    rest = stream.feed(audio[7 * CHUNK + 100 :])
+    assert np.allclose(np.concatenate([head, rest]), whole, atol=1e-6)
