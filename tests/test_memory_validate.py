@@ -451,6 +451,25 @@ def test_a_stated_task_is_what_was_said_not_what_the_model_made_up() -> None:
     assert stated("Marketing will design and implement a smart remote control system.") is None
 
 
+def test_a_stated_task_is_worded_from_the_turn_that_took_it_on_not_the_turns_before() -> None:
+    # ES2009a: the 0.5B worded the turns shown before the undertaking as the work
+    turns = [(PM, "If you're gonna upgrade your computer, buy it in the States. Do you guys "
+                  "know Fry's? Huge computer electronics store?"),
+             (MK, "No."),
+             (PM, "Right so let's wrap that up. I'm gonna put these initial ideas that we've "
+                  "got in the project documents.")]
+    (group,) = group_undertakings(find_undertakings(turns, [PM, MK]))
+    assert [u.index for u in group] == [2]
+
+    def stated(text: str) -> str | None:
+        item = undertaking_assertion(Undertaken(text), group, turns)
+        return None if item is None else item.text
+
+    assert stated("Project Manager will buy Fry's electronics store in the States.") is None
+    assert stated("Project Manager will put the initial ideas in the project documents.") == \
+        "Project Manager will put the initial ideas in the project documents."
+
+
 @pytest.mark.parametrize(("text", "is_proposal"), [
     ("Marketing suggests a rubber case for the remote.", True),
     ("The team discussed the colours of the remote.", True),

@@ -358,7 +358,7 @@ def undertaking_assertion(answer: Undertaken, group: Sequence[Undertaking],
     """The commitment (taken on) or task (given) the model's first sentence states about a
     group of undertakings, its owner and due date read from the transcript, its last turn the
     evidence; None when the sentence is not about what was said (more than half of its
-    words are in none of the lines the model was shown: it made the work up), is not told of
+    words are in none of the lines that took the work on: it made the work up), is not told of
     its owner ("I", "you": the turn copied) or tells of more than one piece of work (ES2006c:
     "Project Manager will start working on …, User Interface Designer will work on …")."""
     first = group[0]
@@ -368,8 +368,11 @@ def undertaking_assertion(answer: Undertaken, group: Sequence[Undertaking],
         text = f"{first.owner} will{text[first_person.end():]}"
     if _NOT_TOLD_OF_OWNER.search(text) or len(re.findall(r"\bwill\b", text, re.I)) > 1:
         return None  # the turn copied ("… and then I'll take minutes"), or others' work lumped in
-    shown = turns[max(0, first.index - EXCERPT_BEFORE):group[-1].index + 1]
-    said = content_words(" ".join(text for _, text in shown))
+    # the work is in what was said when it was taken on: the lines shown before are context
+    # (ES2009a: "Project Manager will buy Fry's electronics store in the States", worded from
+    # the turns before "I'm gonna put these initial ideas … in the project documents")
+    taking = turns[first.index:group[-1].index + 1]
+    said = content_words(" ".join(text for _, text in taking))
     mine = content_words(text) - content_words(first.owner) - {"will"}
     if mine and len(mine & said) < GROUNDED * len(mine):
         return None
