@@ -24,6 +24,10 @@ A daemon subprocess runs with its own home; everything goes through the protocol
   reply (p50/p95). An answer that only restates the question is counted (``echoes``, the
   deterministic detector of :func:`daemon.memory.grounding.echoes_question`).
 
+``--vary NAME=V1,V2,...`` asks the same questions once per value of a setting (changed over IPC
+between the rounds, one import), with a table per value — paired figures, e.g.
+``--vary ask_source_chars=500,1100,2400``.
+
 ``--sample N`` / ``--offset N`` take a slice of the (shuffled, seeded) questions, so a long run can
 be split into pieces that each fit a hold of the CPU lock; ``--json FILE`` writes every answer.
 """
@@ -59,6 +63,7 @@ from daemon.ipc.protocol import (
     Remember,
     Search,
     SearchReply,
+    SettingsSet,
 )
 from daemon.ipc.testing import short_home, start_daemon
 from daemon.memory.grounding import echoes_question
@@ -94,6 +99,7 @@ class Asked(msgspec.Struct, kw_only=True):
     in_span: float | None = None  # QMSum: share of the results' turns inside the gold span
     sources: int = 0
     nothing_found: bool = False
+    setting: str = ""  # with --vary: "NAME=VALUE" it was asked with
 
 
 # -- scores (pure) ---------------------------------------------------------------------------------
@@ -335,6 +341,23 @@ def locomo_table(asked: Sequence[Asked]) -> str:
     return "\n".join(lines)
 
 
+def ask_datasets(client: Client, args: argparse.Namespace, setting: str) -> list[Asked]:
+    """The datasets asked for, each imported once, their tables printed."""
+    asked: list[Asked] = []
+    if args.qmsum is not None:
+        qmsum = [msgspec.structs.replace(a, setting=setting) for a in run_qmsum(client, args)]
+        asked += qmsum
+        if qmsum:
+            print(f"\n{qmsum_table(qmsum)}\n\nQMSum: {latency_line(qmsum)}", flush=True)
+    if args.locomo is not None:
+        locomo = [msgspec.structs.replace(a, setting=setting)
+                  for a in run_locomo(client, args)]
+        asked += locomo
+        if locomo:
+            print(f"\n{locomo_table(locomo)}\n\nLoCoMo: {latency_line(locomo)}", flush=True)
+    return asked
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--qmsum", type=Path)
@@ -346,6 +369,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--keep", action="store_true", help="keep every imported session")
     parser.add_argument("--no-ask", action="store_true",
                         help="QMSum: only the search figures (hit@5, in-span), no answers")
+    parser.add_argument("--vary", metavar="NAME=V1,V2,...",
+                        help="ask the questions once per value of this setting")
     parser.add_argument("--json", type=Path, help="write every answer and score here")
     parser.add_argument("--home", type=Path,
                         help="keep the daemon's home here and reuse what it imported before "
@@ -363,18 +388,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     daemon = start_daemon(home)
     asked: list[Asked] = []
     try:
+        name, _, values = (args.vary or "").partition("=")
         with Client(timeout=600) as client:
-            if args.qmsum is not None:
-                qmsum = run_qmsum(client, args)
-                asked += qmsum
-                if qmsum:
-                    print(f"\n{qmsum_table(qmsum)}\n\nQMSum: {latency_line(qmsum)}", flush=True)
-            if args.locomo is not None:
-                locomo = run_locomo(client, args)
-                asked += locomo
-                if locomo:
-                    print(f"\n{locomo_table(locomo)}\n\nLoCoMo: {latency_line(locomo)}",
-                          flush=True)
+            for value in values.split(",") if args.vary else [""]:
+                setting = f"{name}={value}" if args.vary else ""
+                if setting:
+                    client.request(SettingsSet(key=name, value=value))
+                    print(f"\n-- {setting}", flush=True)
+                asked += ask_datasets(client, args, setting)
     finally:
         code = daemon.stop()
         if code != 0:
