@@ -24,8 +24,9 @@ A daemon subprocess runs with its own home; everything goes through the protocol
   reply (p50/p95). An answer that only restates the question is counted (``echoes``, the
   deterministic detector of :func:`daemon.memory.grounding.echoes_question`).
 
-``--vary NAME=V1,V2,...`` asks the same questions once per value of a setting (changed over IPC
-between the rounds, one import), with a table per value — paired figures, e.g.
+``--set NAME=VALUE`` is a line of the daemon's config.toml (each run writes it anew);
+``--vary NAME=V1,V2,...`` asks the same questions once per value of a setting (changed over
+IPC between the rounds, one import), with a table per value — paired figures, e.g.
 ``--vary ask_source_chars=500,1100,2400``.
 
 ``--sample N`` / ``--offset N`` take a slice of the (shuffled, seeded) questions, so a long run can
@@ -291,7 +292,7 @@ def sample(items: list[tuple[str, dict[str, Any]]], args: argparse.Namespace
 def progress(asked: Asked, score: str) -> None:
     echo = "  ECHO" if asked.echo else ""
     print(f"  {score}  first {asked.first_token_s:5.2f} s  all {asked.answer_s:5.2f} s{echo}  "
-          f"{asked.question[:70]}", flush=True)
+          f"{asked.question[:70]}\n      -> {' '.join(asked.answer.split())[:300]}", flush=True)
 
 
 # -- tables ---------------------------------------------------------------------------------------
@@ -369,6 +370,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--keep", action="store_true", help="keep every imported session")
     parser.add_argument("--no-ask", action="store_true",
                         help="QMSum: only the search figures (hit@5, in-span), no answers")
+    parser.add_argument("--set", dest="settings", action="append", default=[],
+                        metavar="NAME=VALUE", help="a config.toml line for the daemon")
     parser.add_argument("--vary", metavar="NAME=V1,V2,...",
                         help="ask the questions once per value of this setting")
     parser.add_argument("--json", type=Path, help="write every answer and score here")
@@ -381,6 +384,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     home = short_home() if args.home is None else args.home
     home.mkdir(parents=True, exist_ok=True)
+    config = home / "config" / "config.toml"  # (a reused home's earlier settings go)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("".join(f"{line}\n" for line in args.settings))
     os.environ["BRAINCUE_HOME"] = str(home)
     os.environ.setdefault("BRAINCUE_MODELS", str(default_models_dir()))
     os.environ.setdefault("BRAINCUE_CAPTURE", "off")  # a benchmark never listens

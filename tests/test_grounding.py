@@ -7,11 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from daemon.memory.grounding import (
+    ACCOUNT_FORMAT,
     ANSWER_FORMAT,
     UNVERIFIED,
     Passage,
     Said,
     Source,
+    answer_format,
     build_prompt,
     check_answer,
     drop_unknown_citations,
@@ -76,6 +78,26 @@ def test_the_conversation_prompt_forbids_selling_and_the_interview_prompt_speaks
         # the sources in the system message; the user's message is the question alone
         assert "[1]" in messages[0].content and "them: We ship on Friday." in messages[0].content
         assert messages[1].content == f"When do we ship?\n\n{ANSWER_FORMAT}"
+
+
+@pytest.mark.parametrize(("question", "account"), [
+    ("When do we ship?", False),
+    ("Who owns the vendor contract?", False),
+    ("What is the Orion budget?", False),
+    ("What did the group think of the battery design?", True),
+    ("Why did the Project Manager want an LCD?", True),
+    ("Summarize the discussion about project finance.", True),
+    ("What did Sarah say about pricing?", True),
+    ("What's the conclusion of the discussion about intuitive design?", True),
+    ("What fields would Caroline pursue?", False),
+])
+def test_an_account_is_asked_for_in_a_few_sentences_a_fact_in_one_or_two(
+    question: str, account: bool
+) -> None:
+    assert answer_format(question) == (ACCOUNT_FORMAT if account else ANSWER_FORMAT)
+    sources = [transcript(1, ("them", "We ship on Friday."))]
+    assert build_prompt("conversation", question, sources)[1].content == (
+        f"{question}\n\n{answer_format(question)}")
 
 
 @pytest.mark.parametrize(("title", "filename", "expected"), [
