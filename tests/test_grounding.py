@@ -7,13 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from daemon.memory.grounding import (
-    ACCOUNT_FORMAT,
     ANSWER_FORMAT,
     UNVERIFIED,
     Passage,
     Said,
     Source,
-    answer_format,
     build_prompt,
     check_answer,
     drop_unknown_citations,
@@ -80,26 +78,6 @@ def test_the_conversation_prompt_forbids_selling_and_the_interview_prompt_speaks
         assert messages[1].content == f"When do we ship?\n\n{ANSWER_FORMAT}"
 
 
-@pytest.mark.parametrize(("question", "account"), [
-    ("When do we ship?", False),
-    ("Who owns the vendor contract?", False),
-    ("What is the Orion budget?", False),
-    ("What did the group think of the battery design?", True),
-    ("Why did the Project Manager want an LCD?", True),
-    ("Summarize the discussion about project finance.", True),
-    ("What did Sarah say about pricing?", True),
-    ("What's the conclusion of the discussion about intuitive design?", True),
-    ("What fields would Caroline pursue?", False),
-])
-def test_an_account_is_asked_for_in_a_few_sentences_a_fact_in_one_or_two(
-    question: str, account: bool
-) -> None:
-    assert answer_format(question) == (ACCOUNT_FORMAT if account else ANSWER_FORMAT)
-    sources = [transcript(1, ("them", "We ship on Friday."))]
-    assert build_prompt("conversation", question, sources)[1].content == (
-        f"{question}\n\n{answer_format(question)}")
-
-
 @pytest.mark.parametrize(("title", "filename", "expected"), [
     ("STAR stories", "stories.md", True),
     ("My story bank", "bank.txt", True),
@@ -135,7 +113,7 @@ def test_every_source_is_focused_on_the_question_within_its_share() -> None:
     assert focus_source(document(4, "y" * 900), "x", 300).text().endswith("…")
 
     many = [long, live, doc, *[document(i, "z " * 700) for i in range(4, 12)]]
-    fitted = fit_sources(many, "What is the Orion budget?")
+    fitted = fit_sources(many, "What is the Orion budget?", budget=2400)
     assert [s.n for s in fitted] == [s.n for s in many][:len(fitted)]  # the best ones, in order
     assert 3 <= len(fitted) < len(many)  # the budget is not cut into slivers for all eleven
     assert sum(len(s.text()) for s in fitted) <= 2400  # within the prompt's budget

@@ -52,7 +52,8 @@ ME = "me"
 UNVERIFIED = "[unverified]"
 MAX_SOURCE_CHARS = 700  # the matched turns with their neighbours, or an archive's best lines
 MIN_SOURCE_CHARS = 300
-MAX_PROMPT_SOURCE_CHARS = 2400  # about 600 tokens: prompt time is most of the first token's
+MAX_PROMPT_SOURCE_CHARS = 500  # ~125 tokens: prompt time is most of the first token's wait
+#                                (the setting ask_source_chars)
 MATCHED_TURNS = 2  # of a transcript source: the turns that share most words with the question
 NEIGHBOURS = 1  # turns either side of a matched one, for who said what in reply
 MAX_TURN_CHARS = 360  # a matched turn longer than this is cut around its matching words
@@ -141,8 +142,6 @@ like [1].
 - To quote someone, copy their words exactly from a source, inside double quotes, and cite it.
 - Never invent facts, names, numbers or quotes. If the sources do not answer the question, \
 say plainly that you do not know.
-- Say it in your own words, in plain sentences about who said or decided what: never copy \
-a source's heading, and never write transcript lines ("Name: ...").
 - Keep it short and speakable: two to four plain sentences, no lists, no headings."""
 
 _ROLES: dict[Framing, str] = {
@@ -166,22 +165,7 @@ _ROLES: dict[Framing, str] = {
 USER_LABELS: dict[Framing, str] = {"interview": "Me (the candidate)", "conversation": "You"}
 
 # Repeated last, right before the answer: a small model follows the instruction it read last.
-# A question after a fact (when, who, how much) is answered in a sentence; one asking for an
-# account (why, what was said or thought, a summary) in a few.
-ANSWER_FORMAT = "Answer in one or two short sentences, citing the sources as [1]."
-ACCOUNT_FORMAT = "Answer in three or four sentences, citing the sources as [1]."
-_ACCOUNT_QUESTION = re.compile(
-    r"^\s*(summari[sz]e|describe|explain|why|how did|how do|how does|"
-    r"what (did|do|does|was|were|is|are) .*\b(think|thought|say|said|discuss|discussed|"
-    r"agree|agreed|decide|decided|suggest|suggested|propose|proposed|feel|felt|mention|"
-    r"mentioned|present|presented|discussion|conclusion|opinion|opinions|view|views)\b|"
-    r"what's the (conclusion|discussion))", re.IGNORECASE)
-
-
-def answer_format(question: str) -> str:
-    """The instruction on the answer's length for ``question``: a few sentences for an
-    account, one or two for a fact."""
-    return ACCOUNT_FORMAT if _ACCOUNT_QUESTION.search(question) else ANSWER_FORMAT
+ANSWER_FORMAT = "Answer in two or three short sentences, citing the sources as [1]."
 
 
 def system_prompt(framing: Framing) -> str:
@@ -208,8 +192,7 @@ def build_prompt(
     blocks = [_block(s, framing) for s in fit_sources(recalled, question, budget)]
     system = (prompt_prefix(framing, context[0] if context else None)[0].content
               + "Sources:\n\n" + "\n\n".join(blocks))
-    return [ChatMessage("system", system),
-            ChatMessage("user", f"{question}\n\n{answer_format(question)}")]
+    return [ChatMessage("system", system), ChatMessage("user", f"{question}\n\n{ANSWER_FORMAT}")]
 
 
 def prompt_prefix(framing: Framing, context: Source | None = None) -> list[ChatMessage]:
