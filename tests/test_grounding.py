@@ -136,6 +136,8 @@ def test_a_small_source_budget_keeps_the_best_sources_whole_and_leaves_the_rest_
     fitted = fit_sources([orion, *others, short], "What is the Orion budget?", budget=350)
     assert [s.n for s in fitted] == [1, 6]  # the best, then what still fits: the short one
     assert fitted[0] == orion  # whole: it fits
+    kept = fit_sources([orion, *others], "What is the Orion budget?", budget=350, keep=[3, 5])
+    assert [s.n for s in kept] == [1, 3, 5]  # the forced ones whatever the budget
     tiny = fit_sources([others[0], orion], "What is the Orion budget?", budget=120)
     assert [s.n for s in tiny] == [2] and len(tiny[0].text()) <= 120  # the first, cut to fit
 

@@ -199,7 +199,7 @@ class Asker:
                      relevant=grounding.relevant(asked, sources, always=forced),
                      opening=grounding.prompt_prefix(framing, context),
                      messages=grounding.build_prompt(framing, asked, sources,
-                                                       settings.ask_source_chars))
+                                                       settings.ask_source_chars, forced))
 
     async def read_question_ahead(
         self, session_id: int, *, stop: Callable[[], bool] | None = None

@@ -35,7 +35,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Literal
 
 import msgspec
@@ -177,9 +177,10 @@ def build_prompt(
     question: str,
     sources: Sequence[Source],
     budget: int = MAX_PROMPT_SOURCE_CHARS,
+    keep: Collection[int] = (),
 ) -> list[ChatMessage]:
     """The chat messages that ask the model for a cited answer (the recalled sources fitted to
-    ``budget`` characters, :func:`fit_sources`).
+    ``budget`` characters, the ones numbered in ``keep`` whatever it, :func:`fit_sources`).
 
     The sources go into the system message and the user's message is the question alone: with
     the sources in the user's message, the small model lists them back instead of answering.
@@ -189,7 +190,7 @@ def build_prompt(
     recalled sources and the question cost time when one is asked."""
     context = [s for s in sources if s.kind == "context"]
     recalled = [s for s in sources if s.kind != "context"]
-    blocks = [_block(s, framing) for s in fit_sources(recalled, question, budget)]
+    blocks = [_block(s, framing) for s in fit_sources(recalled, question, budget, keep)]
     system = (prompt_prefix(framing, context[0] if context else None)[0].content
               + "Sources:\n\n" + "\n\n".join(blocks))
     return [ChatMessage("system", system), ChatMessage("user", f"{question}\n\n{ANSWER_FORMAT}")]
@@ -289,14 +290,18 @@ def _cut_turn(turn: Passage, wanted: set[str], limit: int = MAX_TURN_CHARS) -> P
 
 
 def fit_sources(
-    sources: Sequence[Source], question: str = "", budget: int = MAX_PROMPT_SOURCE_CHARS
+    sources: Sequence[Source],
+    question: str = "",
+    budget: int = MAX_PROMPT_SOURCE_CHARS,
+    keep: Collection[int] = (),
 ) -> list[Source]:
     """The sources as the model reads them, best first: each focused on what bears on
     ``question`` within an equal share of ``budget`` characters (at least
     :data:`MIN_SOURCE_CHARS`, at most :data:`MAX_SOURCE_CHARS`), as many as fit the budget —
     the first always, the rest while they fit (a budget too small for all of them leaves the
-    last ones out rather than cutting every one to nothing). The prompt's length is what a
-    small model's first token waits for."""
+    last ones out rather than cutting every one to nothing) — and those numbered in ``keep``
+    (an answer's forced sources: every item a question over items asked for) whatever the
+    budget. The prompt's length is what a small model's first token waits for."""
     if not sources:
         return []
     share = budget // len(sources)
@@ -306,7 +311,7 @@ def fit_sources(
     for source in sources:
         focused = focus_source(source, question, limit)
         size = sum(_size(p) for p in focused.passages)
-        if fitted and used + size > budget:
+        if fitted and source.n not in keep and used + size > budget:
             continue  # a shorter one after it may still fit
         fitted.append(focused)
         used += size
