@@ -20,6 +20,9 @@ would, and ``--press-after`` seconds after the question was spoken the hotkey is
 Ask with no question, answered from the last question heard. Timed from the press; an answer
 with nothing relevant recalled (no model) is shown but not counted. ``--set NAME=VALUE`` adds
 a line to the daemon's config.toml (e.g. ``--set llm_read_question_ahead=false``).
+``--vary NAME=V1,V2,...`` asks the same questions once per value of a setting (changed over
+IPC between the rounds, one import, one warm-up), each round with its own p50/p95 line — e.g.
+``--vary ask_source_chars=500,1100,2400`` for the source budget's cost.
 Models come from BRAINCUE_MODELS (else the user's models directory).
 """
 
@@ -53,6 +56,7 @@ from daemon.ipc.protocol import (
     AskReply,
     ImportTranscript,
     Search,
+    SettingsSet,
     Start,
     Status,
     Stop,
@@ -228,6 +232,8 @@ def main() -> None:
                         help="seconds from the end of their question to the hotkey press")
     parser.add_argument("--set", dest="settings", action="append", default=[],
                         metavar="NAME=VALUE", help="a config.toml line for the daemon")
+    parser.add_argument("--vary", metavar="NAME=V1,V2,...",
+                        help="ask the questions once per value of this setting (not --live)")
     args = parser.parse_args()
     args.live = args.live or args.hotkey
     rng = random.Random(args.seed)
@@ -268,7 +274,9 @@ def main() -> None:
         firsts: list[float] = []
         totals: list[float] = []
         recalls: list[float] = []
-        if args.hotkey and pulse is not None:
+        if args.vary:
+            vary(args.vary, questions, daemon)
+        elif args.hotkey and pulse is not None:
             hotkey_call(pulse, questions, args.press_after, firsts, totals, Path(folder.name),
                         daemon)
         else:
@@ -297,11 +305,31 @@ def main() -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def vary(spec: str, questions: list[str], daemon: DaemonProcess) -> None:
+    """``ask_all`` once per value of the setting ``spec`` names (``NAME=V1,V2,...``): the
+    model is loaded by the first round's warm-up, the later rounds ask only the questions."""
+    name, _, values = spec.partition("=")
+    summary = []
+    for round_, value in enumerate(values.split(",")):
+        with Client(timeout=120) as client:
+            client.request(SettingsSet(key=name, value=value))
+        print(f"-- {name} = {value}")
+        firsts: list[float] = []
+        totals: list[float] = []
+        ask_all(questions if round_ == 0 else questions[1:], firsts, totals, [], daemon,
+                warm_up=round_ == 0)
+        summary.append(f"{name} = {value}: first token p50 {statistics.median(firsts):.2f} s / "
+                       f"p95 {percentile(firsts, 0.95):.2f} s, whole answer p50 "
+                       f"{statistics.median(totals):.2f} s / p95 {percentile(totals, 0.95):.2f}"
+                       f" s (n={len(firsts)}; load average {os.getloadavg()[0]:.2f})")
+    print("\n".join(summary))
+
+
 def ask_all(questions: list[str], firsts: list[float], totals: list[float],
-            recalls: list[float], daemon: DaemonProcess) -> None:
+            recalls: list[float], daemon: DaemonProcess, *, warm_up: bool = True) -> None:
     """Ask each question in turn, printing its figures and how much of its prompt the model
-    read for it (the daemon's log); the first one is the warm-up."""
-    for i, question in enumerate(questions):
+    read for it (the daemon's log); the first one is the warm-up (with ``warm_up``)."""
+    for i, question in enumerate(questions, 0 if warm_up else 1):
         read = len(prompt_reads(daemon))
         first, total, reply = ask_timed(Ask(id=uuid.uuid4().hex, question=question,
                                             space=SPACE))

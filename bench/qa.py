@@ -24,6 +24,11 @@ A daemon subprocess runs with its own home; everything goes through the protocol
   reply (p50/p95). An answer that only restates the question is counted (``echoes``, the
   deterministic detector of :func:`daemon.memory.grounding.echoes_question`).
 
+``--set NAME=VALUE`` is a line of the daemon's config.toml (each run writes it anew);
+``--vary NAME=V1,V2,...`` asks the same questions once per value of a setting (changed over
+IPC between the rounds, one import), with a table per value — paired figures, e.g.
+``--vary ask_source_chars=500,1100,2400``.
+
 ``--sample N`` / ``--offset N`` take a slice of the (shuffled, seeded) questions, so a long run can
 be split into pieces that each fit a hold of the CPU lock; ``--json FILE`` writes every answer.
 """
@@ -59,6 +64,7 @@ from daemon.ipc.protocol import (
     Remember,
     Search,
     SearchReply,
+    SettingsSet,
 )
 from daemon.ipc.testing import short_home, start_daemon
 from daemon.memory.grounding import echoes_question
@@ -94,6 +100,7 @@ class Asked(msgspec.Struct, kw_only=True):
     in_span: float | None = None  # QMSum: share of the results' turns inside the gold span
     sources: int = 0
     nothing_found: bool = False
+    setting: str = ""  # with --vary: "NAME=VALUE" it was asked with
 
 
 # -- scores (pure) ---------------------------------------------------------------------------------
@@ -285,7 +292,7 @@ def sample(items: list[tuple[str, dict[str, Any]]], args: argparse.Namespace
 def progress(asked: Asked, score: str) -> None:
     echo = "  ECHO" if asked.echo else ""
     print(f"  {score}  first {asked.first_token_s:5.2f} s  all {asked.answer_s:5.2f} s{echo}  "
-          f"{asked.question[:70]}", flush=True)
+          f"{asked.question[:70]}\n      -> {' '.join(asked.answer.split())[:300]}", flush=True)
 
 
 # -- tables ---------------------------------------------------------------------------------------
@@ -335,6 +342,23 @@ def locomo_table(asked: Sequence[Asked]) -> str:
     return "\n".join(lines)
 
 
+def ask_datasets(client: Client, args: argparse.Namespace, setting: str) -> list[Asked]:
+    """The datasets asked for, each imported once, their tables printed."""
+    asked: list[Asked] = []
+    if args.qmsum is not None:
+        qmsum = [msgspec.structs.replace(a, setting=setting) for a in run_qmsum(client, args)]
+        asked += qmsum
+        if qmsum:
+            print(f"\n{qmsum_table(qmsum)}\n\nQMSum: {latency_line(qmsum)}", flush=True)
+    if args.locomo is not None:
+        locomo = [msgspec.structs.replace(a, setting=setting)
+                  for a in run_locomo(client, args)]
+        asked += locomo
+        if locomo:
+            print(f"\n{locomo_table(locomo)}\n\nLoCoMo: {latency_line(locomo)}", flush=True)
+    return asked
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--qmsum", type=Path)
@@ -346,6 +370,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--keep", action="store_true", help="keep every imported session")
     parser.add_argument("--no-ask", action="store_true",
                         help="QMSum: only the search figures (hit@5, in-span), no answers")
+    parser.add_argument("--set", dest="settings", action="append", default=[],
+                        metavar="NAME=VALUE", help="a config.toml line for the daemon")
+    parser.add_argument("--vary", metavar="NAME=V1,V2,...",
+                        help="ask the questions once per value of this setting")
     parser.add_argument("--json", type=Path, help="write every answer and score here")
     parser.add_argument("--home", type=Path,
                         help="keep the daemon's home here and reuse what it imported before "
@@ -356,6 +384,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     home = short_home() if args.home is None else args.home
     home.mkdir(parents=True, exist_ok=True)
+    config = home / "config" / "config.toml"  # (a reused home's earlier settings go)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("".join(f"{line}\n" for line in args.settings))
     os.environ["BRAINCUE_HOME"] = str(home)
     os.environ.setdefault("BRAINCUE_MODELS", str(default_models_dir()))
     os.environ.setdefault("BRAINCUE_CAPTURE", "off")  # a benchmark never listens
@@ -363,18 +394,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     daemon = start_daemon(home)
     asked: list[Asked] = []
     try:
+        name, _, values = (args.vary or "").partition("=")
         with Client(timeout=600) as client:
-            if args.qmsum is not None:
-                qmsum = run_qmsum(client, args)
-                asked += qmsum
-                if qmsum:
-                    print(f"\n{qmsum_table(qmsum)}\n\nQMSum: {latency_line(qmsum)}", flush=True)
-            if args.locomo is not None:
-                locomo = run_locomo(client, args)
-                asked += locomo
-                if locomo:
-                    print(f"\n{locomo_table(locomo)}\n\nLoCoMo: {latency_line(locomo)}",
-                          flush=True)
+            for value in values.split(",") if args.vary else [""]:
+                setting = f"{name}={value}" if args.vary else ""
+                if setting:
+                    client.request(SettingsSet(key=name, value=value))
+                    print(f"\n-- {setting}", flush=True)
+                asked += ask_datasets(client, args, setting)
     finally:
         code = daemon.stop()
         if code != 0:

@@ -87,6 +87,12 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     search_k: int = 5
     per_session_cap: int = 2
     archive_cap: int = 2
+    # ask: how many characters of recalled text the model reads for an answer (~4 a token; the
+    # best sources first, the rest left out) and the most tokens it may write: the first token
+    # waits for the reading (2,400: 4.0 s measured on two idle cores; 500: ~1.2 s expected),
+    # the whole answer for the writing too; on real meetings 2,400 answered no better (README)
+    ask_source_chars: Annotated[int, msgspec.Meta(ge=1)] = 500
+    ask_answer_tokens: Annotated[int, msgspec.Meta(ge=1)] = 128
     # desktop: the global hotkeys of `braincue hotkey` (modifiers Ctrl, Alt, Shift, Super + a key)
     hotkey_ask: str = "Ctrl+Alt+Space"  # opens the ask box
     hotkey_answer_them: str = "Ctrl+Alt+Shift+Space"  # answers what "they" just asked

@@ -231,6 +231,30 @@ async def test_an_answer_stops_when_asked_and_the_model_stops_with_it(store: Sto
     assert generator.streamed == 5  # the model was left there
 
 
+async def test_an_answer_cut_at_its_length_limit_ends_at_its_last_whole_sentence(
+    store: Store,
+) -> None:
+    atlas_space(store)
+    text = ("They ship the Atlas beta on Friday [1]. You will tell the support team on Monday "
+            "and then the sales people after")
+    limit = len(split_tokens(text)) - 3  # the model is stopped inside the second sentence
+    generator = ScriptedGenerator([text])
+    settings = Settings(ask_answer_tokens=limit)
+    ask = Asker(store, generator=lambda: generator, settings=lambda: settings,
+                recall=fts_recall(store))
+
+    answer = await ask.ask("When does the Atlas beta ship?", space="Atlas")
+
+    assert generator.streamed == limit
+    assert answer.text == "They ship the Atlas beta on Friday [1]."
+    whole = ScriptedGenerator(["It ships on Friday [1]. Support hears of it after"])
+    settings = Settings(ask_answer_tokens=100)  # not cut: the model's own ending stays
+    ask = Asker(store, generator=lambda: whole, settings=lambda: settings,
+                recall=fts_recall(store))
+    assert (await ask.ask("When does the Atlas beta ship?", space="Atlas")).text.endswith(
+        "after")
+
+
 # -- nothing relevant ----------------------------------------------------------------------------
 
 

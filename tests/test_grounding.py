@@ -25,6 +25,7 @@ from daemon.memory.grounding import (
     relevant,
     sentences,
     story_like,
+    whole_sentences,
 )
 from daemon.store.records import ACTIVITIES
 
@@ -112,10 +113,33 @@ def test_every_source_is_focused_on_the_question_within_its_share() -> None:
     assert focus_source(document(4, "y" * 900), "x", 300).text().endswith("…")
 
     many = [long, live, doc, *[document(i, "z " * 700) for i in range(4, 12)]]
-    fitted = fit_sources(many, "What is the Orion budget?")
-    assert [s.n for s in fitted] == [s.n for s in many]  # every source is kept
-    assert sum(len(s.text()) for s in fitted) <= 4000  # within the prompt's budget
+    fitted = fit_sources(many, "What is the Orion budget?", budget=2400)
+    assert [s.n for s in fitted] == [s.n for s in many][:len(fitted)]  # the best ones, in order
+    assert 3 <= len(fitted) < len(many)  # the budget is not cut into slivers for all eleven
+    assert sum(len(s.text()) for s in fitted) <= 2400  # within the prompt's budget
     assert fit_sources([document(1, "short")], "q")[0].text() == "short"
+
+
+def test_whole_sentences_drops_only_the_sentence_cut_off() -> None:
+    assert whole_sentences("It ships Friday [1]. Then we") == "It ships Friday [1]."
+    assert whole_sentences("It ships Friday [1]. Sales know! And") == (
+        "It ships Friday [1]. Sales know!")
+    assert whole_sentences("It ships Friday [1].") == "It ships Friday [1]."
+    assert whole_sentences("Nothing ended here") == "Nothing ended here"  # all there is
+
+
+def test_a_small_source_budget_keeps_the_best_sources_whole_and_leaves_the_rest_out() -> None:
+    orion = transcript(1, ("them", "The Orion budget is 48,000 euros."),
+                       ("me", "Fine, Lena signs it off on Friday."))
+    others = [document(i, f"Paragraph {i} about the garden. " * 20) for i in range(2, 6)]
+    short = document(6, "Orion: budget approved.")
+    fitted = fit_sources([orion, *others, short], "What is the Orion budget?", budget=350)
+    assert [s.n for s in fitted] == [1, 6]  # the best, then what still fits: the short one
+    assert fitted[0] == orion  # whole: it fits
+    kept = fit_sources([orion, *others], "What is the Orion budget?", budget=350, keep=[3, 5])
+    assert [s.n for s in kept] == [1, 3, 5]  # the forced ones whatever the budget
+    tiny = fit_sources([others[0], orion], "What is the Orion budget?", budget=120)
+    assert [s.n for s in tiny] == [2] and len(tiny[0].text()) <= 120  # the first, cut to fit
 
 
 # -- relevance -----------------------------------------------------------------------------------

@@ -67,7 +67,6 @@ SourceHook = Callable[[str, Scope], Sequence[Source]]
 MEMORY_K = 3  # memories about the person, beside what was recalled
 STORY_OVERFETCH = 4  # how much deeper than k a story is looked for in the ranking
 QUESTION_AHEAD_TURNS = 3  # "them"'s question is read ahead while among the latest turns
-ANSWER_MAX_TOKENS = 320  # two to four sentences with citations, with room to spare
 
 
 class Answer(msgspec.Struct, kw_only=True):
@@ -162,7 +161,10 @@ class Asker:
         generator = self._generator()
         if plan is not ahead:  # (a question read ahead is in the model's state already)
             await _read_ahead(generator, plan.opening)
-        raw = await _stream(generator, plan.messages, on_token, stop)
+        raw, cut = await _stream(generator, plan.messages, on_token, stop,
+                                 self._settings().ask_answer_tokens)
+        if cut:  # stopped at the length limit: the unfinished sentence is not an answer
+            raw = grounding.whole_sentences(raw)
         # what came before a stop is checked too: it is shown as the answer so far
         sources = answer.sources
         checked = grounding.check_answer(raw, sources, asked)
@@ -196,7 +198,8 @@ class Asker:
                      turns=len(turns),
                      relevant=grounding.relevant(asked, sources, always=forced),
                      opening=grounding.prompt_prefix(framing, context),
-                     messages=grounding.build_prompt(framing, asked, sources))
+                     messages=grounding.build_prompt(framing, asked, sources,
+                                                       settings.ask_source_chars, forced))
 
     async def read_question_ahead(
         self, session_id: int, *, stop: Callable[[], bool] | None = None
@@ -436,9 +439,11 @@ async def _stream(
     messages: Sequence[ChatMessage],
     on_token: Callable[[str], None],
     stop: trio.Event,
-) -> str:
-    """The model's answer, each token handed to ``on_token``; stops early once ``stop`` is set
-    (leaving the iteration stops the model at its next token)."""
+    max_tokens: int,
+) -> tuple[str, bool]:
+    """The model's answer, each token handed to ``on_token``, and whether it was cut at
+    ``max_tokens``; stops early once ``stop`` is set (leaving the iteration stops the model at
+    its next token)."""
     pieces: list[str] = []
     async with trio.open_nursery() as nursery:
 
@@ -449,7 +454,7 @@ async def _stream(
         nursery.start_soon(stop_when_asked)
         # an async generator, though typed as an iterator: closing it stops the model
         tokens = cast(AsyncGenerator[str, None],
-                      generator.stream(messages, max_tokens=ANSWER_MAX_TOKENS))
+                      generator.stream(messages, max_tokens=max_tokens))
         async with aclosing(tokens):
             async for token in tokens:
                 pieces.append(token)
@@ -457,4 +462,4 @@ async def _stream(
                 if stop.is_set():
                     break
         nursery.cancel_scope.cancel()
-    return "".join(pieces)
+    return "".join(pieces), len(pieces) >= max_tokens

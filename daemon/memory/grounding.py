@@ -35,7 +35,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Literal
 
 import msgspec
@@ -52,7 +52,8 @@ ME = "me"
 UNVERIFIED = "[unverified]"
 MAX_SOURCE_CHARS = 700  # the matched turns with their neighbours, or an archive's best lines
 MIN_SOURCE_CHARS = 300
-MAX_PROMPT_SOURCE_CHARS = 2400  # about 600 tokens: prompt time is most of the first token's
+MAX_PROMPT_SOURCE_CHARS = 500  # ~125 tokens: prompt time is most of the first token's wait
+#                                (the setting ask_source_chars)
 MATCHED_TURNS = 2  # of a transcript source: the turns that share most words with the question
 NEIGHBOURS = 1  # turns either side of a matched one, for who said what in reply
 MAX_TURN_CHARS = 360  # a matched turn longer than this is cut around its matching words
@@ -171,8 +172,15 @@ def system_prompt(framing: Framing) -> str:
     return f"{_ROLES[framing]}\n\n{_SHARED_RULES}"
 
 
-def build_prompt(framing: Framing, question: str, sources: Sequence[Source]) -> list[ChatMessage]:
-    """The chat messages that ask the model for a cited answer (sources trimmed to fit).
+def build_prompt(
+    framing: Framing,
+    question: str,
+    sources: Sequence[Source],
+    budget: int = MAX_PROMPT_SOURCE_CHARS,
+    keep: Collection[int] = (),
+) -> list[ChatMessage]:
+    """The chat messages that ask the model for a cited answer (the recalled sources fitted to
+    ``budget`` characters, the ones numbered in ``keep`` whatever it, :func:`fit_sources`).
 
     The sources go into the system message and the user's message is the question alone: with
     the sources in the user's message, the small model lists them back instead of answering.
@@ -182,7 +190,7 @@ def build_prompt(framing: Framing, question: str, sources: Sequence[Source]) -> 
     recalled sources and the question cost time when one is asked."""
     context = [s for s in sources if s.kind == "context"]
     recalled = [s for s in sources if s.kind != "context"]
-    blocks = [_block(s, framing) for s in fit_sources(recalled, question)]
+    blocks = [_block(s, framing) for s in fit_sources(recalled, question, budget, keep)]
     system = (prompt_prefix(framing, context[0] if context else None)[0].content
               + "Sources:\n\n" + "\n\n".join(blocks))
     return [ChatMessage("system", system), ChatMessage("user", f"{question}\n\n{ANSWER_FORMAT}")]
@@ -281,16 +289,33 @@ def _cut_turn(turn: Passage, wanted: set[str], limit: int = MAX_TURN_CHARS) -> P
     return msgspec.structs.replace(turn, text=" ".join(p.text for p in kept))
 
 
-def fit_sources(sources: Sequence[Source], question: str = "") -> list[Source]:
-    """The sources as the model reads them: every one, each focused on what bears on
-    ``question`` within an equal share of :data:`MAX_PROMPT_SOURCE_CHARS` (at least
-    :data:`MIN_SOURCE_CHARS`, at most :data:`MAX_SOURCE_CHARS`). The prompt's length is what a
-    small model's first token waits for."""
+def fit_sources(
+    sources: Sequence[Source],
+    question: str = "",
+    budget: int = MAX_PROMPT_SOURCE_CHARS,
+    keep: Collection[int] = (),
+) -> list[Source]:
+    """The sources as the model reads them, best first: each focused on what bears on
+    ``question`` within an equal share of ``budget`` characters (at least
+    :data:`MIN_SOURCE_CHARS`, at most :data:`MAX_SOURCE_CHARS`), as many as fit the budget —
+    the first always, the rest while they fit (a budget too small for all of them leaves the
+    last ones out rather than cutting every one to nothing) — and those numbered in ``keep``
+    (an answer's forced sources: every item a question over items asked for) whatever the
+    budget. The prompt's length is what a small model's first token waits for."""
     if not sources:
         return []
-    share = MAX_PROMPT_SOURCE_CHARS // len(sources)
-    limit = max(MIN_SOURCE_CHARS, min(MAX_SOURCE_CHARS, share))
-    return [focus_source(source, question, limit) for source in sources]
+    share = budget // len(sources)
+    limit = max(min(MIN_SOURCE_CHARS, budget), min(MAX_SOURCE_CHARS, share))
+    fitted: list[Source] = []
+    used = 0
+    for source in sources:
+        focused = focus_source(source, question, limit)
+        size = sum(_size(p) for p in focused.passages)
+        if fitted and source.n not in keep and used + size > budget:
+            continue  # a shorter one after it may still fit
+        fitted.append(focused)
+        used += size
+    return fitted
 
 
 def focus_source(source: Source, question: str, limit: int) -> Source:
@@ -613,6 +638,15 @@ def sentences(text: str) -> list[str]:
     if start < len(text):
         pieces.append(text[start:])
     return pieces
+
+
+def whole_sentences(text: str) -> str:
+    """``text`` without the sentence it was cut off in (an answer stopped at its length
+    limit); all of it when no sentence of it ended."""
+    pieces = sentences(text.rstrip())
+    if len(pieces) > 1 and not _SENTENCE_END.search(pieces[-1]):
+        return "".join(pieces[:-1]).rstrip()
+    return text
 
 
 def citing(text: str, n: int) -> list[str]:
