@@ -43,6 +43,15 @@ from daemon.memory.validate import copied_run, norm, words
 
 DECISION_QUERY = re.compile(r"\b(decid\w*|decision\w*|agree\w*|conclu\w*)\b", re.I)
 SHORT_ITEM_WORDS = 3  # a section item of at most this many words is a label, not a statement
+# ... unless a verb makes it one: "Marketing will investigate." (the commitment as said) is a
+# statement; "Project Manager", "Design project" and "User Interface" are not
+_STATEMENT_VERB = re.compile(r"\b(will|shall|is|are|was|were|has|have|had|can|must|"
+                             r"decided|agreed|chose)\b", re.I)
+
+
+def label_item(item: str) -> bool:
+    """Whether a section item is only a role, a name or a heading: a few words, no verb."""
+    return len(words(item)) <= SHORT_ITEM_WORDS and not _STATEMENT_VERB.search(item)
 PLACEHOLDER_OWNERS = {"me", "them"}
 
 
@@ -151,8 +160,7 @@ def hygiene(archive_text: str, assertions: Sequence[StoredAssertion], speakers: 
                                for a in assertions]
     return {
         "repeated_items": repeated,
-        "label_items": sum(len(words(i)) <= SHORT_ITEM_WORDS
-                           for items in sections.values() for i in items),
+        "label_items": sum(label_item(i) for items in sections.values() for i in items),
         "foreign_participants": sum(norm(p) not in people for p in participants),
         "decisions_without_chosen": sum(a.kind == "decision" and not a.chosen.strip()
                                         for a in assertions),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bench.meetings import (
     StoredAssertion,
     archive_sections,
@@ -9,6 +11,7 @@ from bench.meetings import (
     decision_coverage,
     decision_queries,
     hygiene,
+    label_item,
     rouge,
 )
 from daemon.memory.archive import FORMATS
@@ -59,6 +62,15 @@ def test_hygiene_counts_every_rule() -> None:
     }
     clean = "Topic: design\nWho: Marketing\nDecided:\n- The case will be curved and rubber."
     assert set(hygiene(clean, stored[1:2], SPEAKERS, TURNS).values()) == {0}
+
+
+@pytest.mark.parametrize(("item", "is_label"), [
+    ("Project Manager", True), ("Design project", True), ("User Interface.", True),
+    ("Marketing will investigate.", False),  # the commitment as said: a statement
+    ("The group decided.", False),
+])
+def test_a_label_is_a_few_words_without_a_verb(item: str, is_label: bool) -> None:
+    assert label_item(item) is is_label
 
 
 def test_scaffolding_catches_schema_keys_and_hints() -> None:
