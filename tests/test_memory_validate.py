@@ -23,6 +23,7 @@ from daemon.memory.extract import (
     find_undertakings,
     group_undertakings,
     said_work,
+    spoken_clauses,
     undertaking_assertion,
 )
 from daemon.memory.remember import extract, summarise
@@ -449,6 +450,14 @@ def test_a_stated_task_is_what_was_said_not_what_the_model_made_up() -> None:
     assert stated("I will investigate the Teletubby front. Then lunch.") == \
         "Marketing will investigate the Teletubby front."
     assert stated("Marketing will design and implement a smart remote control system.") is None
+
+
+def test_a_stutter_of_up_to_three_words_is_said_once() -> None:
+    # IS1006c kept "User Interface agreed to make to make the like titanium panels"
+    assert spoken_clauses("We agreed to make to make the the titanium panels.") == [
+        "we agreed to make the titanium panels."]
+    assert spoken_clauses("I'll I'll uh make notes, notes and all") == [
+        "i'll make notes, notes and all"]  # a comma between is not a stutter
 
 
 def test_a_stated_task_is_worded_from_the_turn_that_took_it_on_not_the_turns_before() -> None:

@@ -197,12 +197,15 @@ class Undertaking:
     said: str = ""  # the work in the words said, when they say "I will …" / "you will …"
 
 
+_STUTTER = re.compile(r"\b([\w']+(?: [\w']+){0,2})(?: \1\b)+", re.I)  # "to make to make"
+
+
 def spoken_clauses(text: str, *, casefold: bool = True) -> list[str]:
     """``text`` lowercased (unless not ``casefold``) in sentences, fillers ("uh", "um") and
-    stutters ("I'll I'll") out."""
+    stutters of up to three words ("I'll I'll", "to make to make") out."""
     plain = _SPEECH_FILLER.sub("", text.replace("’", "'"))
     plain = plain.casefold() if casefold else plain
-    plain = re.sub(r"\b([\w']+)( \1\b)+", r"\1", " ".join(plain.split()), flags=re.I)
+    plain = _STUTTER.sub(r"\1", " ".join(plain.split()))
     return [s for s in _SENTENCES.split(plain) if s]
 
 
