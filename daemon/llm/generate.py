@@ -388,7 +388,7 @@ class LlamaGenerator:
                 def halted() -> bool:
                     return self._closing.is_set() or (stop is not None and stop())
 
-                if _evaluate(llm, tokens, halted if stop is not None else self._closing.is_set,
+                if _evaluate(llm, tokens, halted,
                              batch=PREFILL_BATCH if stop is not None else CLOSE_BATCH):
                     self._prefix = _PrefixState(tokens, _sequence_state(llm))
 
@@ -485,11 +485,9 @@ def _starts_with(llm: Any, tokens: Sequence[int]) -> bool:
     return bool(llm.n_tokens >= n and list(llm.input_ids[:n]) == list(tokens))
 
 
-def _evaluate(llm: Any, tokens: Sequence[int], stop: Callable[[], bool] | None = None,
-              batch: int = PREFILL_BATCH) -> bool:
-    """Make ``tokens`` the model's evaluated tokens, reading only what does not match already;
-    with ``stop``, in batches of ``batch`` tokens, until it holds. Returns whether all were
-    read."""
+def _evaluate(llm: Any, tokens: Sequence[int], stop: Callable[[], bool], batch: int) -> bool:
+    """Make ``tokens`` the model's evaluated tokens, reading only what does not match already,
+    in batches of ``batch`` tokens until ``stop`` holds. Returns whether all were read."""
     import llama_cpp
 
     common = 0
@@ -499,9 +497,6 @@ def _evaluate(llm: Any, tokens: Sequence[int], stop: Callable[[], bool] | None =
         common += 1
     llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, common, -1)
     llm.n_tokens = common
-    if stop is None:
-        llm.eval(tokens[common:])
-        return True
     for start in range(common, len(tokens), batch):
         if stop():
             return False
