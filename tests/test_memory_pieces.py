@@ -15,7 +15,9 @@ from daemon.memory.pieces import (
     interleave,
     merge_envelopes,
     merge_extractions,
+    reading_lines,
     salvage_json,
+    split_even,
     split_pieces,
     transcript_budget,
     transcript_lines,
@@ -26,6 +28,12 @@ def test_lines_collapse_whitespace_and_skip_empty_turns() -> None:
     assert transcript_lines([("me", " hello \n there "), ("them", "  "), ("them", "ok")]) == [
         "me: hello there", "them: ok",
     ]
+
+
+def test_the_model_reads_a_run_of_one_speaker_as_one_line_without_hesitations() -> None:
+    assert reading_lines([("A", "Um, so uh we start."), ("A", "Uh, the agenda."),
+                          ("B", "Hmm."), ("B", "Yes, um, fine."), ("A", "umbrella, uh-huh")]) == [
+        "A: so we start. the agenda.", "B: Yes, fine.", "A: umbrella, uh-huh"]
 
 
 def test_budget_leaves_room_for_the_frame_and_the_answer() -> None:
@@ -60,6 +68,31 @@ def test_pieces_fit_and_lose_nothing_but_whitespace(lines: list[str], budget: in
     assert "".join("".join(pieces).split()) == "".join("".join(lines).split())
     if all(len(word) <= budget for word in " ".join(lines).split()):
         assert " ".join(pieces).split() == " ".join(lines).split()  # no word is cut
+
+
+def test_even_pieces_leave_no_scrap_at_the_end() -> None:
+    lines = [f"me: line {i} " + "x" * 40 for i in range(10)]
+    assert [p.count("\n") + 1 for p in split_pieces(lines, 200)] == [3, 3, 3, 1]
+    even = split_even(lines, 200)
+    assert len(even) == 4 and all(p.count("\n") + 1 in (2, 3) for p in even)
+    assert "\n".join(even).split("\n") == lines
+
+
+def test_a_transcript_long_enough_is_read_in_at_least_so_many_pieces() -> None:
+    lines = [f"me: line {i} " + "x" * 40 for i in range(10)]  # 500 characters
+    assert len(split_even(lines, 9000, at_least=3, min_chars=150)) == 3
+    assert len(split_even(lines, 9000, at_least=3, min_chars=200)) == 2  # two of 250
+    assert len(split_even(lines, 9000, at_least=3, min_chars=600)) == 1
+
+
+@given(st.lists(st.text(alphabet="ab \n", min_size=0, max_size=80), max_size=30),
+       st.integers(min_value=5, max_value=150), st.integers(min_value=1, max_value=6))
+def test_even_pieces_fit_and_lose_nothing(lines: list[str], budget: int, at_least: int) -> None:
+    lines = transcript_lines(("s", line) for line in lines)
+    pieces = split_even(lines, budget, at_least=at_least, min_chars=20)
+    assert all(0 < len(p) <= budget for p in pieces)
+    assert len(pieces) <= max(len(split_pieces(lines, budget)), at_least)
+    assert "".join("".join(pieces).split()) == "".join("".join(lines).split())
 
 
 def test_interleave_takes_turns() -> None:

@@ -76,6 +76,21 @@ def test_a_copy_is_more_than_twelve_words_of_one_turn() -> None:
                                    "Friday now", TURNS)
 
 
+def test_an_uh_in_the_turn_does_not_hide_a_copy() -> None:
+    turn = "so we um we looked at the the uh prices of all the cases and the rubber one is cheap"
+    assert validate.copied_run("we looked at the the prices of all the cases and the rubber one", [turn])
+
+
+@pytest.mark.parametrize(("said", "read"), [
+    ("Um, so uh we start.", "so we start."),
+    ("That is it, um.", "That is it."),
+    ("Hmm.", ""),
+    ("An umbrella, uh-huh, er, mm-hmm.", "An umbrella, uh-huh, mm-hmm."),
+])
+def test_the_sounds_of_hesitation_are_not_words(said: str, read: str) -> None:
+    assert validate.fluent(said) == read
+
+
 def test_prompt_wording_and_piece_labels() -> None:
     words = validate.scaffolding(["action_items", "who will do what"])
     assert words.search("see action_items below") and words.search("Who will do what, when.")
@@ -271,6 +286,14 @@ async def test_a_long_archive_states_decisions_and_action_items_from_the_asserti
     assert built.sections["still_open"] == []  # not asked of a part: it read wrong
     assert built.summary == ("The team reviewed the drawings of the case. The budget owner was "
                              "asked to sign off soon.")
+
+
+async def test_a_meeting_read_in_parts_is_read_in_at_least_three() -> None:
+    turns = long_turns()[:60]  # ~5,900 characters: one piece would hold it
+    generator = ScriptedGenerator(lambda _: {"topic": "Remote design", "summary": "A spoke.",
+                                             "sections": {}, "key_quotes": []})
+    await summarise(generator, 16384, session(), turns, statements=[])
+    assert len(generator.calls) == 3
 
 
 async def test_the_archive_fails_only_when_every_piece_fails() -> None:

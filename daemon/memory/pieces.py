@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
-from itertools import zip_longest
+from itertools import accumulate, zip_longest
 from typing import Any, TypeVar
 
 import msgspec
 
 from daemon.memory.archive import MAX_SUMMARY_CHARS, ArchiveEnvelope
 from daemon.memory.extract import ExtractedAssertion, Extraction
-from daemon.memory.validate import same_item, unique_items
+from daemon.memory.validate import fluent, same_item, unique_items
 
 T = TypeVar("T")
 
@@ -51,6 +52,22 @@ def transcript_lines(turns: Iterable[tuple[str, str]]) -> list[str]:
         if words:
             lines.append(f"{speaker}: {words}")
     return lines
+
+
+def reading_lines(turns: Iterable[tuple[str, str]]) -> list[str]:
+    """What the model reads of a transcript: a line per run of one speaker's turns, without the
+    sounds of hesitation ("uh", "um"), which carry nothing a summary needs and are ~4% of a
+    meeting's tokens (the speaker labels of a run's other turns another ~3%)."""
+    runs: list[tuple[str, str]] = []
+    for speaker, text in turns:
+        said = fluent(text)
+        if not said:
+            continue
+        if runs and runs[-1][0] == speaker:
+            runs[-1] = (speaker, f"{runs[-1][1]} {said}")
+        else:
+            runs.append((speaker, said))
+    return transcript_lines(runs)
 
 
 def transcript_budget(context_tokens: int, answer_tokens: int, frame_chars: int) -> int:
@@ -79,6 +96,32 @@ def split_pieces(lines: Sequence[str], budget: int) -> list[str]:
     if current:
         pieces.append("\n".join(current))
     return pieces
+
+
+def split_even(lines: Sequence[str], budget: int, *, at_least: int = 1,
+               min_chars: int = MIN_PIECE_CHARS) -> list[str]:
+    """Like :func:`split_pieces`, in as many pieces as that needs — or ``at_least``, if the
+    transcript gives each of them ``min_chars`` — of sizes as even as cutting between lines
+    allows: filled in turn, the last piece is a scrap (36 characters of a meeting, summarised
+    on their own)."""
+    parts = [part for line in lines for part in _cut(line, max(1, budget))]
+    filled = split_pieces(parts, budget)
+    ends = list(accumulate(len(part) + 1 for part in parts))
+    total = ends[-1] if ends else 0
+    count = max(len(filled), min(at_least, total // max(1, min_chars)))
+    if count <= 1:
+        return filled
+    cuts = sorted({_nearest(ends, total * k / count) for k in range(1, count)} - {0, len(parts)})
+    pieces = ["\n".join(parts[a:b]) for a, b in zip([0, *cuts], [*cuts, len(parts)], strict=True)]
+    return pieces if all(len(piece) <= budget for piece in pieces) else filled
+
+
+def _nearest(ends: Sequence[int], position: float) -> int:
+    """How many parts end nearest to ``position`` (``ends``: where each part ends)."""
+    after = bisect_left(ends, position)
+    if after == len(ends) or (after > 0 and position - ends[after - 1] <= ends[after] - position):
+        return after
+    return after + 1
 
 
 def _cut(line: str, budget: int) -> list[str]:

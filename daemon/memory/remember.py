@@ -103,13 +103,13 @@ from daemon.memory.pieces import (
     clip_sentences,
     merge_envelopes,
     merge_extractions,
+    reading_lines,
     salvage_json,
-    split_pieces,
+    split_even,
     transcript_budget,
-    transcript_lines,
 )
 from daemon.memory.sensitive import Gate
-from daemon.memory.validate import FILLER, words
+from daemon.memory.validate import FILLER, fluent, words
 from daemon.store.records import (
     Assertion,
     Chunk,
@@ -139,6 +139,10 @@ Steps = Callable[[int, int], None]  # (done, total) of one stage
 ARCHIVE_TOKENS = 1024  # a full archive is ~500 tokens; a cut-off one keeps its complete items
 ARCHIVE_PART_TOKENS = 384  # a part's short summary, its other sections and one quote
 ARCHIVE_PART_CHARS = 9000  # ~2,000 tokens of speech: a 35-minute meeting in four or five parts
+# a meeting read in one or two parts had a summary of two to four sentences (IS1006a: 31 words,
+# against ~100 in a reference summary of any meeting): one of at least three parts has six or more
+ARCHIVE_PARTS = 3
+ARCHIVE_MIN_PART_CHARS = 1500  # ~400 tokens of speech: enough for two sentences of its own
 EXTRACT_TOKENS = 640  # a call's six items of ~70 tokens, and room
 UNDERTAKING_TOKENS = 80  # one sentence
 MAX_UNDERTAKINGS = 8  # per session: the last ones, where a meeting settles who does what
@@ -363,14 +367,17 @@ async def summarise(generator: Generator, context: int, session: Session,
     fmt = archive.format_for(session.activity)
     stated = statements is not None
     people = validate.speakers(t.speaker for t in turns)
-    lines = transcript_lines((t.speaker, t.text) for t in spoken(turns))
+    lines = reading_lines((t.speaker, t.text) for t in spoken(turns))
     budget = transcript_budget(
         context, ARCHIVE_TOKENS,
         frame_chars(archive.prompt(fmt, session.title, "", people, stated=stated),
                     archive.output_type(fmt, stated=stated)))
-    if stated:
-        budget = min(budget, ARCHIVE_PART_CHARS)
-    pieces = [piece.split("\n") for piece in split_pieces(lines, budget)]
+    if stated:  # in parts of even size, at least a few: each part is two or three sentences
+        split = split_even(lines, min(budget, ARCHIVE_PART_CHARS), at_least=ARCHIVE_PARTS,
+                           min_chars=ARCHIVE_MIN_PART_CHARS)
+    else:
+        split = split_even(lines, budget)
+    pieces = [piece.split("\n") for piece in split]
     part = len(pieces) > 1
     answer_type = archive.output_type(fmt, stated=stated, part=part)
 
@@ -386,7 +393,8 @@ async def summarise(generator: Generator, context: int, session: Session,
         raise EngineError(failures[0] if failures else "no answer")
     return archive.build_archive(
         fmt, merge_envelopes(envelopes),
-        [archive.TranscriptTurn(t.id, t.speaker, t.text) for t in turns],
+        # checked against the words the model read: a quote without the "uh" is still one
+        [archive.TranscriptTurn(t.id, t.speaker, fluent(t.text)) for t in turns],
         None if statements is None else archive.stated_sections(fmt, statements),
     )
 
@@ -415,7 +423,7 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
         undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
     elif pairs:
         answered, failures = await answer_pieces(
-            generator, [transcript_lines(pairs)], lambda lines: extraction_prompt(
+            generator, [reading_lines(pairs)], lambda lines: extraction_prompt(
                 session.title, ["\n".join(lines)], memory_enabled=memories, speakers=people),
             Extraction, Extraction, EXTRACT_TOKENS, steps)
         extractions = [e for _, e in answered]

@@ -58,11 +58,24 @@ SMALL_TALK = re.compile(
     r"\b(nice to meet|how are you|good (morning|afternoon|evening)|see you|have a (good|nice)|"
     r"my name is|i'?m (super )?(hyped|excited|glad|happy)|can(no|')t wait|"
     r"thank(s| you) (so much|for))\b", re.I)
+# the sounds of hesitation: nothing a reader of the words needs ("I uh think" says "I think")
+DISFLUENCIES = frozenset(["uh", "um", "er", "erm", "ah", "eh", "hmm", "hm", "mm"])
+_DISFLUENCY = re.compile(r"(?<![\w'-])(?:" + "|".join(sorted(DISFLUENCIES)) + r")(?![\w'-]),?",
+                         re.I)
+_SPACE_BEFORE_PUNCT = re.compile(r"\s+(?=[.,;:?!])")
+_LEFT_PUNCT = re.compile(r"[,;:]+(?=[.?!])|(?<=[.?!])\.+")  # "it, um." -> "it."
 PIECE_LABEL = re.compile(r"\s*\(?\bpart \d+ of \d+( of the transcript)?\b\)?", re.I)
 
 
 def words(text: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def fluent(text: str) -> str:
+    """``text`` without its sounds of hesitation (:data:`DISFLUENCIES`), spaces collapsed."""
+    said = _SPACE_BEFORE_PUNCT.sub("", " ".join(_DISFLUENCY.sub("", text).split()))
+    said = _LEFT_PUNCT.sub("", said)
+    return said.lstrip(" .,;:?!")
 
 
 def norm(text: str) -> str:
@@ -87,14 +100,15 @@ def speakers(names: Iterable[str]) -> list[str]:
 
 
 def copied_run(text: str, turns: Sequence[str], limit: int = COPY_WORDS) -> bool:
-    """Whether ``text`` shares a run of more than ``limit`` consecutive words with one turn."""
-    mine = words(text)
+    """Whether ``text`` shares a run of more than ``limit`` consecutive words with one turn
+    (an "uh" in the turn does not break the run)."""
+    mine = words(fluent(text))
     n = limit + 1
     if len(mine) < n:
         return False
     grams = {tuple(mine[i:i + n]) for i in range(len(mine) - n + 1)}
     for turn in turns:
-        theirs = words(turn)
+        theirs = words(fluent(turn))
         if any(tuple(theirs[i:i + n]) in grams for i in range(len(theirs) - n + 1)):
             return True
     return False
