@@ -325,6 +325,21 @@ def test_a_summary_sentence_that_only_names_the_people_is_left_out() -> None:
         "Project Manager introduces the remote control project.")
 
 
+def test_a_summary_sentence_that_is_speech_is_left_out() -> None:
+    turns = ["Okay. So, this is uh first meeting of this design project. Um and I um like to "
+             "show you the agenda for the meeting, I don't know if it was sent round to all of you."]
+    summary = ("Project Manager opens the first meeting of the design project. First meeting of "
+               "this design project, I like to show you the agenda for the meeting, I don't know "
+               "if it was sent round to all of you. Maybe not. We discuss the importance of each "
+               "point. Marketing asks what the agenda of the project meeting is.")
+    assert clean_summary(summary, turns=turns, names=PEOPLE) == (
+        "Project Manager opens the first meeting of the design project. Marketing asks what the "
+        "agenda of the project meeting is.")
+    # a speaker called "me" (the microphone's voice in a call) is a name, not speech
+    assert clean_summary("Me asks them about the project budget.", turns=turns,
+                         names=["me", "them"]) == "Me asks them about the project budget."
+
+
 def test_a_transcript_line_is_not_a_statement() -> None:
     line = "Project Manager: Yeah. We're on our way with the rubber case."
     assert not validate.is_statement(line, names=PEOPLE)

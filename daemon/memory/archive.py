@@ -349,12 +349,13 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 def clean_summary(summary: str, words: Any = None, turns: Sequence[str] = (),
                   names: Sequence[str] = ()) -> str:
-    """The summary without piece labels, prompt wording, and sentences that loop, repeat, or
-    name what the transcript does not say."""
+    """The summary without piece labels, prompt wording, and sentences that loop, repeat,
+    name what the transcript does not say, or are speech (copied from a turn, or in the first
+    or second person) rather than an account of it."""
     said = validate.transcript_vocabulary(turns, names) if turns else None
     kept: list[str] = []
     for sentence in _SENTENCE.split(validate.scrub(summary)):
-        if not sentence or validate.looping(sentence):
+        if len(validate.words(sentence)) < 3 or validate.looping(sentence):  # "Maybe not."
             continue
         if said is not None and validate.unsupported_specifics(sentence, turns, said=said):
             continue
@@ -363,6 +364,9 @@ def clean_summary(summary: str, words: Any = None, turns: Sequence[str] = (),
         if names and (validate.spoken_line(sentence, names) or not validate.content_words(
                 sentence) - validate.content_words(" ".join(names))):
             continue  # "Marketing: um and everything else …"; "Project Manager, Marketing"
+        if turns and (validate.copied_run(sentence, turns)
+                      or validate.in_person(sentence, names)):
+            continue  # "I like to show you the agenda for the meeting": speech, not an account
         if any(validate.same_item(sentence, k) for k in kept):
             continue
         kept.append(sentence)

@@ -274,6 +274,17 @@ def real_choice(chosen: str, text: str = "") -> bool:
             and not chosen.rstrip().endswith("?") and bool(content_words(chosen) - VAGUE))
 
 
+_IN_PERSON = re.compile(r"\b(i|i'm|i'd|i'll|i've|me|my|mine|you|your|yours|you're|you'll|we|"
+                        r"we're|we'll|we've|we'd|our|ours)\b", re.I)
+
+
+def in_person(text: str, names: Sequence[str] = ()) -> bool:
+    """Whether ``text`` speaks as someone in the conversation ("I", "you", "we" — unless a
+    speaker is called so): a third-person account never does, a copy of speech does."""
+    called = {norm(name) for name in names}
+    return any(found.casefold() not in called for found in _IN_PERSON.findall(text))
+
+
 def spoken_line(text: str, names: Sequence[str]) -> bool:
     """Whether ``text`` is a line of the transcript ("Project Manager: Yeah. We're on our
     way."): it starts with a speaker's name and a colon."""
