@@ -22,6 +22,31 @@ def machine() -> str:
     return f"cpu cores {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}"
 
 
+def model_speed(model: Path, threads: int, read: int = 500, write: int = 32) -> str:
+    """What llama.cpp alone does with ``model`` on this machine right now — tokens read and
+    written per second — so that timings taken hours apart on a shared host can be compared
+    (the same code's keep of ES2006c took 105 s one evening and 178 s the next night)."""
+    import importlib
+    import time
+
+    importlib.import_module("daemon.llm")  # first: llama.cpp's threads wait as the daemon's do
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=str(model), n_ctx=read + write + 8, n_threads=threads, verbose=False)
+    try:
+        began = time.perf_counter()
+        llm.eval(list(range(1000, 1000 + read)))
+        reading = time.perf_counter() - began
+        began = time.perf_counter()
+        for _ in range(write):
+            llm.eval([llm.sample(temp=0.0)])
+        writing = time.perf_counter() - began
+    finally:
+        llm.close()
+    return (f"llama.cpp alone now: reads {read / reading:.0f} tokens/s, writes "
+            f"{write / writing:.1f} tokens/s ({model.name}, {threads} threads)")
+
+
 def percentile(values: Sequence[float], share: float) -> float:
     """The nearest-rank percentile (``share`` in 0..1) of ``values``: p95 of 20 is the 19th."""
     ordered = sorted(values)

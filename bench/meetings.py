@@ -310,27 +310,32 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def installed(name: str, models_dirs: Sequence[Path]) -> Path:
+    """``name``'s file in the first of ``models_dirs`` that has it."""
+    from daemon.errors import ModelNotInstalled
+    from daemon.models.registry import model_path
+
+    for directory in models_dirs[:-1]:
+        with contextlib.suppress(ModelNotInstalled):
+            return model_path(name, directory)
+    return model_path(name, models_dirs[-1])
+
+
 def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
               ) -> list[MeetingResult]:
     import trio
 
     from bench.remember import CountingGenerator
     from daemon.config import Settings
-    from daemon.errors import ModelNotInstalled
     from daemon.llm import LlamaEmbedder
     from daemon.memory.remember import Rememberer
-    from daemon.models.registry import model_path
     from daemon.store.store import Store
     from daemon.store.transcript import import_transcript, parse_transcript
 
-    def installed(name: str) -> Path:  # in the first models directory that has it
-        for directory in args.models_dir[:-1]:
-            with contextlib.suppress(ModelNotInstalled):
-                return model_path(name, directory)
-        return model_path(name, args.models_dir[-1])
-
-    generator = CountingGenerator(installed(model), threads=args.threads, n_ctx=args.context)
-    embedder = LlamaEmbedder(installed(args.embed_model), threads=args.threads, batch=32)
+    generator = CountingGenerator(installed(model, args.models_dir), threads=args.threads,
+                                  n_ctx=args.context)
+    embedder = LlamaEmbedder(installed(args.embed_model, args.models_dir), threads=args.threads,
+                             batch=32)
     settings = Settings(llm_context=args.context, llm_threads=args.threads)
     results = []
     try:
@@ -404,7 +409,7 @@ def score(model: str, meeting: Meeting, speakers: Sequence[str], turns: Sequence
 
 
 def main() -> None:
-    from bench.common import default_models_dir, machine
+    from bench.common import default_models_dir, machine, model_speed
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="a QMSum-shaped directory")
@@ -433,12 +438,15 @@ def main() -> None:
     summaries = {}
     for model in models:
         print(f"\n{model}")
+        speeds = [model_speed(installed(model, args.models_dir), args.threads)]
+        print(speeds[0])
         print(header())
         results = run_model(model, meetings, args)
         summaries[model] = overall(results)
         print(overall_row("overall", summaries[model]))
-        print(f"{machine()} after {model}")
-        everything["models"][model] = {"overall": summaries[model],
+        speeds.append(model_speed(installed(model, args.models_dir), args.threads))
+        print(f"{machine()} after {model}; {speeds[-1]}")
+        everything["models"][model] = {"overall": summaries[model], "speed": speeds,
                                        "meetings": [asdict(r) for r in results]}
         if args.json:
             args.json.write_text(json.dumps(everything, indent=1))
