@@ -3,7 +3,8 @@
     .venv/bin/python -m bench.diarize --data ../shared/audio/ami-excerpts [--models DIR]
         [--cache segments.json] [--speech whisper|vad|reference]
         [--detect silero|silero-cuts|loudness]
-        [--hop 0.4 --change 0.7 --same 0.8 --min-new 1.2 --named 0.8] [--words] [--no-regroup]
+        [--hop 0.4 --change 0.7 --same 0.8 --min-new 1.2 --named 0.8]
+        [--cut-at pieces|segments|words] [--no-regroup]
         [--grid "same=0.75,0.8"]
 
 Each file goes through what `braincue import` of a mono file does: the daemon's VAD cuts it
@@ -97,6 +98,29 @@ def recognised(reference: Sequence[Turn], hypothesis: Sequence[Turn], speaker: s
             for label in {h[2] for h in hypothesis}:
                 labels[label] += talk_time(hypothesis, label, s, e)
     return bool(labels) and max(labels, key=lambda k: labels[k]) == speaker
+
+
+def alone_time(turns: Sequence[Turn]) -> dict[str, tuple[float, float]]:
+    """Each speaker's speech and the part of it nobody else speaks over, in seconds."""
+    bounds = sorted({t for s, e, _ in turns for t in (s, e)})
+    speech: dict[str, float] = defaultdict(float)
+    alone: dict[str, float] = defaultdict(float)
+    for start, end in itertools.pairwise(bounds):
+        talking = {who for s, e, who in turns if s <= start and end <= e}
+        for who in talking:
+            speech[who] += end - start
+            if len(talking) == 1:
+                alone[who] += end - start
+    return {who: (speech[who], alone[who]) for who in sorted(speech)}
+
+
+def overlap_matrix(reference: Sequence[Turn], hypothesis: Sequence[Turn]
+                   ) -> dict[str, dict[str, float]]:
+    """Seconds of each reference speaker's speech under each hypothesis label."""
+    return {label: {who: sum(talk_time(hypothesis, label, s, e)
+                             for s, e, w in reference if w == who)
+                    for who in sorted({t[2] for t in reference})}
+            for label in sorted({h[2] for h in hypothesis})}
 
 
 @dataclass
@@ -245,6 +269,7 @@ class FileScore:
     total: float  # reference speech seconds, collars removed
     found: int  # speakers
     truth: int
+    missed_alone: float = 0.0  # of ``missed``: speech nobody else spoke over
 
     @property
     def error(self) -> float:
@@ -262,9 +287,11 @@ def score(reference: Sequence[Turn], result: Result) -> FileScore:
     # pyannote's collar is the whole width removed around a boundary
     metric = DiarizationErrorRate(collar=2 * COLLAR_EACH_SIDE_S, skip_overlap=False)
     parts = metric(_annotation(reference), _annotation(result.hypothesis), detailed=True)
+    alone = DiarizationErrorRate(collar=2 * COLLAR_EACH_SIDE_S, skip_overlap=True)(
+        _annotation(reference), _annotation(result.hypothesis), detailed=True)
     return FileScore(parts["missed detection"], parts["false alarm"], parts["confusion"],
                      parts["total"], len({t[2] for t in result.hypothesis}),
-                     len({t[2] for t in reference}))
+                     len({t[2] for t in reference}), alone["missed detection"])
 
 
 GRID_FIELDS = {"hop": "hop_s", "change": "change_below", "min-piece": "min_piece_s",
@@ -334,12 +361,17 @@ def main(argv: Sequence[str] | None = None) -> None:
                              "model cuts too (model_cuts); loudness alone (the fallback)")
     parser.add_argument("--no-regroup", action="store_true",
                         help="never merge a session's voices that grow alike (regroup)")
-    parser.add_argument("--words", action="store_true",
-                        help="give each of whisper's timed words to its voice (cut_at_words)")
+    parser.add_argument("--cut-at", choices=("pieces", "segments", "words"),
+                        default=defaults.cut_at,
+                        help="where a turn is cut inside one of whisper's segments: where the "
+                             "voices' pieces change, never, or at each timed word (cut_at)")
     parser.add_argument("--cache", type=Path, default=None,
                         help="a JSON file that keeps whisper's segments between runs (keyed by "
                              "model, file and utterance only: delete it when the decoding "
                              "changes)")
+    parser.add_argument("--explain", action="store_true",
+                        help="per file: each speaker's speech and speech alone, and the seconds "
+                             "of it under each label found")
     parser.add_argument("--grid", default="",
                         help='tune instead: "same=0.7,0.8 change=0.6,0.7" (hop, change, '
                              "min-piece, same, min-new) scored in-sample and leave-one-out")
@@ -355,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         same_voice=args.same,
         min_new_voice_s=args.min_new,
         named_voice=args.named,
-        cut_at_words=args.words,
+        cut_at=args.cut_at,
         regroup=not args.no_regroup,
     )
     models = args.models or default_models_dir()
@@ -371,8 +403,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     source = f"whisper ({transcripts.path.stem})" if transcripts is not None else args.speech
     detected = "" if args.speech == "reference" else f", speech detected by {args.detect}"
-    words = ", cut at words" if args.words else ""
-    print(f"speech from {source}{detected}{words}")
+    print(f"speech from {source}{detected}")
     if args.grid:
         tune(CachedEmbedder(encoder), recordings, reference, grid_configs(args.grid, config))
         return
@@ -388,12 +419,18 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{100 * s.false_alarm / s.total:5.1f}% {100 * s.confusion / s.total:5.1f}% "
             f"{s.found:4d} {s.truth:4d}"
         )
+        if args.explain:
+            explain(reference[name], result, s)
     right = sum(s.found == s.truth for s in scores.values())
     every = scores.values()
     print(f"overall DER {100 * der(every):.1f}% (missed {sum(s.missed for s in every):.1f} s, "
           f"false alarm {sum(s.false_alarm for s in every):.1f} s, confusion "
           f"{sum(s.confusion for s in every):.1f} s of {sum(s.total for s in every):.1f} s)  "
           f"speaker count right on {right} of {len(scores)}")
+    missed_alone = sum(s.missed_alone for s in every)
+    print(f"  of the missed: {missed_alone:.1f} s where one speaker spoke alone (speech never "
+          f"detected or transcribed), {sum(s.missed for s in every) - missed_alone:.1f} s "
+          f"a second voice over the first (one label a moment cannot cover it)")
     reidentify(encoder, recordings, reference, results, config)
     audio_s = sum(r.duration for r in results.values())
     busy_s = sum(r.seconds for r in results.values())
@@ -405,6 +442,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.speech != "reference":
         vad_s = sum(r.vad_cpu_seconds for r in recordings.values())
         print(f"the VAD ({args.detect}): CPU time per audio second {vad_s / audio_s:.4f}")
+
+
+def explain(reference: Sequence[Turn], result: Result, s: FileScore) -> None:
+    """Where one file's error is: missed speech alone or in overlap, and which reference
+    speakers each label found holds (a speaker split over labels, two merged into one)."""
+    print(f"       missed alone {s.missed_alone:.1f} s, in overlap {s.missed - s.missed_alone:.1f}"
+          f" s; speech / alone: " + ", ".join(
+              f"{who} {speech:.1f} / {alone:.1f} s"
+              for who, (speech, alone) in alone_time(reference).items()))
+    for label, held in overlap_matrix(reference, result.hypothesis).items():
+        seconds = sum(e - b for b, e, w in result.hypothesis if w == label)
+        print(f"       {label} ({seconds:.1f} s): " + ", ".join(
+            f"{who} {t:.1f}" for who, t in sorted(held.items(), key=lambda x: -x[1]) if t >= 0.05))
 
 
 def reidentify(encoder: WindowEmbedder, recordings: dict[str, Recording],

@@ -6,9 +6,11 @@ import pytest
 
 from bench.diarize import (
     FileScore,
+    alone_time,
     der,
     grid_configs,
     misnamed,
+    overlap_matrix,
     read_rttm,
     recognised,
     speech_spans,
@@ -59,3 +61,15 @@ def test_a_name_on_speech_mostly_someone_elses_is_misnamed() -> None:
     reference = [(0.0, 4.0, "Sarah"), (4.0, 10.0, "Tom")]
     hypothesis = [(0.0, 4.0, "Sarah"), (4.0, 10.0, "Ann"), (10.0, 11.0, "Them 3")]
     assert misnamed(reference, hypothesis, {"Sarah", "Ann", "Bo"}) == ["Ann"]
+
+
+def test_speech_alone_is_what_nobody_else_speaks_over() -> None:
+    turns = [(0.0, 4.0, "Sarah"), (3.0, 5.0, "Tom"), (4.5, 6.0, "Ann"), (7.0, 8.0, "Tom")]
+    assert alone_time(turns) == {"Ann": (1.5, 1.0), "Sarah": (4.0, 3.0), "Tom": (3.0, 1.5)}
+
+
+def test_the_matrix_gives_each_label_the_reference_speech_it_holds() -> None:
+    reference = [(0.0, 4.0, "Sarah"), (4.0, 6.0, "Tom")]
+    hypothesis = [(0.0, 5.0, "Them 1"), (5.0, 6.0, "Them 2")]
+    assert overlap_matrix(reference, hypothesis) == {
+        "Them 1": {"Sarah": 4.0, "Tom": 1.0}, "Them 2": {"Sarah": 0.0, "Tom": 1.0}}
