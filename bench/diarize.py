@@ -53,7 +53,7 @@ import numpy as np
 
 from bench.common import default_models_dir, machine
 from daemon.asr import WhisperTranscriber
-from daemon.asr.engine import Segment
+from daemon.asr.engine import Segment, within
 from daemon.audio.files import load_audio_channels
 from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.silero import SileroModel
@@ -237,6 +237,34 @@ def diarize(
     return Result(recording.name, recording.duration, hypothesis, voices, seconds, cpu)
 
 
+def oracle_turns(reference: Sequence[Turn], recording: Recording, by_word: bool
+                 ) -> list[Turn]:
+    """The turns a perfect voice labeller would make of whisper's segments: each segment (or,
+    ``by_word``, each timed word, a part spanning to the next part as ``--cut-at pieces``
+    does) goes to the reference speaker who speaks most of it. What the speech detection,
+    whisper and one speaker per turn leave, whatever the voices do."""
+    speakers = sorted({t[2] for t in reference})
+
+    def speaker(start: float, end: float) -> str:
+        return max(speakers, key=lambda who: talk_time(reference, who, start, end))
+
+    turns: list[Turn] = []
+    for offset, samples, segments in recording.utterances:
+        duration = len(samples) / SAMPLE_RATE
+        for segment in within(list(segments or ()), duration):
+            if not segment.text.strip():
+                continue
+            words = segment.words if by_word and segment.words else (segment,)
+            parts = [(w.start, speaker(offset + w.start, offset + w.end)) for w in words]
+            for k, (start, who) in enumerate(parts):
+                begin = offset + (segment.start if k == 0 else start)
+                end = offset + (parts[k + 1][0] if k + 1 < len(parts) else segment.end)
+                if turns and turns[-1][2] == who and turns[-1][1] >= begin - 1e-6:
+                    begin = turns.pop()[0]
+                turns.append((begin, end, who))
+    return turns
+
+
 def _annotation(turns: Sequence[Turn]):  # type: ignore[no-untyped-def]
     from pyannote.core import Annotation, Segment
 
@@ -369,6 +397,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="a JSON file that keeps whisper's segments between runs (keyed by "
                              "model, file and utterance only: delete it when the decoding "
                              "changes)")
+    parser.add_argument("--oracle", action="store_true",
+                        help="the reference speaker of each of whisper's segments (or words, "
+                             "with --cut-at pieces|words) instead of the voices: the floor the "
+                             "speech detection, whisper and one speaker per turn leave")
     parser.add_argument("--explain", action="store_true",
                         help="per file: each speaker's speech and speech alone, and the seconds "
                              "of it under each label found")
@@ -380,6 +412,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         import pyannote.metrics  # noqa: F401
     except ImportError:
         parser.error("needs pyannote.metrics (bench only): .venv/bin/pip install pyannote.metrics")
+    if args.oracle and args.speech != "whisper":
+        parser.error("--oracle labels whisper's segments: it needs --speech whisper")
     config = DiarizeConfig(
         hop_s=args.hop,
         change_below=args.change,
@@ -413,6 +447,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{'file':6} {'DER':>6} {'miss':>6} {'FA':>6} {'conf':>6} {'spk':>4} {'ref':>4}")
     for name in sorted(reference):
         results[name] = result = diarize(encoder, recordings[name], config)
+        if args.oracle:
+            result.hypothesis = oracle_turns(reference[name], recordings[name],
+                                             config.cut_at != "segments")
         scores[name] = s = score(reference[name], result)
         print(
             f"{name:6} {100 * s.error / s.total:5.1f}% {100 * s.missed / s.total:5.1f}% "
@@ -431,7 +468,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"  of the missed: {missed_alone:.1f} s where one speaker spoke alone (speech never "
           f"detected or transcribed), {sum(s.missed for s in every) - missed_alone:.1f} s "
           f"a second voice over the first (one label a moment cannot cover it)")
-    reidentify(encoder, recordings, reference, results, config)
+    if not args.oracle:
+        reidentify(encoder, recordings, reference, results, config)
     audio_s = sum(r.duration for r in results.values())
     busy_s = sum(r.seconds for r in results.values())
     cpu_s = sum(r.cpu_seconds for r in results.values())
