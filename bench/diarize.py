@@ -3,7 +3,8 @@
     .venv/bin/python -m bench.diarize --data ../shared/audio/ami-excerpts [--models DIR]
         [--cache segments.json] [--speech whisper|vad|reference]
         [--detect silero|silero-cuts|loudness]
-        [--hop 0.4 --change 0.7 --same 0.8 --min-new 1.2 --named 0.8] [--words] [--no-regroup]
+        [--hop 0.4 --change 0.7 --same 0.8 --min-new 1.2 --named 0.8]
+        [--cut-at pieces|segments|words] [--no-regroup]
         [--grid "same=0.75,0.8"]
 
 Each file goes through what `braincue import` of a mono file does: the daemon's VAD cuts it
@@ -52,7 +53,7 @@ import numpy as np
 
 from bench.common import default_models_dir, machine
 from daemon.asr import WhisperTranscriber
-from daemon.asr.engine import Segment
+from daemon.asr.engine import Segment, within
 from daemon.audio.files import load_audio_channels
 from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.silero import SileroModel
@@ -97,6 +98,29 @@ def recognised(reference: Sequence[Turn], hypothesis: Sequence[Turn], speaker: s
             for label in {h[2] for h in hypothesis}:
                 labels[label] += talk_time(hypothesis, label, s, e)
     return bool(labels) and max(labels, key=lambda k: labels[k]) == speaker
+
+
+def alone_time(turns: Sequence[Turn]) -> dict[str, tuple[float, float]]:
+    """Each speaker's speech and the part of it nobody else speaks over, in seconds."""
+    bounds = sorted({t for s, e, _ in turns for t in (s, e)})
+    speech: dict[str, float] = defaultdict(float)
+    alone: dict[str, float] = defaultdict(float)
+    for start, end in itertools.pairwise(bounds):
+        talking = {who for s, e, who in turns if s <= start and end <= e}
+        for who in talking:
+            speech[who] += end - start
+            if len(talking) == 1:
+                alone[who] += end - start
+    return {who: (speech[who], alone[who]) for who in sorted(speech)}
+
+
+def overlap_matrix(reference: Sequence[Turn], hypothesis: Sequence[Turn]
+                   ) -> dict[str, dict[str, float]]:
+    """Seconds of each reference speaker's speech under each hypothesis label."""
+    return {label: {who: sum(talk_time(hypothesis, label, s, e)
+                             for s, e, w in reference if w == who)
+                    for who in sorted({t[2] for t in reference})}
+            for label in sorted({h[2] for h in hypothesis})}
 
 
 @dataclass
@@ -213,6 +237,34 @@ def diarize(
     return Result(recording.name, recording.duration, hypothesis, voices, seconds, cpu)
 
 
+def oracle_turns(reference: Sequence[Turn], recording: Recording, by_word: bool
+                 ) -> list[Turn]:
+    """The turns a perfect voice labeller would make of whisper's segments: each segment (or,
+    ``by_word``, each timed word, a part spanning to the next part as ``--cut-at pieces``
+    does) goes to the reference speaker who speaks most of it. What the speech detection,
+    whisper and one speaker per turn leave, whatever the voices do."""
+    speakers = sorted({t[2] for t in reference})
+
+    def speaker(start: float, end: float) -> str:
+        return max(speakers, key=lambda who: talk_time(reference, who, start, end))
+
+    turns: list[Turn] = []
+    for offset, samples, segments in recording.utterances:
+        duration = len(samples) / SAMPLE_RATE
+        for segment in within(list(segments or ()), duration):
+            if not segment.text.strip():
+                continue
+            words = segment.words if by_word and segment.words else (segment,)
+            parts = [(w.start, speaker(offset + w.start, offset + w.end)) for w in words]
+            for k, (start, who) in enumerate(parts):
+                begin = offset + (segment.start if k == 0 else start)
+                end = offset + (parts[k + 1][0] if k + 1 < len(parts) else segment.end)
+                if turns and turns[-1][2] == who and turns[-1][1] >= begin - 1e-6:
+                    begin = turns.pop()[0]
+                turns.append((begin, end, who))
+    return turns
+
+
 def _annotation(turns: Sequence[Turn]):  # type: ignore[no-untyped-def]
     from pyannote.core import Annotation, Segment
 
@@ -245,6 +297,7 @@ class FileScore:
     total: float  # reference speech seconds, collars removed
     found: int  # speakers
     truth: int
+    missed_alone: float = 0.0  # of ``missed``: speech nobody else spoke over
 
     @property
     def error(self) -> float:
@@ -262,9 +315,11 @@ def score(reference: Sequence[Turn], result: Result) -> FileScore:
     # pyannote's collar is the whole width removed around a boundary
     metric = DiarizationErrorRate(collar=2 * COLLAR_EACH_SIDE_S, skip_overlap=False)
     parts = metric(_annotation(reference), _annotation(result.hypothesis), detailed=True)
+    alone = DiarizationErrorRate(collar=2 * COLLAR_EACH_SIDE_S, skip_overlap=True)(
+        _annotation(reference), _annotation(result.hypothesis), detailed=True)
     return FileScore(parts["missed detection"], parts["false alarm"], parts["confusion"],
                      parts["total"], len({t[2] for t in result.hypothesis}),
-                     len({t[2] for t in reference}))
+                     len({t[2] for t in reference}), alone["missed detection"])
 
 
 GRID_FIELDS = {"hop": "hop_s", "change": "change_below", "min-piece": "min_piece_s",
@@ -334,12 +389,21 @@ def main(argv: Sequence[str] | None = None) -> None:
                              "model cuts too (model_cuts); loudness alone (the fallback)")
     parser.add_argument("--no-regroup", action="store_true",
                         help="never merge a session's voices that grow alike (regroup)")
-    parser.add_argument("--words", action="store_true",
-                        help="give each of whisper's timed words to its voice (cut_at_words)")
+    parser.add_argument("--cut-at", choices=("pieces", "segments", "words"),
+                        default=defaults.cut_at,
+                        help="where a turn is cut inside one of whisper's segments: where the "
+                             "voices' pieces change, never, or at each timed word (cut_at)")
     parser.add_argument("--cache", type=Path, default=None,
                         help="a JSON file that keeps whisper's segments between runs (keyed by "
                              "model, file and utterance only: delete it when the decoding "
                              "changes)")
+    parser.add_argument("--oracle", action="store_true",
+                        help="the reference speaker of each of whisper's segments (or words, "
+                             "with --cut-at pieces|words) instead of the voices: the floor the "
+                             "speech detection, whisper and one speaker per turn leave")
+    parser.add_argument("--explain", action="store_true",
+                        help="per file: each speaker's speech and speech alone, and the seconds "
+                             "of it under each label found")
     parser.add_argument("--grid", default="",
                         help='tune instead: "same=0.7,0.8 change=0.6,0.7" (hop, change, '
                              "min-piece, same, min-new) scored in-sample and leave-one-out")
@@ -348,6 +412,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         import pyannote.metrics  # noqa: F401
     except ImportError:
         parser.error("needs pyannote.metrics (bench only): .venv/bin/pip install pyannote.metrics")
+    if args.oracle and args.speech != "whisper":
+        parser.error("--oracle labels whisper's segments: it needs --speech whisper")
     config = DiarizeConfig(
         hop_s=args.hop,
         change_below=args.change,
@@ -355,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         same_voice=args.same,
         min_new_voice_s=args.min_new,
         named_voice=args.named,
-        cut_at_words=args.words,
+        cut_at=args.cut_at,
         regroup=not args.no_regroup,
     )
     models = args.models or default_models_dir()
@@ -371,8 +437,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     source = f"whisper ({transcripts.path.stem})" if transcripts is not None else args.speech
     detected = "" if args.speech == "reference" else f", speech detected by {args.detect}"
-    words = ", cut at words" if args.words else ""
-    print(f"speech from {source}{detected}{words}")
+    print(f"speech from {source}{detected}")
     if args.grid:
         tune(CachedEmbedder(encoder), recordings, reference, grid_configs(args.grid, config))
         return
@@ -382,19 +447,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{'file':6} {'DER':>6} {'miss':>6} {'FA':>6} {'conf':>6} {'spk':>4} {'ref':>4}")
     for name in sorted(reference):
         results[name] = result = diarize(encoder, recordings[name], config)
+        if args.oracle:
+            result.hypothesis = oracle_turns(reference[name], recordings[name],
+                                             config.cut_at != "segments")
         scores[name] = s = score(reference[name], result)
         print(
             f"{name:6} {100 * s.error / s.total:5.1f}% {100 * s.missed / s.total:5.1f}% "
             f"{100 * s.false_alarm / s.total:5.1f}% {100 * s.confusion / s.total:5.1f}% "
             f"{s.found:4d} {s.truth:4d}"
         )
+        if args.explain:
+            explain(reference[name], result, s)
     right = sum(s.found == s.truth for s in scores.values())
     every = scores.values()
     print(f"overall DER {100 * der(every):.1f}% (missed {sum(s.missed for s in every):.1f} s, "
           f"false alarm {sum(s.false_alarm for s in every):.1f} s, confusion "
           f"{sum(s.confusion for s in every):.1f} s of {sum(s.total for s in every):.1f} s)  "
           f"speaker count right on {right} of {len(scores)}")
-    reidentify(encoder, recordings, reference, results, config)
+    missed_alone = sum(s.missed_alone for s in every)
+    print(f"  of the missed: {missed_alone:.1f} s where one speaker spoke alone (speech never "
+          f"detected or transcribed), {sum(s.missed for s in every) - missed_alone:.1f} s "
+          f"a second voice over the first (one label a moment cannot cover it)")
+    if not args.oracle:
+        reidentify(encoder, recordings, reference, results, config)
     audio_s = sum(r.duration for r in results.values())
     busy_s = sum(r.seconds for r in results.values())
     cpu_s = sum(r.cpu_seconds for r in results.values())
@@ -405,6 +480,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.speech != "reference":
         vad_s = sum(r.vad_cpu_seconds for r in recordings.values())
         print(f"the VAD ({args.detect}): CPU time per audio second {vad_s / audio_s:.4f}")
+
+
+def explain(reference: Sequence[Turn], result: Result, s: FileScore) -> None:
+    """Where one file's error is: missed speech alone or in overlap, and which reference
+    speakers each label found holds (a speaker split over labels, two merged into one)."""
+    print(f"       missed alone {s.missed_alone:.1f} s, in overlap {s.missed - s.missed_alone:.1f}"
+          f" s; speech / alone: " + ", ".join(
+              f"{who} {speech:.1f} / {alone:.1f} s"
+              for who, (speech, alone) in alone_time(reference).items()))
+    for label, held in overlap_matrix(reference, result.hypothesis).items():
+        seconds = sum(e - b for b, e, w in result.hypothesis if w == label)
+        print(f"       {label} ({seconds:.1f} s): " + ", ".join(
+            f"{who} {t:.1f}" for who, t in sorted(held.items(), key=lambda x: -x[1]) if t >= 0.05))
 
 
 def reidentify(encoder: WindowEmbedder, recordings: dict[str, Recording],

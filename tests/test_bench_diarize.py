@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from bench.diarize import (
     FileScore,
+    Recording,
+    alone_time,
     der,
     grid_configs,
     misnamed,
+    oracle_turns,
+    overlap_matrix,
     read_rttm,
     recognised,
     speech_spans,
     talk_time,
 )
+from daemon.asr.engine import Segment, Word
+from daemon.audio.format import SAMPLE_RATE
 from daemon.voices.diarize import DiarizeConfig
 
 
@@ -59,3 +66,26 @@ def test_a_name_on_speech_mostly_someone_elses_is_misnamed() -> None:
     reference = [(0.0, 4.0, "Sarah"), (4.0, 10.0, "Tom")]
     hypothesis = [(0.0, 4.0, "Sarah"), (4.0, 10.0, "Ann"), (10.0, 11.0, "Them 3")]
     assert misnamed(reference, hypothesis, {"Sarah", "Ann", "Bo"}) == ["Ann"]
+
+
+def test_speech_alone_is_what_nobody_else_speaks_over() -> None:
+    turns = [(0.0, 4.0, "Sarah"), (3.0, 5.0, "Tom"), (4.5, 6.0, "Ann"), (7.0, 8.0, "Tom")]
+    assert alone_time(turns) == {"Ann": (1.5, 1.0), "Sarah": (4.0, 3.0), "Tom": (3.0, 1.5)}
+
+
+def test_the_matrix_gives_each_label_the_reference_speech_it_holds() -> None:
+    reference = [(0.0, 4.0, "Sarah"), (4.0, 6.0, "Tom")]
+    hypothesis = [(0.0, 5.0, "Them 1"), (5.0, 6.0, "Them 2")]
+    assert overlap_matrix(reference, hypothesis) == {
+        "Them 1": {"Sarah": 4.0, "Tom": 1.0}, "Them 2": {"Sarah": 0.0, "Tom": 1.0}}
+
+
+def test_the_oracle_gives_each_segment_or_word_to_the_reference_speaker_of_it() -> None:
+    reference = [(10.0, 13.0, "Sarah"), (13.0, 20.0, "Tom")]
+    words = (Word(0.5, 1.5, "Shall"), Word(1.5, 2.5, "we?"), Word(3.5, 4.5, "Yes."),
+             Word(5.0, 8.0, "Friday."))
+    segments = [Segment(0.0, 8.0, "Shall we? Yes. Friday.", words), Segment(8.0, 9.0, " ")]
+    recording = Recording("x", 20.0, [(10.0, np.zeros(9 * SAMPLE_RATE, np.float32), segments)])
+    assert oracle_turns(reference, recording, by_word=False) == [(10.0, 18.0, "Tom")]
+    assert oracle_turns(reference, recording, by_word=True) == [
+        (10.0, 13.5, "Sarah"), (13.5, 18.0, "Tom")]

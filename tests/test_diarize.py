@@ -112,10 +112,37 @@ def test_a_burst_too_short_to_tell_joins_the_nearest_voice_instead_of_starting_o
     assert [p.label for p in longer] == ["Them 2"]
 
 
-def test_timed_words_cut_a_segment_where_the_voice_changes_and_trim_it_to_speech() -> None:
-    voices = SessionVoices(DiarizeConfig(cut_at_words=True))
+def test_a_segment_is_cut_where_the_voices_pieces_change_and_keeps_its_span() -> None:
     audio = np.concatenate([np.zeros(RATE, np.float32), speech(("ann", 4.0), ("bob", 4.0))])
     # one segment of whisper's, spoken by two voices, beginning in the silence before them
+    words = (Word(1.2, 2.0, "Shall"), Word(2.0, 2.6, "we"), Word(2.6, 4.6, "ship?"),
+             Word(5.3, 6.0, "Yes,"), Word(6.1, 8.8, "Friday."))
+    said = label_segments(SessionVoices(DiarizeConfig(cut_at="pieces")), ToneEncoder(), audio,
+                          [Segment(0.0, 9.0, "Shall we ship? Yes, Friday.", words)])
+    assert [(s.speaker, s.text) for s in said] == [
+        ("Them 1", "Shall we ship?"), ("Them 2", "Yes, Friday.")]
+    # the turns cover the segment, cut where the pieces change (the voice at 5.0 s)
+    assert said[0].start == 0.0 and said[0].end == said[1].start and said[1].end == 9.0
+    assert abs(said[1].start - 5.0) < 0.5
+
+
+def test_a_part_of_a_segment_without_a_word_goes_to_its_neighbour() -> None:
+    voices = SessionVoices(DiarizeConfig(cut_at="pieces"))
+    pieces = voices.label_utterance(ToneEncoder(), speech(("ann", 3.0), ("bob", 3.0),
+                                                          ("ann", 3.0)))
+    assert [p.label for p in pieces] == ["Them 1", "Them 2", "Them 1"]
+    # whisper timed no word in bob's stretch (a cough, an overlap it did not write)
+    words = (Word(0.2, 1.0, "We"), Word(1.0, 2.5, "ship"), Word(6.5, 8.0, "Friday."))
+    said = label_segments(voices, ToneEncoder(), speech(("ann", 3.0), ("bob", 3.0),
+                                                        ("ann", 3.0)),
+                          [Segment(0.0, 9.0, "We ship Friday.", words)])
+    assert [(s.speaker, s.text, s.start, s.end) for s in said] == [
+        ("Them 1", "We ship Friday.", 0.0, 9.0)]
+
+
+def test_timed_words_cut_a_segment_where_the_voice_changes_and_trim_it_to_speech() -> None:
+    voices = SessionVoices(DiarizeConfig(cut_at="words"))
+    audio = np.concatenate([np.zeros(RATE, np.float32), speech(("ann", 4.0), ("bob", 4.0))])
     words = (Word(1.2, 2.0, "Shall"), Word(2.0, 2.6, "we"), Word(2.6, 4.6, "ship?"),
              Word(5.3, 6.0, "Yes,"), Word(6.1, 8.8, "Friday."))
     said = label_segments(voices, ToneEncoder(), audio,
@@ -123,7 +150,8 @@ def test_timed_words_cut_a_segment_where_the_voice_changes_and_trim_it_to_speech
     assert [(s.speaker, s.text, s.start, s.end) for s in said] == [
         ("Them 1", "Shall we ship?", 1.2, 4.6), ("Them 2", "Yes, Friday.", 5.3, 8.8)]
     # by default (or without its words) the segment goes whole to one voice, silence included
-    for config, timed in ((DiarizeConfig(), words), (DiarizeConfig(cut_at_words=True), ())):
+    configs = (DiarizeConfig(), DiarizeConfig(cut_at="words"), DiarizeConfig(cut_at="pieces"))
+    for config, timed in zip(configs, (words, (), ()), strict=True):
         whole = label_segments(SessionVoices(config), ToneEncoder(), audio,
                                [Segment(0.0, 9.0, "Shall we ship? Yes, Friday.", timed)])
         assert [(s.text, s.start, s.end) for s in whole] == [

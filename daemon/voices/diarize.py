@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -44,12 +44,16 @@ class DiarizeConfig:
     # a piece shorter than this joins the nearest voice rather than start one: less than one
     # 1.6 s window of speech is too little to tell a new voice from noise or a cough
     min_new_voice_s: float = 1.2
-    # give each of whisper's timed words to its voice, so a turn is cut where the voice changes
-    # inside a segment and spans its words only. Off: on the AMI excerpts it measured worse
-    # (bench.diarize --words: the gaps between words and their coarse times count as missed
-    # speech, and a word on a stray piece starts a turn of another voice), so a segment goes
-    # whole to the voice that spoke most of it
-    cut_at_words: bool = False
+    # where a turn is cut inside one of whisper's segments (service.label_segments):
+    # "segments": never, a segment goes whole to the voice that spoke most of it;
+    # "pieces": where the voices' pieces change, each part holding the words timed in it and
+    #   spanning to the next part. On the AMI excerpts it scores better (bench.diarize
+    #   --cut-at pieces: DER 29.6% -> 28.9%, confusion 16.1 -> 14.9 s), but a false change
+    #   of voice that a whole segment hides becomes a turn: JFK's "ask not ..." is a second
+    #   speaker in a recording of one (tests/test_import_real.py), so it is not the default;
+    # "words": each timed word goes to its voice and a turn spans its words only (measured
+    #   worse: the gaps between words and their coarse times count as missed speech)
+    cut_at: Literal["segments", "pieces", "words"] = "segments"
     # after each utterance, voices whose centroids have grown ``same_voice`` alike are merged
     # (SessionVoices.merge_alike) and their past turns relabelled
     regroup: bool = True

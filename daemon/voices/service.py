@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from daemon.asr.engine import Segment
+from daemon.asr.engine import Segment, within
 from daemon.audio.format import SAMPLE_RATE
 from daemon.config import Settings
 from daemon.errors import BrainCueError, InvalidInput, NotFound
@@ -71,14 +71,47 @@ def split_by_voice(pieces: Sequence[Piece], segments: Sequence[Segment]) -> list
         if not text:
             continue
         piece = who_said(pieces, segment.start, segment.end)
-        if out and out[-1].voice == piece.voice:
-            last = out.pop()
-            out.append(Said(last.start, segment.end, f"{last.text} {text}", last.speaker,
-                            last.voice, last.voice_id))
-        else:
-            out.append(Said(segment.start, segment.end, text, piece.label, piece.voice,
-                            piece.voice_id))
+        _append(out, Said(segment.start, segment.end, text, piece.label, piece.voice,
+                          piece.voice_id))
     return out
+
+
+def split_at_pieces(pieces: Sequence[Piece], segments: Sequence[Segment]) -> list[Said]:
+    """Cut each segment where the voices' pieces change inside it, each part holding the words
+    whose middle falls in it (whisper's timed words); a part without a word is its
+    neighbour's. The turns keep the pieces' bounds, not the words': whisper's word times are
+    coarse, and the gaps between words are speech too. A segment without timed words goes
+    whole to the voice that spoke most of it."""
+    out: list[Said] = []
+    for segment in segments:
+        inside = [p for p in pieces if min(segment.end, p.end) > max(segment.start, p.start)]
+        if not segment.words or len(inside) < 2:
+            out += split_by_voice(pieces, [segment])
+            continue
+        parts: list[tuple[float, float, Piece, list[str]]] = [
+            (max(segment.start, p.start), min(segment.end, p.end), p, []) for p in inside]
+        for word in segment.words:
+            middle = (word.start + word.end) / 2
+            part = min(parts, key=lambda q: 0.0 if q[0] <= middle < q[1]
+                       else min(abs(middle - q[0]), abs(middle - q[1])))
+            part[3].extend(word.text.split())
+        kept = [q for q in parts if q[3]]
+        for k, (_, end, piece, words) in enumerate(kept):
+            # a part without words gives its time to the part before it (the first: after)
+            begin = segment.start if k == 0 else kept[k][0]
+            end = kept[k + 1][0] if k < len(kept) - 1 else segment.end
+            _append(out, Said(begin, end, " ".join(words), piece.label, piece.voice,
+                              piece.voice_id))
+    return out
+
+
+def _append(out: list[Said], said: Said) -> None:
+    """``said`` after ``out``, joined to its last turn when that is the same voice's."""
+    if out and out[-1].voice == said.voice:
+        last = out.pop()
+        said = Said(last.start, said.end, f"{last.text} {said.text}", last.speaker, last.voice,
+                    last.voice_id)
+    out.append(said)
 
 
 def rejoin(said: Sequence[Said], merged: dict[str, SessionVoice]) -> list[Said]:
@@ -100,18 +133,22 @@ def rejoin(said: Sequence[Said], merged: dict[str, SessionVoice]) -> list[Said]:
 
 def label_segments(voices: SessionVoices, encoder: WindowEmbedder, audio: np.ndarray,
                    segments: Sequence[Segment]) -> list[Said]:
-    """Who said which of whisper's ``segments`` of one utterance (word by word, where whisper
-    timed the words and ``cut_at_words`` is on). Times are kept inside the utterance: whisper's
-    last timestamp can run past the audio it was given.
+    """Who said which of whisper's ``segments`` of one utterance, cut where the config's
+    ``cut_at`` says. Times are kept inside the utterance: whisper's last timestamp can run past
+    the audio it was given.
 
     The voices hear the whole utterance, not only the span of whisper's segments: cutting the
     VAD's margins off measured worse on the AMI excerpts (bench.diarize: DER 58.5% against
     56.4%, confusion 23.9 s against 20.7 s), whisper's segments being seconds long."""
     duration = len(audio) / SAMPLE_RATE
-    by_word = voices.config.cut_at_words
+    pieces = voices.label_utterance(encoder, audio)
+    cut_at = voices.config.cut_at
+    if cut_at == "pieces":
+        return split_at_pieces(pieces, within(list(segments), duration))
     spoken = [Segment(min(w.start, duration), min(w.end, duration), w.text)
-              for s in segments for w in (s.words if by_word and s.words else (s,))]
-    return split_by_voice(voices.label_utterance(encoder, audio), spoken)
+              for s in segments
+              for w in (s.words if cut_at == "words" and s.words else (s,))]
+    return split_by_voice(pieces, spoken)
 
 
 class Voices:
