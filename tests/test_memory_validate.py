@@ -201,6 +201,7 @@ def test_a_decision_said_in_so_many_words_is_read_off_the_turn(
     "Let's go with yellow, I think.",  # a proposal
     "Yeah I agreed with him on that, totally, yeah.",  # no option
     "We decided that already and it works.",  # "that" was the option
+    "So we decided those were the most important buttons.",  # ES2009d: which ones, said before
 ])
 def test_what_settles_nothing_is_no_decision(said: str) -> None:
     assert find_decisions([("Marketing", said)]) == []

@@ -79,7 +79,8 @@ _OPTION_END = re.compile(r";| - | but | because | so that | so | if | when | whi
 _BECAUSE = re.compile(r"\bbecause (?:of )?(?P<why>[^,;.]+)", re.I)
 _INSTEAD = re.compile(r"\b(?:instead of|rather than) (?P<alt>[^,;.]+)", re.I)
 OPTION_WORDS = 10  # more is a copy of the turn, not an option
-_NOT_AN_OPTION = {"already", "yet", "before", "earlier", "it", "this", "that",
+_NOT_AN_OPTION = {"already", "yet", "before", "earlier", "it", "this", "that", "these",
+                  "those", "they", "them",  # said before: "we decided those were the buttons"
                   "with"}  # "I agreed with him": with someone, on nothing said
 
 
