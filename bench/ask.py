@@ -22,7 +22,8 @@ with nothing relevant recalled (no model) is shown but not counted. ``--set NAME
 a line to the daemon's config.toml (e.g. ``--set llm_read_question_ahead=false``).
 ``--vary NAME=V1,V2,...`` asks the same questions once per value of a setting (changed over
 IPC between the rounds, one import, one warm-up), each round with its own p50/p95 line — e.g.
-``--vary ask_source_chars=500,1100,2400`` for the source budget's cost.
+``--vary ask_source_chars=500,1100,2400`` for the source budget's cost. ``--home DIR`` keeps
+the daemon's home and, given again, reuses its imported sessions (the same questions follow).
 Models come from BRAINCUE_MODELS (else the user's models directory).
 """
 
@@ -55,6 +56,7 @@ from daemon.ipc.protocol import (
     Ask,
     AskReply,
     ImportTranscript,
+    ListSpaces,
     Search,
     SettingsSet,
     Start,
@@ -234,14 +236,17 @@ def main() -> None:
                         metavar="NAME=VALUE", help="a config.toml line for the daemon")
     parser.add_argument("--vary", metavar="NAME=V1,V2,...",
                         help="ask the questions once per value of this setting (not --live)")
+    parser.add_argument("--home", type=Path,
+                        help="keep the daemon's home here and reuse the sessions imported "
+                             "before (a short path: its sockets live inside)")
     args = parser.parse_args()
     args.live = args.live or args.hotkey
     rng = random.Random(args.seed)
 
-    home = short_home()
-    if args.settings:
-        (home / "config").mkdir(parents=True, exist_ok=True)
-        (home / "config" / "config.toml").write_text("\n".join(args.settings) + "\n")
+    home = short_home() if args.home is None else args.home
+    config = home / "config" / "config.toml"  # (a reused home's earlier settings go)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("".join(f"{line}\n" for line in args.settings))
     os.environ["BRAINCUE_HOME"] = str(home)
     os.environ.setdefault("BRAINCUE_MODELS", str(default_models_dir()))
     pulse = PulseServer() if args.live else None
@@ -258,15 +263,20 @@ def main() -> None:
     daemon = start_daemon(home)
     try:
         with Client(timeout=600) as client:
-            client.request(AddSpace(name=SPACE))
+            # (a reused home has them: made all the same, so that the questions are too)
+            reused = any(s.name == SPACE for s in client.request(ListSpaces()).spaces)
+            if not reused:
+                client.request(AddSpace(name=SPACE))
             began = time.perf_counter()
             for i in range(args.sessions):
                 content = json.dumps(transcript(i, rng)).encode()
-                client.request(ImportTranscript(content=content, space=SPACE), timeout=600)
+                if not reused:
+                    client.request(ImportTranscript(content=content, space=SPACE), timeout=600)
             imported = time.perf_counter() - began
             status = client.request(Status())
-        print(f"imported {args.sessions} sessions in {imported:.1f} s "
-              f"({status.counts}); models: {', '.join(status.models_loaded) or 'none'}")
+        print(f"{'reused' if reused else 'imported'} {args.sessions} sessions in "
+              f"{imported:.1f} s ({status.counts}); models: "
+              f"{', '.join(status.models_loaded) or 'none'}")
 
         questions = [QUESTIONS[i % len(QUESTIONS)].format(
             p=rng.choice(PROJECTS), t=rng.choice(TOPICS), n=rng.choice(PEOPLE))
@@ -302,7 +312,8 @@ def main() -> None:
         if pulse is not None:
             pulse.close()
         folder.cleanup()
-        shutil.rmtree(home, ignore_errors=True)
+        if args.home is None:
+            shutil.rmtree(home, ignore_errors=True)
 
 
 def vary(spec: str, questions: list[str], daemon: DaemonProcess) -> None:

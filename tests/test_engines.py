@@ -35,7 +35,13 @@ from daemon.llm import (
     ScriptedGenerator,
 )
 from daemon.llm.embed import normalize_rows
-from daemon.llm.generate import decode_output, output_schema, split_tokens, with_schema_instruction
+from daemon.llm.generate import (
+    _prompt_tokens,
+    decode_output,
+    output_schema,
+    split_tokens,
+    with_schema_instruction,
+)
 from daemon.worker import WorkerThread
 
 
@@ -173,6 +179,53 @@ def test_schema_instruction_ends_the_last_message_so_that_prompts_share_their_st
     assert joined[1].content.startswith("hi\n\n") and '"owner"' in joined[1].content
     alone = with_schema_instruction([], schema)
     assert [m.role for m in alone] == ["user"] and '"owner"' in alone[0].content
+
+
+class _TemplatedModel:
+    """What ``_prompt_tokens`` uses of a llama_cpp.Llama: its chat template and tokenizer (one
+    token per byte here)."""
+
+    def __init__(self, template: str) -> None:
+        self.metadata = {"tokenizer.chat_template": template}
+        self._model = self
+
+    def token_eos(self) -> int:
+        return 1
+
+    def token_bos(self) -> int:
+        return -1
+
+    def token_get_text(self, token: int) -> str:
+        return "<|im_end|>"
+
+    def tokenize(self, text: bytes, *, add_bos: bool, special: bool) -> list[int]:
+        return list(text)
+
+
+def test_a_chat_template_is_compiled_once_for_every_prompt_read(monkeypatch: Any) -> None:
+    from llama_cpp import llama_chat_format
+
+    compiled: list[str] = []
+
+    class Compiling(llama_chat_format.Jinja2ChatFormatter):  # type: ignore[misc]
+        def __init__(self, **kw: Any) -> None:
+            compiled.append(kw["template"])
+            super().__init__(**kw)
+
+    monkeypatch.setattr(llama_chat_format, "Jinja2ChatFormatter", Compiling)
+    model = _TemplatedModel("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+                            "{{ eos_token }}\n{% endfor %}"
+                            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+                            "{# test_a_chat_template_is_compiled_once #}")
+    opening = [ChatMessage("system", "Answer from the sources.\n\n")]
+    asked = [ChatMessage("system", "Answer from the sources.\n\nSources: [1] ..."),
+             ChatMessage("user", "What did we decide?")]
+    ahead = _prompt_tokens(model, opening)
+    whole = _prompt_tokens(model, asked, whole=True)
+    again = _prompt_tokens(model, asked, whole=True)
+    assert len(compiled) == 1  # (compiling took 10-25 ms, twice a question, before)
+    assert whole[: len(ahead)] == ahead and whole == again
+    assert bytes(whole).decode().endswith("What did we decide?<|im_end|>\n<|im_start|>assistant\n")
 
 
 def test_decode_output_validates_against_the_type() -> None:

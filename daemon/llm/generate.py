@@ -11,6 +11,7 @@ used the model in between, so a question costs only its own tokens and its sourc
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -345,25 +346,23 @@ class LlamaGenerator:
                     _restore(llm, self._prefix)  # a generate read something else meanwhile
                 read_before = list(llm.input_ids[: llm.n_tokens])
                 began = time.perf_counter()
-                try:
-                    prompt_tokens = _prompt_tokens(llm, messages, whole=True)
-                except EngineError:  # no chat template: llama.cpp formats it its own way
-                    prompt_tokens = []
                 chunks = llm.create_chat_completion(
                     prompt, max_tokens=max_tokens, temperature=temperature, stream=True
                 )
-                first = True
+                waited: float | None = None  # until the first chunk
+                logged = False
                 try:
                     for chunk in chunks:
                         if cancelled.is_set():
                             return
-                        if first:
-                            first = False
+                        if waited is None:
                             waited = time.perf_counter() - began
-                            _log_prompt_read(prompt_tokens, read_before, waited)
                         text = chunk["choices"][0]["delta"].get("content")
                         if text:
                             yield text
+                            if not logged:  # (once the first token is on its way)
+                                logged = True
+                                _log_prompt_read(llm, messages, read_before, waited)
                 except ValueError as e:  # e.g. the prompt does not fit the context
                     raise EngineError(f"generation failed: {e}") from e
                 finally:
@@ -430,9 +429,14 @@ class LlamaGenerator:
         self._worker.close()
 
 
-def _log_prompt_read(prompt: Sequence[int], read_before: Sequence[int], seconds: float) -> None:
+def _log_prompt_read(llm: Any, messages: Sequence[ChatMessage], read_before: Sequence[int],
+                     seconds: float) -> None:
     """How much of a streamed prompt the model had read already, and how long the first token
     took: where the wait for it goes."""
+    try:
+        prompt = _prompt_tokens(llm, messages, whole=True)
+    except EngineError:  # no chat template: llama.cpp formats it its own way
+        prompt = []
     reused = 0
     for have, want in zip(read_before, prompt, strict=False):
         if have != want:
@@ -461,17 +465,13 @@ def _prompt_tokens(llm: Any, messages: Sequence[ChatMessage], *, whole: bool = F
     """The tokens a chat prompt beginning with ``messages`` (the last left open) starts with,
     formatted by the model's own chat template as ``create_chat_completion`` formats it;
     ``whole``: the whole prompt of ``messages``, up to where the answer begins."""
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
     template = llm.metadata.get("tokenizer.chat_template")
     if not template or not messages:
         raise EngineError("this language model has no chat template to read a prompt ahead with")
     eos, bos = llm.token_eos(), llm.token_bos()
-    formatter = Jinja2ChatFormatter(
-        template=template,
-        eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
-        bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
-    )
+    formatter = _chat_formatter(template,
+                                llm._model.token_get_text(eos) if eos != -1 else "",
+                                llm._model.token_get_text(bos) if bos != -1 else "")
     *done, last = _as_dicts(messages)
     opened = [*done, {"role": last["role"], "content": last["content"] + ("" if whole else _OPEN)}]
     result = formatter(messages=cast(Any, opened))
@@ -479,6 +479,15 @@ def _prompt_tokens(llm: Any, messages: Sequence[ChatMessage], *, whole: bool = F
     tokens: list[int] = llm.tokenize(text.encode(), add_bos=not result.added_special,
                                      special=True)
     return tokens
+
+
+@functools.lru_cache(maxsize=4)
+def _chat_formatter(template: str, eos: str, bos: str) -> Any:
+    """A chat template compiled once: compiling it took 10-25 ms, twice a question (the
+    opening's check, the whole prompt's tokens), of the wait for the first token."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    return Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
 
 
 def _starts_with(llm: Any, tokens: Sequence[int]) -> bool:
