@@ -504,7 +504,10 @@ def test_hotkey_open_shows_the_box_once_and_exits_when_it_closes(display: str,
     process = subprocess.Popen([str(Path(sys.executable).parent / "braincue"), "hotkey", "--open"],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        found = subprocess.run(["xdotool", "search", "--sync", "--name", "Ask BrainCue"],
+        # Only a mapped window takes the focus (X answers BadMatch for one not yet shown), and
+        # Qt may name a window before it maps it.
+        found = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name",
+                                "Ask BrainCue"],
                                env=env, capture_output=True, text=True, timeout=60, check=True)
         window = found.stdout.split()[0]
         subprocess.run(["xdotool", "windowfocus", "--sync", window], env=env, check=True,
