@@ -60,8 +60,16 @@ from daemon.audio.silero import SileroModel
 from daemon.audio.vad import VadConfig
 from daemon.live.pipeline import segment_tracks
 from daemon.models.registry import resolve_model
-from daemon.voices.diarize import DiarizeConfig, NamedVoice, SessionVoices, Vectors, WindowEmbedder
-from daemon.voices.encoder import VoiceEncoder
+from daemon.voices.diarize import (
+    WINDOW_S,
+    DiarizeConfig,
+    NamedVoice,
+    SessionVoices,
+    Vectors,
+    WindowEmbedder,
+    window_starts,
+)
+from daemon.voices.encoder import HOP, VoiceEncoder, normalize_volume
 from daemon.voices.service import label_segments
 
 # the issue's pairs, then the other excerpts that share speakers (MÉO069 in all three, MEE067
@@ -400,10 +408,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--oracle", action="store_true",
                         help="the reference speaker of each of whisper's segments (or words, "
                              "with --cut-at pieces|words) instead of the voices: the floor the "
-                             "speech detection, whisper and one speaker per turn leave")
+                             "speech detection, whisper and one speaker per turn leave; and "
+                             "re-identification from each speaker's own windows (the encoder's "
+                             "ceiling)")
     parser.add_argument("--explain", action="store_true",
                         help="per file: each speaker's speech and speech alone, and the seconds "
-                             "of it under each label found")
+                             "of it under each label found; per pair: what each named voice "
+                             "holds, and each shared speaker's likeness to their print")
     parser.add_argument("--grid", default="",
                         help='tune instead: "same=0.7,0.8 change=0.6,0.7" (hop, change, '
                              "min-piece, same, min-new) scored in-sample and leave-one-out")
@@ -468,8 +479,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"  of the missed: {missed_alone:.1f} s where one speaker spoke alone (speech never "
           f"detected or transcribed), {sum(s.missed for s in every) - missed_alone:.1f} s "
           f"a second voice over the first (one label a moment cannot cover it)")
-    if not args.oracle:
-        reidentify(encoder, recordings, reference, results, config)
+    if args.oracle:
+        oracle_reidentify(encoder, args.data, reference, config)
+    else:
+        reidentify(encoder, recordings, reference, results, config, args.explain)
     audio_s = sum(r.duration for r in results.values())
     busy_s = sum(r.seconds for r in results.values())
     cpu_s = sum(r.cpu_seconds for r in results.values())
@@ -497,9 +510,10 @@ def explain(reference: Sequence[Turn], result: Result, s: FileScore) -> None:
 
 def reidentify(encoder: WindowEmbedder, recordings: dict[str, Recording],
                reference: dict[str, list[Turn]], results: dict[str, Result],
-               config: DiarizeConfig) -> None:
+               config: DiarizeConfig, why: bool = False) -> None:
     """Name the voices of the first file of each pair after the reference speakers they map to;
-    count the shared speakers whose speech in the second file mostly carries their name."""
+    count the shared speakers whose speech in the second file mostly carries their name
+    (``why``: what each named voice holds, and why a shared speaker is not recognised)."""
     from pyannote.metrics.diarization import DiarizationErrorRate
 
     metric = DiarizationErrorRate(collar=2 * COLLAR_EACH_SIDE_S, skip_overlap=False)
@@ -524,9 +538,102 @@ def reidentify(encoder: WindowEmbedder, recordings: dict[str, Recording],
             f"speakers ({len(named_shared)} named in {first}): {', '.join(hits) or '-'}; "
             f"a name on someone else: {', '.join(wrong) or 'none'}"
         )
+        if why:
+            explain_names(reference[first], a, named, reference[second], b, shared,
+                          config.named_voice)
     for issue, (hits_n, shared_n, wrong_n) in totals.items():
         print(f"re-identification, {'the issue' if issue else 'other'} pairs: {hits_n} of "
               f"{shared_n}, {wrong_n} name(s) on someone else")
+
+
+def explain_names(reference_a: Sequence[Turn], a: Result, named: Sequence[NamedVoice],
+                  reference_b: Sequence[Turn], b: Result, shared: Sequence[str],
+                  threshold: float) -> None:
+    """What each voice named in the first file holds (its seconds, and whose speech they are),
+    and for each shared speaker the voice of the second file that holds most of their speech,
+    its likeness to the speaker's named voiceprint against ``threshold`` (``named_voice``)."""
+    held_a = overlap_matrix(reference_a, a.hypothesis)
+    for n in named:
+        voice = a.voices.voices[n.id]  # the bench names voice k with id k
+        held = held_a.get(voice.label, {})
+        total = sum(held.values())
+        print(f"       named {n.name} ({voice.label}): {voice.seconds:.1f} s of voice, "
+              f"holding " + ", ".join(
+                  f"{who} {100 * t / total:.0f}%" for who, t in
+                  sorted(held.items(), key=lambda x: -x[1]) if total and t >= 0.05))
+    held_b = overlap_matrix(reference_b, b.hypothesis)
+    prints = {n.name: n.voiceprint for n in named}
+    for who in shared:
+        under = {label: seconds[who] for label, seconds in held_b.items() if seconds[who] > 0}
+        if not under:
+            print(f"       {who} in the second file: under no label (not transcribed)")
+            continue
+        label = max(under, key=lambda k: under[k])
+        found = b.voices.find(label)
+        centroid = None if found is None else found.centroid
+        likeness = ", ".join(f"{name} {float(p @ centroid):.2f}" for name, p in prints.items()
+                             ) if centroid is not None else "-"
+        mine = ("no voiceprint (not a voice of its own in the first file)" if who not in prints
+                else f"its print {float(prints[who] @ centroid):.2f} against {threshold}"
+                if centroid is not None else "")
+        print(f"       {who} in the second file: {under[label]:.1f} s under {label} "
+              f"({'; '.join(f'{k} {v:.1f} s' for k, v in under.items() if k != label) or 'only'}"
+              f"); {mine}; that voice to each print: {likeness}")
+
+
+def speaker_prints(turns: Sequence[Turn], starts_s: Sequence[float], embeddings: Vectors,
+                   least: float = 0.5) -> dict[str, tuple[Vectors, int]]:
+    """Each reference speaker's voiceprint as a perfect diarisation would give it: the sum of
+    the windows (at ``starts_s``, ``WINDOW_S`` long) they fill at least ``least`` of, each
+    weighted by the seconds of theirs it holds, normed; with the number of those windows."""
+    prints: dict[str, tuple[Vectors, int]] = {}
+    for who in sorted({t[2] for t in turns}):
+        held = [talk_time(turns, who, s, s + WINDOW_S) for s in starts_s]
+        picked = [k for k, t in enumerate(held) if t >= least * WINDOW_S]
+        if picked:
+            total = np.sum([embeddings[k] * held[k] for k in picked], axis=0)
+            prints[who] = ((total / np.linalg.norm(total)).astype(np.float32), len(picked))
+    return prints
+
+
+def nearest_print(prints: dict[str, Vectors], voice: Vectors) -> tuple[str, float]:
+    """The print most like ``voice`` (cosine), and how alike."""
+    likeness = {who: float(p @ voice) for who, p in prints.items()}
+    best = max(likeness, key=lambda k: likeness[k])
+    return best, likeness[best]
+
+
+def oracle_reidentify(encoder: WindowEmbedder, data: Path, reference: dict[str, list[Turn]],
+                      config: DiarizeConfig) -> None:
+    """The ceiling of re-identification with this encoder: every reference speaker's print
+    from their own windows in both files of a pair (:func:`speaker_prints`, the whole file
+    embedded every ``hop_s``); a shared speaker is recognised when the first file's print most
+    like their print in the second is their own and at least ``named_voice`` alike."""
+    prints: dict[str, dict[str, tuple[Vectors, int]]] = {}
+    for name in sorted({f for pair in PAIRS for f in pair}):
+        audio = normalize_volume(load_audio_channels(data / f"{name}.wav").mean(axis=0)
+                                 .astype(np.float32))
+        starts = window_starts(len(audio), config.hop_s)
+        prints[name] = speaker_prints(reference[name], [s * HOP / SAMPLE_RATE for s in starts],
+                                      encoder.embed_windows(audio, starts))
+    for first, second in PAIRS:
+        a = {who: p for who, (p, _) in prints[first].items()}
+        shared = sorted({t[2] for t in reference[first]} & {t[2] for t in reference[second]})
+        hits = []
+        for who in shared:
+            if who not in prints[second] or not a:
+                print(f"  {who}: no window of theirs in {second if a else first}")
+                continue
+            vector, windows = prints[second][who]
+            best, likeness = nearest_print(a, vector)
+            own = f"{float(a[who] @ vector):.2f}" if who in a else "no print"
+            if best == who and likeness >= config.named_voice:
+                hits.append(who)
+            print(f"  {who} in {second} ({windows} windows, in {first} "
+                  f"{prints[first][who][1] if who in prints[first] else 0}): nearest {first} "
+                  f"print {best} {likeness:.2f}, their own {own}")
+        print(f"oracle re-identification {first} -> {second}: {len(hits)} of {len(shared)}: "
+              f"{', '.join(hits) or '-'}")
 
 
 def misnamed(reference: Sequence[Turn], hypothesis: Sequence[Turn], names: set[str]

@@ -12,10 +12,12 @@ from bench.diarize import (
     der,
     grid_configs,
     misnamed,
+    nearest_print,
     oracle_turns,
     overlap_matrix,
     read_rttm,
     recognised,
+    speaker_prints,
     speech_spans,
     talk_time,
 )
@@ -89,3 +91,23 @@ def test_the_oracle_gives_each_segment_or_word_to_the_reference_speaker_of_it() 
     assert oracle_turns(reference, recording, by_word=False) == [(10.0, 18.0, "Tom")]
     assert oracle_turns(reference, recording, by_word=True) == [
         (10.0, 13.5, "Sarah"), (13.5, 18.0, "Tom")]
+
+
+def test_a_speakers_print_is_the_windows_they_fill_weighted_by_their_seconds_in_each() -> None:
+    # windows of 1.6 s at 0, 0.8 and 1.6 s: Sarah fills the first, half the second, none of the
+    # third; Tom a quarter of the second and all of the third
+    reference = [(0.0, 1.6, "Sarah"), (1.6, 2.0, "Tom"), (2.0, 3.2, "Tom"), (3.0, 3.2, "Ann")]
+    e = np.eye(3, dtype=np.float32)
+    prints = speaker_prints(reference, [0.0, 0.8, 1.6], e)
+    sarah, windows = prints["Sarah"]
+    assert windows == 2
+    assert np.allclose(sarah, np.array([1.6, 0.8, 0.0]) / np.hypot(1.6, 0.8))
+    assert prints["Tom"][1] == 2  # 0.8 s of the second window is his: half of it
+    assert "Ann" not in prints  # 0.2 s of a window is not a print
+
+
+def test_the_nearest_print_is_the_most_alike_by_cosine() -> None:
+    prints = {"Sarah": np.array([1.0, 0.0], np.float32), "Tom": np.array([0.6, 0.8], np.float32)}
+    who, likeness = nearest_print(prints, np.array([0.0, 1.0], np.float32))
+    assert who == "Tom"
+    assert likeness == pytest.approx(0.8)

@@ -12,11 +12,12 @@ from daemon.audio.format import SAMPLE_RATE
 from daemon.voices.diarize import (
     DiarizeConfig,
     NamedVoice,
+    Piece,
     SessionVoices,
     window_starts,
 )
 from daemon.voices.encoder import HOP, PARTIAL_FRAMES
-from daemon.voices.service import Said, label_segments, rejoin, split_by_voice
+from daemon.voices.service import Said, label_segments, rejoin, split_at_pieces, split_by_voice
 
 RATE = SAMPLE_RATE
 # each "voice" is a tone; the scripted encoder hears which tone fills most of a window
@@ -149,8 +150,10 @@ def test_timed_words_cut_a_segment_where_the_voice_changes_and_trim_it_to_speech
                           [Segment(0.0, 9.0, "Shall we ship? Yes, Friday.", words)])
     assert [(s.speaker, s.text, s.start, s.end) for s in said] == [
         ("Them 1", "Shall we ship?", 1.2, 4.6), ("Them 2", "Yes, Friday.", 5.3, 8.8)]
-    # by default (or without its words) the segment goes whole to one voice, silence included
-    configs = (DiarizeConfig(), DiarizeConfig(cut_at="words"), DiarizeConfig(cut_at="pieces"))
+    # not cut (or without its words to cut at) the segment goes whole to one voice, silence
+    # included
+    configs = (DiarizeConfig(cut_at="segments"), DiarizeConfig(cut_at="words"),
+               DiarizeConfig(cut_at="pieces"))
     for config, timed in zip(configs, (words, (), ()), strict=True):
         whole = label_segments(SessionVoices(config), ToneEncoder(), audio,
                                [Segment(0.0, 9.0, "Shall we ship? Yes, Friday.", timed)])
@@ -164,6 +167,32 @@ def _toward(a: np.ndarray, b: np.ndarray, cosine: float) -> np.ndarray:
     other /= np.linalg.norm(other)
     out: np.ndarray = (cosine * a + np.sqrt(1 - cosine**2) * other).astype(np.float32)
     return out
+
+
+def test_a_segment_is_cut_only_between_voices_apart() -> None:
+    ann, bob = VOICEPRINTS["ann"], VOICEPRINTS["bob"]
+    config = DiarizeConfig()
+    assert config.cut_at == "pieces"
+    voices = SessionVoices(config)
+    them1 = voices.assign(ann, 4.0)
+    # a piece cut off the end of ann's sentence that started a voice of its own, still 0.74
+    # like her (as the end of JFK's first sentence does), and a voice truly apart
+    them2 = voices.assign(_toward(ann, bob, 0.74), 1.9)
+    them3 = voices.assign(VOICEPRINTS["cy"], 2.0)
+    assert [v.session_label for v in (them1, them2, them3)] == ["Them 1", "Them 2", "Them 3"]
+    pieces = [Piece(0.0, 4.0, "Them 1", "Them 1"), Piece(4.0, 5.9, "Them 2", "Them 2"),
+              Piece(5.9, 8.0, "Them 3", "Them 3")]
+    joined = voices.join_alike(pieces)
+    assert [(p.start, p.end, p.voice) for p in joined] == [
+        (0.0, 5.9, "Them 1"), (5.9, 8.0, "Them 3")]
+    words = (Word(0.5, 3.0, "Ask"), Word(4.2, 5.5, "not."), Word(6.0, 7.5, "Yes."))
+    said = split_at_pieces(joined, [Segment(0.0, 8.0, "Ask not. Yes.", words)])
+    assert [(s.speaker, s.text, s.start, s.end) for s in said] == [
+        ("Them 1", "Ask not.", 0.0, 5.9), ("Them 3", "Yes.", 5.9, 8.0)]
+    # the longer piece gives the joined one its voice
+    longer = voices.join_alike([Piece(0.0, 1.0, "Them 1", "Them 1"),
+                                Piece(1.0, 4.0, "Them 2", "Them 2")])
+    assert [(p.start, p.end, p.voice) for p in longer] == [(0.0, 4.0, "Them 2")]
 
 
 def test_voices_that_grow_alike_are_regrouped_into_the_first_and_turns_follow() -> None:

@@ -46,14 +46,18 @@ class DiarizeConfig:
     min_new_voice_s: float = 1.2
     # where a turn is cut inside one of whisper's segments (service.label_segments):
     # "segments": never, a segment goes whole to the voice that spoke most of it;
-    # "pieces": where the voices' pieces change, each part holding the words timed in it and
-    #   spanning to the next part. On the AMI excerpts it scores better (bench.diarize
-    #   --cut-at pieces: DER 29.6% -> 28.9%, confusion 16.1 -> 14.9 s), but a false change
-    #   of voice that a whole segment hides becomes a turn: JFK's "ask not ..." is a second
-    #   speaker in a recording of one (tests/test_import_real.py), so it is not the default;
+    # "pieces" (the default): where the voices' pieces change and the two voices are apart
+    #   (SessionVoices.join_alike: less than ``change_below`` alike, the test that cut the
+    #   pieces), each part holding the words timed in it and spanning to the next part. On the
+    #   AMI excerpts (bench.diarize, whisper tiny.en's segments): DER 29.6% whole segments,
+    #   28.9% cut at every change of piece, 28.1% cut where the voices are apart (confusion
+    #   16.1 -> 14.9 -> 13.4 s). Cut at every change, a false change of voice that a whole
+    #   segment hides becomes a turn: the end of JFK's first sentence (a piece whose new voice
+    #   is 0.74 alike to the rest of him) is a second speaker in a recording of one
+    #   (tests/test_import_real.py); not apart, it is not cut;
     # "words": each timed word goes to its voice and a turn spans its words only (measured
     #   worse: the gaps between words and their coarse times count as missed speech)
-    cut_at: Literal["segments", "pieces", "words"] = "segments"
+    cut_at: Literal["segments", "pieces", "words"] = "pieces"
     # after each utterance, voices whose centroids have grown ``same_voice`` alike are merged
     # (SessionVoices.merge_alike) and their past turns relabelled
     regroup: bool = True
@@ -270,6 +274,27 @@ class SessionVoices:
         sims = [float(n.voiceprint @ voice.centroid) for n in candidates]
         k = int(np.argmax(sims))
         voice.named = candidates[k] if sims[k] >= self.config.named_voice else None
+
+    def join_alike(self, pieces: Sequence[Piece]) -> list[Piece]:
+        """Neighbouring pieces of one utterance whose session voices are not apart — at least
+        ``change_below`` alike, the test that cuts pieces — as one piece of the longer one's
+        voice. A piece is cut off where its windows differ from their neighbours', but it may
+        then start a voice of its own that is still like the voice before it (the end of a
+        sentence of one speaker: JFK's "... ask not" in tests/test_import_real.py); a turn is
+        cut only between voices the same test tells apart."""
+        by_label = {v.session_label: v for v in self.voices}
+        out: list[Piece] = []
+        for p in pieces:
+            if out:
+                q = out[-1]
+                a, b = by_label.get(q.voice), by_label.get(p.voice)
+                if (a is not None and b is not None
+                        and float(a.centroid @ b.centroid) >= self.config.change_below):
+                    keep = q if q.end - q.start >= p.end - p.start else p
+                    out[-1] = Piece(q.start, p.end, keep.label, keep.voice, keep.voice_id)
+                    continue
+            out.append(p)
+        return out
 
     def find(self, label: str) -> SessionVoice | None:
         """The voice shown as ``label`` ("Them 2" or its name), case-insensitive."""

@@ -144,7 +144,7 @@ def label_segments(voices: SessionVoices, encoder: WindowEmbedder, audio: np.nda
     pieces = voices.label_utterance(encoder, audio)
     cut_at = voices.config.cut_at
     if cut_at == "pieces":
-        return split_at_pieces(pieces, within(list(segments), duration))
+        return split_at_pieces(voices.join_alike(pieces), within(list(segments), duration))
     spoken = [Segment(min(w.start, duration), min(w.end, duration), w.text)
               for s in segments
               for w in (s.words if cut_at == "words" and s.words else (s,))]
