@@ -126,10 +126,17 @@ def said_decision(speaker: str, sentence: str) -> ExtractedAssertion | None:
         evidence=" ".join(sentence.split())[:160])
 
 
+def decisions_at(turns: Sequence[tuple[str, str]]) -> list[tuple[int, ExtractedAssertion]]:
+    """Every decision the turns (speaker, text) state, with the index of the turn that states
+    it, in transcript order."""
+    return [(i, item) for i, (speaker, text) in enumerate(turns)
+            for sentence in spoken_clauses(text, casefold=False)
+            if (item := said_decision(speaker, sentence)) is not None]
+
+
 def find_decisions(turns: Sequence[tuple[str, str]]) -> list[ExtractedAssertion]:
     """Every decision the turns (speaker, text) state in so many words, in transcript order."""
-    return [item for speaker, text in turns for sentence in spoken_clauses(text, casefold=False)
-            if (item := said_decision(speaker, sentence)) is not None]
+    return [item for _, item in decisions_at(turns)]
 
 
 # -- undertakings: commitments and tasks, read from the turn that takes them on -----------------

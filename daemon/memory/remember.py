@@ -87,9 +87,9 @@ from daemon.memory.extract import (
     Undertaking,
     already_known,
     check_assertion,
+    decisions_at,
     extraction_prompt,
     find_anchor,
-    find_decisions,
     find_undertakings,
     group_undertakings,
     normalise,
@@ -347,6 +347,13 @@ async def answer_pieces(generator: Generator, pieces: Sequence[Sequence[str]],
     return answers, failures
 
 
+def said_decisions(pairs: Sequence[tuple[str, str]]) -> list[tuple[int, ExtractedAssertion]]:
+    """The decisions a long transcript's keep takes from the words said (:func:`decisions_at`:
+    no model), with the index in ``pairs`` (speaker, text of the :func:`spoken` turns) of the
+    turn that states each; at most ``MAX_DECISIONS``, before validation."""
+    return decisions_at(pairs)[:MAX_DECISIONS]
+
+
 def read_whole(turns: Sequence[Turn]) -> bool:
     """Whether a transcript is short enough for the model to read at once for everything; a
     longer one is read in parts for its summary and in excerpts for its assertions."""
@@ -419,7 +426,7 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
     failures: list[str] = []
     undertakings: list[list[Undertaking]] = []
     if not whole:
-        extractions = [Extraction(find_decisions(pairs)[:MAX_DECISIONS])]
+        extractions = [Extraction([item for _, item in said_decisions(pairs)])]
         undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
     elif pairs:
         answered, failures = await answer_pieces(
