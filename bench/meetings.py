@@ -441,7 +441,7 @@ def keep_decisions(meeting: Meeting) -> DecisionsResult:
     from daemon.memory import archive, validate
     from daemon.memory.extract import ExtractedAssertion, Extraction, check_assertion
     from daemon.memory.pieces import merge_extractions
-    from daemon.memory.remember import read_whole, said_decisions, spoken
+    from daemon.memory.remember import read_whole, said_decisions
     from daemon.store.records import Turn
     from daemon.store.transcript import parse_transcript
 
@@ -449,11 +449,10 @@ def keep_decisions(meeting: Meeting) -> DecisionsResult:
     turns = [Turn(id=i + 1, session_id=1, seq=i, speaker=t.speaker, source="import",
                   start=t.t, end=t.end if t.end is not None else t.t, text=t.text, ref=t.ref)
              for i, t in enumerate(transcript.turns)]
-    said = spoken(turns)
-    found = [] if read_whole(turns) else said_decisions([(t.speaker, t.text) for t in said])
+    found = [] if read_whole(turns) else said_decisions(turns)
     people = validate.speakers(t.speaker for t in turns)
     texts = [t.text for t in turns]
-    where = {id(item): said[i] for i, item in found}
+    where = {id(item): turn for turn, item in found}
     kept: list[tuple[Turn, ExtractedAssertion]] = []
     for item in merge_extractions([Extraction([item for _, item in found])]):
         checked = check_assertion(item, people, texts)

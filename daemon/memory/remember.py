@@ -347,11 +347,12 @@ async def answer_pieces(generator: Generator, pieces: Sequence[Sequence[str]],
     return answers, failures
 
 
-def said_decisions(pairs: Sequence[tuple[str, str]]) -> list[tuple[int, ExtractedAssertion]]:
+def said_decisions(turns: Sequence[Turn]) -> list[tuple[Turn, ExtractedAssertion]]:
     """The decisions a long transcript's keep takes from the words said (:func:`decisions_at`:
-    no model), with the index in ``pairs`` (speaker, text of the :func:`spoken` turns) of the
-    turn that states each; at most ``MAX_DECISIONS``, before validation."""
-    return decisions_at(pairs)[:MAX_DECISIONS]
+    no model), each with the turn that states it; at most ``MAX_DECISIONS``, before
+    validation. All the turns: the "Yeah." that accepts a proposal is one."""
+    found = decisions_at([(t.speaker, t.text) for t in turns])[:MAX_DECISIONS]
+    return [(turns[i], item) for i, item in found]
 
 
 def read_whole(turns: Sequence[Turn]) -> bool:
@@ -426,7 +427,7 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
     failures: list[str] = []
     undertakings: list[list[Undertaking]] = []
     if not whole:
-        extractions = [Extraction([item for _, item in said_decisions(pairs)])]
+        extractions = [Extraction([item for _, item in said_decisions(turns)])]
         undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
     elif pairs:
         answered, failures = await answer_pieces(
