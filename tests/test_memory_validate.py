@@ -203,6 +203,7 @@ def test_a_decision_said_in_so_many_words_is_read_off_the_turn(
     "Yeah I agreed with him on that, totally, yeah.",  # no option
     "We decided that already and it works.",  # "that" was the option
     "So we decided those were the most important buttons.",  # ES2009d: which ones, said before
+    "I finally picked up a book and it's been awesome!",  # "picked up": no choice
 ])
 def test_what_settles_nothing_is_no_decision(said: str) -> None:
     assert find_decisions([("Marketing", said)]) == []
@@ -590,6 +591,9 @@ def test_a_proposal_or_requirement_the_others_accept_is_a_decision(
     meeting(("Marketing", "It should be possible to make it apparent that there are two "
                           "functions for every single button on the remote."),
             ("Project Manager", "Yeah.")),  # a stretch of the turn, not a requirement
+    # LoCoMo chats: an exhortation, not an option ("let's keep …", "let's have some fun")
+    meeting(("Maria", "Let's keep supporting each other."), ("John", "Yeah, let's!")),
+    meeting(("Maria", "Life's too short, let's have some fun!"), ("John", "Sure, Maria!")),
 ])
 def test_a_proposal_or_requirement_not_accepted_settles_nothing(
         said: list[tuple[str, str]]) -> None:

@@ -68,7 +68,8 @@ class Extraction(msgspec.Struct, frozen=True):
 
 SETTLED_SAID = re.compile(
     r"\b(?P<who>we|i|they)(?:'ve| have)?(?: all| basically| just| now| finally)? "
-    r"(?P<verb>decided|agreed|settled|chose|picked|opted)(?P<link> on| upon| to| that| for)? "
+    r"(?P<verb>decided|agreed|settled|chose|picked(?! up\b)|opted)"
+    r"(?P<link> on| upon| to| that| for)? "
     r"(?P<what>.+)"
     r"|\bconsensus (?P<clink>that|on) (?P<cwhat>.+)"
     r"|\b(?P<going>we'?re|we are|we'?ll|we will) go(?:ing)? (?:with|for) (?P<gwhat>.+)", re.I)
@@ -98,7 +99,7 @@ def _without_dangling(ws: list[str]) -> list[str]:
 def _phrase(text: str, limit: int) -> str:
     """``text`` cut at the end of its clause, at most ``limit`` words, no dangling word."""
     ws = _without_dangling(_OPTION_END.split(text, maxsplit=1)[0].split()[:limit])
-    return " ".join(ws).strip(" ,")
+    return " ".join(ws).strip(" ,!")
 
 
 def said_decision(speaker: str, sentence: str) -> ExtractedAssertion | None:
@@ -155,7 +156,7 @@ PROPOSED = re.compile(
     r"\b(?:let'?s|let us|shall we|(?:i think )?we should|i(?: would|'d)? (?:say|suggest) we|"
     r"why don'?t we)(?: just| all| then| definitely| probably| also)? "
     r"(?P<verb>go (?:with|for)|stick (?:with|to)|opt for|settle (?:on|for)|choose|pick|use|"
-    r"make it|have|include|add|aim (?:at|for)|target|keep|leave (?:out|it as)|drop)"
+    r"make it|include|add|aim (?:at|for)|target|leave (?:out|it as)|drop)"
     r" (?!to\b)(?P<what>.+)", re.I)
 # what a meeting does next, not an option of what it is about ("let's have a look", "let's go
 # for the presentations", "we should finish our talk first")
