@@ -591,6 +591,9 @@ def test_a_proposal_or_requirement_the_others_accept_is_a_decision(
     meeting(("Marketing", "It should be possible to make it apparent that there are two "
                           "functions for every single button on the remote."),
             ("Project Manager", "Yeah.")),  # a stretch of the turn, not a requirement
+    meeting(("Marketing", "So it has to be very robust. That is what the survey says, and it "
+                          "is important when you design a thing."),
+            ("Project Manager", "Yes.")),  # the answer is to what was said last
     # LoCoMo chats: an exhortation, not an option ("let's keep …", "let's have some fun")
     meeting(("Maria", "Let's keep supporting each other."), ("John", "Yeah, let's!")),
     meeting(("Maria", "Life's too short, let's have some fun!"), ("John", "Sure, Maria!")),

@@ -147,10 +147,11 @@ def _an_option(chosen: str) -> bool:
 # Much of what a meeting settles is put as a proposal — "let's go for a plastic case", "shall
 # we go with the curved one?", "I think we should stick with the basic buttons" — and settled
 # when another speaker answers it with agreement ("yeah", "okay", "sure", "I agree") and nobody
-# objects. A proposal nobody answers, answered with a question, a "but", a "no" or another
-# proposal, settles nothing; nor does one put as a condition, or one for what the meeting
-# itself does next ("let's have a look", "let's go for the presentations": no option of the
-# thing being made).
+# objects. The answer is to what its turn said last: a proposal further up a turn that goes on
+# is not what the "yeah" answers. A proposal nobody answers, or answered with a question, a
+# "but" or a "no", settles nothing; nor does one put as a condition or a hedge, one for what
+# the meeting itself does next ("let's have a look", "let's go for the presentations": no
+# option of the thing being made), or an exhortation ("let's keep supporting each other").
 
 PROPOSED = re.compile(
     r"\b(?:let'?s|let us|shall we|(?:i think )?we should|i(?: would|'d)? (?:say|suggest) we|"
@@ -261,16 +262,20 @@ def decisions_at(turns: Sequence[tuple[str, str]]) -> list[tuple[int, ExtractedA
     "Yeah." that accepts a proposal is one."""
     found = []
     for i, (speaker, text) in enumerate(turns):
-        for sentence in spoken_clauses(text, casefold=False):
-            item = (said_decision(speaker, sentence) or proposed_decision(turns, i, sentence)
-                    or required_decision(turns, i, sentence))
+        sentences = spoken_clauses(text, casefold=False)
+        for n, sentence in enumerate(sentences, 1):
+            item = said_decision(speaker, sentence)
+            if item is None and n == len(sentences):  # what the next speaker answers
+                item = (proposed_decision(turns, i, sentence)
+                        or required_decision(turns, i, sentence))
             if item is not None:
                 found.append((i, item))
     return found
 
 
 def find_decisions(turns: Sequence[tuple[str, str]]) -> list[ExtractedAssertion]:
-    """Every decision the turns (speaker, text) state in so many words, in transcript order."""
+    """Every decision the turns (speaker, text) state, or propose and the others accept, in
+    transcript order."""
     return [item for _, item in decisions_at(turns)]
 
 
