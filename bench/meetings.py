@@ -421,6 +421,7 @@ class KeptDecision:
     alternatives: list[str]
     reasoning: str
     evidence: str
+    stored: bool = True  # as an assertion too (a transcript chunk supports it)
 
 
 @dataclass
@@ -437,11 +438,19 @@ def keep_decisions(meeting: Meeting) -> DecisionsResult:
     decisions are read off the words said (``remember.said_decisions``), validated
     (``check_assertion``) and are the *Decided* section (``archive.build_archive``). What the
     model would write (summary, action items) and the reconciliation with earlier meetings'
-    assertions are left out; a short transcript (read whole by the model) keeps none here."""
+    assertions are left out; a short transcript (read whole by the model) keeps none here. A
+    decision no transcript chunk supports (``find_anchor``) is in *Decided* only, as in a keep."""
     from daemon.memory import archive, validate
-    from daemon.memory.extract import ExtractedAssertion, Extraction, check_assertion
+    from daemon.memory.extract import (
+        AnchorCandidate,
+        ExtractedAssertion,
+        Extraction,
+        check_assertion,
+        find_anchor,
+    )
     from daemon.memory.pieces import merge_extractions
     from daemon.memory.remember import read_whole, said_decisions
+    from daemon.store import chunking
     from daemon.store.records import Turn
     from daemon.store.transcript import parse_transcript
 
@@ -458,20 +467,30 @@ def keep_decisions(meeting: Meeting) -> DecisionsResult:
         checked = check_assertion(item, people, texts)
         if checked is not None and checked.kind == "decision":
             kept.append((where[id(item)], checked))
+    # stored as an assertion only when a transcript chunk supports it (the Decided section
+    # keeps it either way), as the store cuts the chunks
+    ctx = chunking.ChunkContext(date=transcript.started_at.date(), kind="transcript",
+                                title=transcript.title,
+                                participants=tuple(people))
+    chunks = [AnchorCandidate(i, c.body) for i, c in enumerate(chunking.chunk_turns(
+        [chunking.ChunkTurn(id=t.id, speaker=t.speaker, start=t.start, text=t.text)
+         for t in turns], ctx))]
+    anchored = [(t, a) for t, a in kept if find_anchor(a, chunks) is not None]
     fmt = archive.format_for("project")
     built = archive.build_archive(
         fmt, archive.ArchiveEnvelope(),
         [archive.TranscriptTurn(t.id, t.speaker, validate.fluent(t.text)) for t in turns],
         archive.stated_sections(fmt, [(a.kind, a.text) for _, a in kept]))
     stored = [StoredAssertion(a.kind, a.text, a.chosen, tuple(a.alternatives), a.reasoning)
-              for _, a in kept]
+              for _, a in anchored]
     return DecisionsResult(
         meeting=meeting.name,
         coverage=decision_coverage(decided_text(archive.render(built, fmt), stored),
                                    decision_queries(meeting.queries, meeting.name)),
         decided=list(built.sections.get("decided", [])),
         decisions=[KeptDecision(t.ref or str(t.seq), t.speaker, a.text, a.chosen,
-                                list(a.alternatives), a.reasoning, a.evidence)
+                                list(a.alternatives), a.reasoning, a.evidence,
+                                (t, a) in anchored)
                    for t, a in kept])
 
 
@@ -487,7 +506,9 @@ def decisions_report(results: Sequence[DecisionsResult]) -> list[str]:
             extra = "".join(f"; {k} {v}" for k, v in (("because", d.reasoning),
                                                       ("instead of", ", ".join(d.alternatives)))
                             if v)
-            lines.append(f"  {d.ref} {d.speaker}: {d.text} [chosen: {d.chosen}{extra}]")
+            unstored = "" if d.stored else " (Decided only: no chunk supports it)"
+            lines.append(f"  {d.ref} {d.speaker}: {d.text} [chosen: {d.chosen}{extra}]"
+                         f"{unstored}")
             lines.append(f"      said: {d.evidence}")
     covered = [r.coverage for r in results if r.coverage is not None]
     mean = f"{statistics.fmean(covered):.1f}" if covered else "-"
