@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.meetings --data ../shared/bench/qmsum-dev
         [--model NAME ...] [--models-dir DIR ...] [--only ES2006c ...] [--context TOKENS]
         [--threads N] [--json FILE]
+    .venv/bin/python -m bench.meetings --data ../shared/bench/qmsum-dev --decisions-only
 
 The data is QMSum-shaped (``../shared/bench/README.md``): one directory per series, each meeting
 in BrainCue's transcript import format, and ``queries.json`` with the gold general summary and
@@ -408,6 +409,115 @@ def score(model: str, meeting: Meeting, speakers: Sequence[str], turns: Sequence
     )
 
 
+# -- decisions only: no model ------------------------------------------------------------------
+
+
+@dataclass
+class KeptDecision:
+    ref: str  # the turn that states it (the transcript's ``ref``, else its index)
+    speaker: str
+    text: str
+    chosen: str
+    alternatives: list[str]
+    reasoning: str
+    evidence: str
+    stored: bool = True  # as an assertion too (a transcript chunk supports it)
+
+
+@dataclass
+class DecisionsResult:
+    meeting: str
+    coverage: float | None
+    decided: list[str]  # the archive's *Decided* section
+    decisions: list[KeptDecision]
+
+
+def keep_decisions(meeting: Meeting) -> DecisionsResult:
+    """The decisions a keep of a long ``meeting`` stores and its *Decided* section, and their
+    decision coverage, with the keep's own functions and no model: a long transcript's
+    decisions are read off the words said (``remember.said_decisions``), validated
+    (``check_assertion``) and are the *Decided* section (``archive.build_archive``). What the
+    model would write (summary, action items) and the reconciliation with earlier meetings'
+    assertions are left out; a short transcript (read whole by the model) keeps none here. A
+    decision no transcript chunk supports (``find_anchor``) is in *Decided* only, as in a keep."""
+    from daemon.memory import archive, validate
+    from daemon.memory.extract import (
+        AnchorCandidate,
+        ExtractedAssertion,
+        Extraction,
+        check_assertion,
+        find_anchor,
+    )
+    from daemon.memory.pieces import merge_extractions
+    from daemon.memory.remember import read_whole, said_decisions
+    from daemon.store import chunking
+    from daemon.store.records import Turn
+    from daemon.store.transcript import parse_transcript
+
+    transcript = parse_transcript(meeting.path.read_bytes())
+    turns = [Turn(id=i + 1, session_id=1, seq=i, speaker=t.speaker, source="import",
+                  start=t.t, end=t.end if t.end is not None else t.t, text=t.text, ref=t.ref)
+             for i, t in enumerate(transcript.turns)]
+    found = [] if read_whole(turns) else said_decisions(turns)
+    people = validate.speakers(t.speaker for t in turns)
+    texts = [t.text for t in turns]
+    where = {id(item): turn for turn, item in found}
+    kept: list[tuple[Turn, ExtractedAssertion]] = []
+    for item in merge_extractions([Extraction([item for _, item in found])]):
+        checked = check_assertion(item, people, texts)
+        if checked is not None and checked.kind == "decision":
+            kept.append((where[id(item)], checked))
+    # stored as an assertion only when a transcript chunk supports it (the Decided section
+    # keeps it either way), as the store cuts the chunks
+    ctx = chunking.ChunkContext(date=transcript.started_at.date(), kind="transcript",
+                                title=transcript.title,
+                                participants=tuple(people))
+    chunks = [AnchorCandidate(i, c.body) for i, c in enumerate(chunking.chunk_turns(
+        [chunking.ChunkTurn(id=t.id, speaker=t.speaker, start=t.start, text=t.text)
+         for t in turns], ctx))]
+    anchored = [(t, a) for t, a in kept if find_anchor(a, chunks) is not None]
+    fmt = archive.format_for("project")
+    built = archive.build_archive(
+        fmt, archive.ArchiveEnvelope(),
+        [archive.TranscriptTurn(t.id, t.speaker, validate.fluent(t.text)) for t in turns],
+        archive.stated_sections(fmt, [(a.kind, a.text) for _, a in kept]))
+    stored = [StoredAssertion(a.kind, a.text, a.chosen, tuple(a.alternatives), a.reasoning)
+              for _, a in anchored]
+    return DecisionsResult(
+        meeting=meeting.name,
+        coverage=decision_coverage(decided_text(archive.render(built, fmt), stored),
+                                   decision_queries(meeting.queries, meeting.name)),
+        decided=list(built.sections.get("decided", [])),
+        decisions=[KeptDecision(t.ref or str(t.seq), t.speaker, a.text, a.chosen,
+                                list(a.alternatives), a.reasoning, a.evidence,
+                                (t, a) in anchored)
+                   for t, a in kept])
+
+
+def decisions_report(results: Sequence[DecisionsResult]) -> list[str]:
+    """The lines ``--decisions-only`` prints: per meeting its coverage and each decision kept
+    with the turn that states it, then the mean over the meetings with decision queries."""
+    lines = []
+    for r in results:
+        cov = "-" if r.coverage is None else f"{r.coverage:.1f}"
+        lines.append(f"{r.meeting:<10} dcov {cov:>5}  {len(r.decisions)} kept, "
+                     f"{len(r.decided)} in Decided")
+        for d in r.decisions:
+            extra = "".join(f"; {k} {v}" for k, v in (("because", d.reasoning),
+                                                      ("instead of", ", ".join(d.alternatives)))
+                            if v)
+            unstored = "" if d.stored else " (Decided only: no chunk supports it)"
+            lines.append(f"  {d.ref} {d.speaker}: {d.text} [chosen: {d.chosen}{extra}]"
+                         f"{unstored}")
+            lines.append(f"      said: {d.evidence}")
+    covered = [r.coverage for r in results if r.coverage is not None]
+    mean = f"{statistics.fmean(covered):.1f}" if covered else "-"
+    lines.append(f"mean decision coverage {mean} over {len(covered)} meetings with decision "
+                 f"queries; {sum(len(r.decisions) for r in results)} decisions kept in "
+                 f"{len(results)} meetings")
+    return lines
+
+
 def main() -> None:
     from bench.common import default_models_dir, machine, model_speed
 
@@ -423,7 +533,16 @@ def main() -> None:
                         help="the model's context tokens (default: the settings' llm_context)")
     parser.add_argument("--only", nargs="*", default=[], help="series or meetings to keep")
     parser.add_argument("--json", type=Path, help="write every figure, archive and assertion")
+    parser.add_argument("--decisions-only", action="store_true",
+                        help="no model: the decisions each keep would store, the turns that "
+                             "state them and the decision coverage (seconds)")
     args = parser.parse_args()
+    if args.decisions_only:
+        kept = [keep_decisions(m) for m in load(args.data, args.only)]
+        print("\n".join(decisions_report(kept)))
+        if args.json:
+            args.json.write_text(json.dumps([asdict(r) for r in kept], indent=1))
+        return
     args.models_dir = [*(args.models_dir or []), default_models_dir()]
     if args.context is None:
         from daemon.config import Settings

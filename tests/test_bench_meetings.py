@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from bench.meetings import (
@@ -10,8 +13,11 @@ from bench.meetings import (
     decided_text,
     decision_coverage,
     decision_queries,
+    decisions_report,
     hygiene,
+    keep_decisions,
     label_item,
+    load,
     rouge,
 )
 from daemon.memory.archive import FORMATS
@@ -111,3 +117,39 @@ def test_decision_coverage_reads_decided_and_decision_assertions() -> None:
     coverage = decision_coverage(text, answers)
     assert coverage is not None and coverage == 100.0
     assert decision_coverage(text, []) is None
+
+
+def series(tmp_path: Path, said: list[tuple[str, str]]) -> Path:
+    """A QMSum-shaped directory of one series with one meeting ``said`` (speaker, text)."""
+    (tmp_path / "XS01").mkdir()
+    filler = "we looked at the drawings of the case and the budget for it again today"
+    turns = [{"speaker": s, "text": t, "t": float(i), "ref": f"XS01a:{i}"}
+             for i, (s, t) in enumerate([("Marketing", filler)] * 40 + said)]
+    (tmp_path / "XS01" / "XS01a.json").write_text(json.dumps(
+        {"title": "XS01a", "started_at": "2026-01-01T10:00:00Z", "activity": "project",
+         "turns": turns}))
+    (tmp_path / "XS01" / "queries.json").write_text(json.dumps([
+        {"meeting": "XS01a", "kind": "general", "query": "Summarise", "answer": "A case."},
+        {"meeting": "XS01a", "kind": "specific", "query": "What did they decide on the case?",
+         "answer": "They decided to use a rubber case because it is soft."}]))
+    return tmp_path
+
+
+def test_decisions_only_keeps_what_the_keep_would_and_scores_it(tmp_path: Path) -> None:
+    data = series(tmp_path, [("Project Manager", "So we decided to use a rubber case because "
+                                                 "it is soft."),
+                             ("Marketing", "If we decide on a yellow case we need paint.")])
+    (result,) = [keep_decisions(m) for m in load(data)]
+    assert [(d.ref, d.speaker, d.text, d.reasoning) for d in result.decisions] == [
+        ("XS01a:40", "Project Manager", "The group decided to use a rubber case.", "it is soft")]
+    assert result.decided == ["The group decided to use a rubber case."]
+    assert result.coverage is not None and result.coverage > 50
+    report = decisions_report([result])
+    assert report[-1].startswith("mean decision coverage")
+    assert "XS01a:40 Project Manager" in report[1]
+
+
+def test_decisions_only_of_a_meeting_with_none_covers_nothing(tmp_path: Path) -> None:
+    data = series(tmp_path, [("Marketing", "Have we decided on the case?")])
+    (result,) = [keep_decisions(m) for m in load(data)]
+    assert result.decisions == [] and result.decided == [] and result.coverage == 0.0

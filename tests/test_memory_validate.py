@@ -18,6 +18,7 @@ from daemon.memory.extract import (
     Undertaken,
     Undertaking,
     check_assertion,
+    decisions_at,
     extraction_prompt,
     find_decisions,
     find_undertakings,
@@ -202,6 +203,7 @@ def test_a_decision_said_in_so_many_words_is_read_off_the_turn(
     "Yeah I agreed with him on that, totally, yeah.",  # no option
     "We decided that already and it works.",  # "that" was the option
     "So we decided those were the most important buttons.",  # ES2009d: which ones, said before
+    "I finally picked up a book and it's been awesome!",  # "picked up": no choice
 ])
 def test_what_settles_nothing_is_no_decision(said: str) -> None:
     assert find_decisions([("Marketing", said)]) == []
@@ -535,3 +537,67 @@ def test_a_proposal_is_not_a_decision(text: str, is_proposal: bool) -> None:
     item = check_assertion(ExtractedAssertion(kind="decision", text=text, chosen="rubber case"),
                            PEOPLE, said)
     assert item is not None and item.kind == ("fact" if is_proposal else "decision")
+
+
+# -- a proposal or a requirement the others accept --------------------------------------------
+
+
+def meeting(*said: tuple[str, str]) -> list[tuple[str, str]]:
+    return [("Project Manager", "Okay, next point on the list then."), *said]
+
+
+@pytest.mark.parametrize(("said", "decision"), [
+    (meeting(("Marketing", "I think we should go for the rubber case, 'cause it is soft."),
+             ("Project Manager", "Mm-hmm."), ("Industrial Designer", "Yeah, sounds good.")),
+     ("The group agreed to go for the rubber case.", "the rubber case", [], "it is soft")),
+    (meeting(("Marketing", "Shall we go with the curved one?"), ("Project Manager", "Okay.")),
+     ("The group agreed to go with the curved one.", "the curved one", [], "")),
+    (meeting(("Marketing", "We should use plastic as opposed to metal."),
+             ("Project Manager", "Fine.")),
+     ("The group agreed to use plastic.", "plastic", ["metal"], "")),
+    (meeting(("Marketing", "So it has to be very robust."),
+             ("User Interface", "Okay, unbreakable.")),
+     ("The group agreed that it has to be very robust.", "very robust", [], "")),
+])
+def test_a_proposal_or_requirement_the_others_accept_is_a_decision(
+        said: list[tuple[str, str]], decision: tuple[str, str, list[str], str]) -> None:
+    ((index, found),) = decisions_at(said)
+    assert index == 1
+    assert (found.text, found.chosen, found.alternatives, found.reasoning) == decision
+    assert found.kind == "decision" and found.evidence
+
+
+@pytest.mark.parametrize("said", [
+    meeting(("Marketing", "Let's go for the rubber case.")),  # nobody answers
+    meeting(("Marketing", "Let's go for the rubber case."),
+            ("Project Manager", "For twelve Euros?")),  # answered with a question
+    meeting(("Marketing", "Let's go for the rubber case."),
+            ("Project Manager", "Yeah, but it is expensive.")),  # an objection
+    meeting(("Marketing", "Let's go for the rubber case."), ("Project Manager", "Yeah."),
+            ("Industrial Designer", "No, not rubber.")),  # agreed, then objected to
+    meeting(("Marketing", "Let's go for the rubber case."), ("Project Manager", "Mm-hmm."),
+            ("Marketing", "And the buttons are yellow.")),  # a backchannel, then goes on
+    meeting(("Marketing", "Should we go for the rubber case?"),
+            ("Project Manager", "Yeah.")),  # a question, not a proposal
+    meeting(("Marketing", "If we go for rubber, let's go for the curved case."),
+            ("Project Manager", "Yeah.")),  # a condition
+    meeting(("Marketing", "Maybe we should use colours."), ("Project Manager", "Yeah.")),
+    meeting(("Marketing", "Let's have a look at the presentations."),
+            ("Project Manager", "Okay.")),  # what the meeting does next
+    meeting(("Marketing", "Let's go for a three."), ("Project Manager", "Okay.")),  # of what?
+    meeting(("Marketing", "Take the rubber one, 'cause it has to be cheap."),
+            ("Project Manager", "Yeah.")),  # the reason for something else
+    meeting(("Marketing", "You have to be careful with it."), ("Project Manager", "Yeah.")),
+    meeting(("Marketing", "It should be possible to make it apparent that there are two "
+                          "functions for every single button on the remote."),
+            ("Project Manager", "Yeah.")),  # a stretch of the turn, not a requirement
+    meeting(("Marketing", "So it has to be very robust. That is what the survey says, and it "
+                          "is important when you design a thing."),
+            ("Project Manager", "Yes.")),  # the answer is to what was said last
+    # LoCoMo chats: an exhortation, not an option ("let's keep …", "let's have some fun")
+    meeting(("Maria", "Let's keep supporting each other."), ("John", "Yeah, let's!")),
+    meeting(("Maria", "Life's too short, let's have some fun!"), ("John", "Sure, Maria!")),
+])
+def test_a_proposal_or_requirement_not_accepted_settles_nothing(
+        said: list[tuple[str, str]]) -> None:
+    assert decisions_at(said) == []

@@ -68,16 +68,21 @@ class Extraction(msgspec.Struct, frozen=True):
 
 SETTLED_SAID = re.compile(
     r"\b(?P<who>we|i|they)(?:'ve| have)?(?: all| basically| just| now| finally)? "
-    r"(?P<verb>decided|agreed|settled|chose|picked|opted)(?P<link> on| upon| to| that| for)? "
+    r"(?P<verb>decided|agreed|settled|chose|picked(?! up\b)|opted)"
+    r"(?P<link> on| upon| to| that| for)? "
     r"(?P<what>.+)"
     r"|\bconsensus (?P<clink>that|on) (?P<cwhat>.+)"
     r"|\b(?P<going>we'?re|we are|we'?ll|we will) go(?:ing)? (?:with|for) (?P<gwhat>.+)", re.I)
 _UNSETTLED = re.compile(r"\b(not|never|n't|if|whether|unless|when|how|what|should|could|"
                         r"would|might|need to|have to|going to)\b", re.I)
-_OPTION_END = re.compile(r";| - | but | because | so that | so | if | when | which | and then "
+_OPTION_END = re.compile(r";| - | but | because |,? ?'cause | cos | so that | so | if | when "
+                         r"| as opposed to "
+                         r"| which | and then "
                          r"| or | um | uh |\.", re.I)
-_BECAUSE = re.compile(r"\bbecause (?:of )?(?P<why>[^,;.]+)", re.I)
-_INSTEAD = re.compile(r"\b(?:instead of|rather than) (?P<alt>[^,;.]+)", re.I)
+_BECAUSE = re.compile(r"(?:\bbecause|'cause|\bcos) (?:of )?(?P<why>[^,;.]+)", re.I)
+_NUMBERS = frozenset(["a", "an", "the", "zero", "one", "two", "three", "four", "five", "six",
+                      "seven", "eight", "nine", "ten", *map(str, range(11))])
+_INSTEAD = re.compile(r"\b(?:instead of|rather than|as opposed to) (?P<alt>[^,;.]+)", re.I)
 OPTION_WORDS = 10  # more is a copy of the turn, not an option
 _NOT_AN_OPTION = {"already", "yet", "before", "earlier", "it", "this", "that", "these",
                   "those", "they", "them",  # said before: "we decided those were the buttons"
@@ -94,7 +99,7 @@ def _without_dangling(ws: list[str]) -> list[str]:
 def _phrase(text: str, limit: int) -> str:
     """``text`` cut at the end of its clause, at most ``limit`` words, no dangling word."""
     ws = _without_dangling(_OPTION_END.split(text, maxsplit=1)[0].split()[:limit])
-    return " ".join(ws).strip(" ,")
+    return " ".join(ws).strip(" ,!")
 
 
 def said_decision(speaker: str, sentence: str) -> ExtractedAssertion | None:
@@ -107,7 +112,7 @@ def said_decision(speaker: str, sentence: str) -> ExtractedAssertion | None:
         return None
     rest = found.group("what") or found.group("cwhat") or found.group("gwhat") or ""
     chosen = _phrase(rest, OPTION_WORDS)
-    if not validate.real_choice(chosen) or chosen.split()[0].casefold() in _NOT_AN_OPTION:
+    if not _an_option(chosen):
         return None  # "we decided that already": "that" was the option, said before
     who = speaker if (found.group("who") or "").casefold() == "i" else "The group"
     if found.group("verb"):
@@ -117,19 +122,161 @@ def said_decision(speaker: str, sentence: str) -> ExtractedAssertion | None:
     else:
         will = found.group("going").casefold() in ("we'll", "well", "we will")
         text = f"{who} {'will go' if will else 'is going'} with {chosen}."
-    why = _BECAUSE.search(rest)
     instead = _INSTEAD.search(rest)
     return ExtractedAssertion(
         kind="decision", text=text, chosen=chosen,
         alternatives=[_phrase(instead.group("alt"), 6)] if instead else [],
-        reasoning=_phrase(why.group("why"), 12) if why else "",
+        reasoning=_reasons(rest), evidence=" ".join(sentence.split())[:160])
+
+
+def _reasons(rest: str) -> str:
+    """The reason said after a decision's option ("because …", "'cause …"), or ""."""
+    why = _BECAUSE.search(rest)
+    return _phrase(why.group("why"), 12) if why else ""
+
+
+def _an_option(chosen: str) -> bool:
+    """Whether ``chosen`` names an option: not what was said before ("that", "those"), and
+    not a bare number ("a three": of what, only the question said)."""
+    ws = chosen.casefold().split()
+    return (validate.real_choice(chosen) and ws[0] not in _NOT_AN_OPTION
+            and not all(w in _NUMBERS for w in ws))
+
+
+# -- a proposal the others accept ----------------------------------------------------------------
+# Much of what a meeting settles is put as a proposal — "let's go for a plastic case", "shall
+# we go with the curved one?", "I think we should stick with the basic buttons" — and settled
+# when another speaker answers it with agreement ("yeah", "okay", "sure", "I agree") and nobody
+# objects. The answer is to what its turn said last: a proposal further up a turn that goes on
+# is not what the "yeah" answers. A proposal nobody answers, or answered with a question, a
+# "but" or a "no", settles nothing; nor does one put as a condition or a hedge, one for what
+# the meeting itself does next ("let's have a look", "let's go for the presentations": no
+# option of the thing being made), or an exhortation ("let's keep supporting each other").
+
+PROPOSED = re.compile(
+    r"\b(?:let'?s|let us|shall we|(?:i think )?we should|i(?: would|'d)? (?:say|suggest) we|"
+    r"why don'?t we)(?: just| all| then| definitely| probably| also)? "
+    r"(?P<verb>go (?:with|for)|stick (?:with|to)|opt for|settle (?:on|for)|choose|pick|use|"
+    r"make it|include|add|aim (?:at|for)|target|leave (?:out|it as)|drop)"
+    r" (?!to\b)(?P<what>.+)", re.I)
+# what a meeting does next, not an option of what it is about ("let's have a look", "let's go
+# for the presentations", "we should finish our talk first")
+MEETING_BUSINESS = re.compile(r"\b(look|presentations?|meeting|agenda|minutes|break|lunch|talk|"
+                              r"discussion|questions?|time|turn|desktop|folder|file|e-?mail|"
+                              r"slides?)\b", re.I)
+_OPINION_END = re.compile(r",?\s*\b(?:i think|i guess|i suppose|i mean)$", re.I)
+_HEDGED = re.compile(r"\b(maybe|perhaps|possibly|probably)\b", re.I)
+_BACKCHANNEL = frozenset(["mm", "hmm", "mhm", "hm", "uh", "huh", "um", "oh"])  # "Mm-hmm."
+AGREES = re.compile(r"^(?:yeah|yes|yep|yup|okay|ok|sure|fine|agreed|alright|all right|good|"
+                    r"great|cool|definitely|absolutely|exactly|true|fair enough|sounds good|"
+                    r"good idea|i agree|that'?s fine|perfect|excellent)\b", re.I)
+OBJECTS = re.compile(r"\?|n't\b|\b(?:no|not|nope|but|instead|rather|although|though|unless|"
+                     r"what about|how about|or)\b", re.I)
+ACCEPT_TURNS = 3  # the turns after a proposal in which the others answer it
+
+
+def _substantive(text: str) -> bool:
+    """Whether a turn says more than a backchannel ("Mm-hmm.", "Uh-huh."), which answers
+    nothing."""
+    return any(w not in _BACKCHANNEL for w in re.findall(r"[^\W\d_]+", text.casefold()))
+
+
+def accepted(turns: Sequence[tuple[str, str]], index: int) -> bool:
+    """Whether the proposal in turn ``index`` is accepted: before its speaker goes on (a
+    "yeah" while someone presents is a backchannel, not an answer) and within
+    :data:`ACCEPT_TURNS` turns, the first thing another speaker says agrees, and nothing
+    another speaker says objects."""
+    proposer = turns[index][0]
+    answers = []
+    for speaker, text in turns[index + 1:index + 1 + ACCEPT_TURNS]:
+        if speaker == proposer:
+            break
+        if _substantive(text):
+            answers.append(_SPEECH_FILLER.sub("", " ".join(text.split())).strip())
+    return bool(answers) and bool(AGREES.match(answers[0])) and not any(
+        OBJECTS.search(a) for a in answers)
+
+
+def proposed_decision(turns: Sequence[tuple[str, str]], index: int,
+                      sentence: str) -> ExtractedAssertion | None:
+    """The decision a proposal in a sentence of turn ``index`` settles when the others accept
+    it (see above), or None."""
+    found = PROPOSED.search(sentence)
+    if found is None:
+        return None
+    before = sentence[:found.start()]
+    if _UNSETTLED.search(before) or _HEDGED.search(before):
+        return None  # "if we go for …, let's …": a condition; "maybe we should": a thought
+    if sentence.rstrip().endswith("?") and not re.search(r"\bshall we\b", sentence, re.I):
+        return None  # "should we go for …?" asks; "shall we go for …?" proposes
+    chosen = _phrase(found.group("what").rstrip("?"), OPTION_WORDS)
+    if (not _an_option(chosen) or MEETING_BUSINESS.search(chosen)
+            or not accepted(turns, index)):
+        return None
+    verb = found.group("verb").casefold()
+    instead = _INSTEAD.search(found.group("what"))
+    return ExtractedAssertion(
+        kind="decision", text=f"The group agreed to {verb} {chosen}.", chosen=chosen,
+        alternatives=[_phrase(instead.group("alt"), 6)] if instead else [],
+        reasoning=_reasons(found.group("what")), evidence=" ".join(sentence.split())[:160])
+
+
+# A requirement put to the group — "it has to be very robust", "the buttons should be rubber" —
+# is settled the same way: by the others' agreement, without objection. Said of the thing being
+# made (the subject is "it" or a part of it), not of a person ("you have to").
+REQUIRED = re.compile(
+    r"\b(?P<subject>it|the (?:remote(?: control)?|case|buttons?|device|product|design|screen|"
+    r"shape|material|colou?rs?))(?: really| still| also| definitely| just)? "
+    r"(?P<modal>has to|have to|must|should|needs to|need to) "
+    r"(?P<what>(?:be|have|look|feel|work)\b.+)", re.I)
+
+
+def required_decision(turns: Sequence[tuple[str, str]], index: int,
+                      sentence: str) -> ExtractedAssertion | None:
+    """The requirement a sentence of turn ``index`` puts when the others accept it, as a
+    decision of the group, or None."""
+    found = REQUIRED.search(sentence)
+    if found is None or sentence.rstrip().endswith("?"):
+        return None
+    before = sentence[:found.start()]
+    if _UNSETTLED.search(before) or _HEDGED.search(before) or _BECAUSE.search(before + " x"):
+        return None  # "… 'cause it has to work on all televisions": the reason for another
+    clause = _OPINION_END.sub("", _OPTION_END.split(found.group("what"), maxsplit=1)[0].strip())
+    what = _phrase(clause, OPTION_WORDS)
+    chosen = " ".join(what.split()[1:])  # "very robust" of "be very robust"
+    if (len(clause.split()) > OPTION_WORDS  # cut short: a stretch of the turn, not a requirement
+            or not chosen or chosen.split()[0].casefold() == "to"  # "has to have to be"
+            or not _an_option(chosen) or MEETING_BUSINESS.search(chosen)
+            or not accepted(turns, index)):
+        return None
+    subject, modal = found.group("subject").casefold(), found.group("modal").casefold()
+    return ExtractedAssertion(
+        kind="decision", text=f"The group agreed that {subject} {modal} {what}.",
+        chosen=chosen, reasoning=_reasons(found.group("what")),
         evidence=" ".join(sentence.split())[:160])
 
 
+def decisions_at(turns: Sequence[tuple[str, str]]) -> list[tuple[int, ExtractedAssertion]]:
+    """Every decision the turns (speaker, text) state, or propose and the others accept, with
+    the index of the turn that states it, in transcript order. ``turns`` are all of them: the
+    "Yeah." that accepts a proposal is one."""
+    found = []
+    for i, (speaker, text) in enumerate(turns):
+        sentences = spoken_clauses(text, casefold=False)
+        for n, sentence in enumerate(sentences, 1):
+            item = said_decision(speaker, sentence)
+            if item is None and n == len(sentences):  # what the next speaker answers
+                item = (proposed_decision(turns, i, sentence)
+                        or required_decision(turns, i, sentence))
+            if item is not None:
+                found.append((i, item))
+    return found
+
+
 def find_decisions(turns: Sequence[tuple[str, str]]) -> list[ExtractedAssertion]:
-    """Every decision the turns (speaker, text) state in so many words, in transcript order."""
-    return [item for speaker, text in turns for sentence in spoken_clauses(text, casefold=False)
-            if (item := said_decision(speaker, sentence)) is not None]
+    """Every decision the turns (speaker, text) state, or propose and the others accept, in
+    transcript order."""
+    return [item for _, item in decisions_at(turns)]
 
 
 # -- undertakings: commitments and tasks, read from the turn that takes them on -----------------

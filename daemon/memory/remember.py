@@ -87,9 +87,9 @@ from daemon.memory.extract import (
     Undertaking,
     already_known,
     check_assertion,
+    decisions_at,
     extraction_prompt,
     find_anchor,
-    find_decisions,
     find_undertakings,
     group_undertakings,
     normalise,
@@ -347,6 +347,14 @@ async def answer_pieces(generator: Generator, pieces: Sequence[Sequence[str]],
     return answers, failures
 
 
+def said_decisions(turns: Sequence[Turn]) -> list[tuple[Turn, ExtractedAssertion]]:
+    """The decisions a long transcript's keep takes from the words said (:func:`decisions_at`:
+    no model), each with the turn that states it; at most ``MAX_DECISIONS``, before
+    validation. All the turns: the "Yeah." that accepts a proposal is one."""
+    found = decisions_at([(t.speaker, t.text) for t in turns])[:MAX_DECISIONS]
+    return [(turns[i], item) for i, item in found]
+
+
 def read_whole(turns: Sequence[Turn]) -> bool:
     """Whether a transcript is short enough for the model to read at once for everything; a
     longer one is read in parts for its summary and in excerpts for its assertions."""
@@ -419,7 +427,7 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
     failures: list[str] = []
     undertakings: list[list[Undertaking]] = []
     if not whole:
-        extractions = [Extraction(find_decisions(pairs)[:MAX_DECISIONS])]
+        extractions = [Extraction([item for _, item in said_decisions(turns)])]
         undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
     elif pairs:
         answered, failures = await answer_pieces(
