@@ -29,6 +29,9 @@ A daemon subprocess runs with its own home; everything goes through the protocol
 IPC between the rounds, one import), with a table per value — paired figures, e.g.
 ``--vary ask_source_chars=500,1100,2400``.
 
+``--daemon-root DIR`` runs the daemon from another checkout (the code before a change, say,
+with a ``--home`` of its own: its store is its own), with the same client, questions and scores.
+
 ``--sample N`` / ``--offset N`` take a slice of the (shuffled, seeded) questions, so a long run can
 be split into pieces that each fit a hold of the CPU lock; ``--json FILE`` writes every answer.
 """
@@ -378,6 +381,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--home", type=Path,
                         help="keep the daemon's home here and reuse what it imported before "
                              "(a short path: its sockets live inside)")
+    parser.add_argument("--daemon-root", type=Path,
+                        help="run the daemon from this checkout (e.g. the code before a change, "
+                             "with a home of its own): the same questions, client and scores")
     args = parser.parse_args(argv)
     if args.qmsum is None and args.locomo is None:
         parser.error("give --qmsum DIR and/or --locomo FILE")
@@ -391,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.environ.setdefault("BRAINCUE_MODELS", str(default_models_dir()))
     os.environ.setdefault("BRAINCUE_CAPTURE", "off")  # a benchmark never listens
     print(f"machine: {machine()}", flush=True)
-    daemon = start_daemon(home)
+    daemon = start_daemon(home, root=args.daemon_root)
     asked: list[Asked] = []
     try:
         name, _, values = (args.vary or "").partition("=")

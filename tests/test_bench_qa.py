@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bench.common import percentile
@@ -39,3 +41,27 @@ def test_percentile_is_nearest_rank() -> None:
     values = [float(v) for v in range(1, 21)]
     assert percentile(values, 0.5) == 10.0 and percentile(values, 0.95) == 19.0
     assert percentile([3.0], 0.95) == 3.0
+
+
+def test_the_daemon_runs_from_the_checkout_given(tmp_path: Path) -> None:
+    """``start_daemon(root=...)`` (``bench.qa --daemon-root``) runs that checkout's daemon, not
+    this one: here a stand-in that says READY and writes where it runs from."""
+    from daemon.ipc.testing import start_daemon
+
+    other = tmp_path / "before"
+    (other / "daemon").mkdir(parents=True)
+    (other / "daemon" / "__init__.py").write_text("")
+    (other / "daemon" / "__main__.py").write_text(
+        "import os, pathlib, signal, socket, sys\n"
+        "pathlib.Path(os.environ['BRAINCUE_HOME'], 'ran-from').write_text(\n"
+        "    str(pathlib.Path(__file__).resolve().parents[1]))\n"
+        "with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:\n"
+        "    s.sendto(b'READY=1', os.environ['NOTIFY_SOCKET'])\n"
+        "signal.sigwait({signal.SIGTERM})\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    daemon = start_daemon(home, root=other, timeout=30)
+    try:
+        assert (home / "ran-from").read_text() == str(other.resolve())
+    finally:
+        daemon.stop()

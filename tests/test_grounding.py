@@ -447,3 +447,33 @@ def test_a_matched_question_brings_the_turns_that_answer_it() -> None:
                          matched=1, neighbours=1)
     # the two turns after it that say something ("Oh yes!" only acknowledges), none before
     assert [p.ref for p in kept] == ["D1:2", "D1:4", "D1:5"]
+
+
+def test_compact_weighs_a_word_few_turns_share_above_one_most_share() -> None:
+    from daemon.memory.grounding import compact_turns
+
+    turns = [
+        Passage("The remote control design should look fancy.", "Project Manager", "m:1"),
+        Passage("A remote control design for everybody, simple.", "Marketing", "m:2"),
+        Passage("Long battery life matters to people.", "Industrial Designer", "m:3"),
+        Passage("The remote control design needs a menu.", "User Interface", "m:4"),
+    ]
+    question = "What did the group think of the battery in the remote control design?"
+    # 'battery' (one turn) weighs more than 'remote', 'control' and 'design' (three)
+    kept = compact_turns(turns, question, matched=1, neighbours=0)
+    assert [p.ref for p in kept] == ["m:3"]
+
+
+def test_compact_prefers_the_named_speakers_turn_between_equal_matches() -> None:
+    from daemon.memory.grounding import compact_turns
+
+    turns = [
+        Passage("Buttons could go, like on phones.", "Project Manager", "m:1"),
+        Passage("Mm-hmm.", "Marketing", "m:2"),
+        Passage("Fewer buttons, then a menu.", "Marketing", "m:3"),
+    ]
+    kept = compact_turns(turns, "What did the Marketing think of buttons?", matched=1,
+                         neighbours=0)
+    assert [p.ref for p in kept] == ["m:3"]  # not m:1 (said first), not m:2 (says nothing)
+    kept = compact_turns(turns, "What was said about buttons?", matched=1, neighbours=0)
+    assert [p.ref for p in kept] == ["m:1"]  # nobody named: the first of the equal matches

@@ -58,8 +58,10 @@ def daemon_env(home: Path, **extra: str) -> dict[str, str]:
 
 def start_daemon(home: Path, *, profile: str = "default", timeout: float = 60.0,
                  args: Sequence[str] = (), env: Mapping[str, str] | None = None,
-                 command: Sequence[str] | None = None) -> DaemonProcess:
-    """Run ``python -m daemon`` (or ``command``, a daemon with scripted models say) and return
+                 command: Sequence[str] | None = None, root: Path | None = None
+                 ) -> DaemonProcess:
+    """Run ``python -m daemon`` (or ``command``, a daemon with scripted models say) from the
+    checkout ``root`` (default: this one; another is, e.g., the code before a change) and return
     once it sent READY=1 to its NOTIFY_SOCKET."""
     notify_path = home / f"notify-{uuid.uuid4().hex[:8]}.sock"
     log_path = home / f"daemon-{uuid.uuid4().hex[:8]}.log"
@@ -68,7 +70,8 @@ def start_daemon(home: Path, *, profile: str = "default", timeout: float = 60.0,
         process = subprocess.Popen(
             list(command) if command is not None else daemon_command(profile, *args),
             env=daemon_env(home, NOTIFY_SOCKET=str(notify_path), **(env or {})),
-            cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            cwd=PROJECT_ROOT if root is None else root,
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
         )
         started = DaemonProcess(process, home, log_path)
         deadline = time.monotonic() + timeout

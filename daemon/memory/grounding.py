@@ -33,8 +33,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import Literal
 
@@ -234,8 +236,10 @@ def compact_turns(
 ) -> tuple[Passage, ...]:
     """The turns of a transcript passage that bear on ``question``, instead of all of them.
 
-    The ``matched`` turns sharing most content words with the question (a turn shares none:
-    not matched; when none does, the one saying most), each with up to ``neighbours`` turns
+    The ``matched`` turns sharing most content words with the question — each word weighed by
+    how few of the turns share it (inverse turn frequency), and on a tie the turn said by the
+    speaker the question names first (a turn shares none: not matched; when none does, the one
+    saying most) — each with up to ``neighbours`` turns
     either side that say something (a turn without a content word — "Mm-hmm.", "Okay." — is
     no context and is skipped, not counted; a matched turn that asks a question takes one
     more turn after it instead of those before: its answer), in their order, within
@@ -247,8 +251,18 @@ def compact_turns(
         return ()
     wanted = content_words(question)
     words = [content_words(t.text) - _BACKCHANNEL for t in turns]
-    shared = [sum(1 for w in wanted if shares_word({w}, have)) for have in words]
-    order = sorted((i for i in range(len(turns)) if shared[i]), key=lambda i: (-shared[i], i))
+    hits = [{w for w in wanted if shares_word({w}, have)} for have in words]
+    # a word most turns share ("remote", "design" in a meeting about a remote's design) tells
+    # the turns apart less than one a few share ("battery")
+    spread = Counter(w for found in hits for w in found)
+    weight = {w: math.log((len(turns) + 1) / n) for w, n in spread.items()}
+    shared = [sum(weight[w] for w in found) for found in hits]
+    # between turns that match as well, the one said by whom the question names ("What did
+    # the Marketing think of ...?")
+    named = [bool(words[i]) and bool(t.speaker) and shares_word(wanted, content_words(t.speaker))
+             for i, t in enumerate(turns)]
+    order = sorted((i for i in range(len(turns)) if shared[i]),
+                   key=lambda i: (-shared[i], -named[i], i))
     if not order:
         order = [max(range(len(turns)), key=lambda i: (len(words[i]), -i))]
     chosen: dict[int, Passage] = {}
