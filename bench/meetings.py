@@ -435,21 +435,14 @@ class DecisionsResult:
 def keep_decisions(meeting: Meeting) -> DecisionsResult:
     """The decisions a keep of a long ``meeting`` stores and its *Decided* section, and their
     decision coverage, with the keep's own functions and no model: a long transcript's
-    decisions are read off the words said (``remember.said_decisions``), validated
-    (``check_assertion``) and are the *Decided* section (``archive.build_archive``). What the
+    decisions are read off the words said and validated (``remember.checked_decisions``, as
+    the keep does) and are the *Decided* section (``archive.build_archive``). What the
     model would write (summary, action items) and the reconciliation with earlier meetings'
     assertions are left out; a short transcript (read whole by the model) keeps none here. A
     decision no transcript chunk supports (``find_anchor``) is in *Decided* only, as in a keep."""
     from daemon.memory import archive, validate
-    from daemon.memory.extract import (
-        AnchorCandidate,
-        ExtractedAssertion,
-        Extraction,
-        check_assertion,
-        find_anchor,
-    )
-    from daemon.memory.pieces import merge_extractions
-    from daemon.memory.remember import read_whole, said_decisions
+    from daemon.memory.extract import AnchorCandidate, ExtractedAssertion, find_anchor
+    from daemon.memory.remember import checked_decisions, read_whole
     from daemon.store import chunking
     from daemon.store.records import Turn
     from daemon.store.transcript import parse_transcript
@@ -458,15 +451,9 @@ def keep_decisions(meeting: Meeting) -> DecisionsResult:
     turns = [Turn(id=i + 1, session_id=1, seq=i, speaker=t.speaker, source="import",
                   start=t.t, end=t.end if t.end is not None else t.t, text=t.text, ref=t.ref)
              for i, t in enumerate(transcript.turns)]
-    found = [] if read_whole(turns) else said_decisions(turns)
     people = validate.speakers(t.speaker for t in turns)
-    texts = [t.text for t in turns]
-    where = {id(item): turn for turn, item in found}
-    kept: list[tuple[Turn, ExtractedAssertion]] = []
-    for item in merge_extractions([Extraction([item for _, item in found])]):
-        checked = check_assertion(item, people, texts)
-        if checked is not None and checked.kind == "decision":
-            kept.append((where[id(item)], checked))
+    kept: list[tuple[Turn, ExtractedAssertion]] = [] if read_whole(turns) else [
+        (t, a) for t, a in checked_decisions(turns) if a.kind == "decision"]
     # stored as an assertion only when a transcript chunk supports it (the Decided section
     # keeps it either way), as the store cuts the chunks
     ctx = chunking.ChunkContext(date=transcript.started_at.date(), kind="transcript",

@@ -27,7 +27,7 @@ from daemon.memory.extract import (
     spoken_clauses,
     undertaking_assertion,
 )
-from daemon.memory.remember import extract, summarise
+from daemon.memory.remember import checked_decisions, extract, summarise
 from daemon.store.records import Session, Turn
 
 TURNS = ["So we go for the rubber case then because the users in the survey said they want "
@@ -312,6 +312,11 @@ async def test_a_long_transcripts_decisions_need_no_model() -> None:
     assert [(i.kind, i.text, i.chosen) for i in items] == [
         ("decision", "The group decided to go with the rubber case.",
          "go with the rubber case")]  # said six times: kept once
+    # the keep's decisions and the bench's (bench.meetings --decisions-only) are one function:
+    # the decision with the turn that first states it
+    turns = long_turns()
+    assert [(t.seq, i.text) for t, i in checked_decisions(turns)] == [
+        (3, "The group decided to go with the rubber case.")]
     assert extraction_prompt("x", ["a"], memory_enabled=False)[1]["content"].count("[1]") == 1
 
 

@@ -207,10 +207,16 @@ def merge_extractions(extractions: Sequence[Extraction]) -> list[ExtractedAssert
     merged: list[ExtractedAssertion] = []
     for extraction in extractions:
         for item in extraction.assertions:
-            if item.text.strip() and not any(
-                    m.kind == item.kind and same_item(m.text, item.text) for m in merged):
+            if not repeats(item, merged):
                 merged.append(item)
     return merged
+
+
+def repeats(item: ExtractedAssertion, earlier: Sequence[ExtractedAssertion]) -> bool:
+    """Whether ``item`` says nothing (an empty text) or what one of ``earlier`` of its kind
+    already says."""
+    return not item.text.strip() or any(
+        m.kind == item.kind and same_item(m.text, item.text) for m in earlier)
 
 
 def salvage_json(partial: str) -> list[str]:

@@ -104,6 +104,7 @@ from daemon.memory.pieces import (
     merge_envelopes,
     merge_extractions,
     reading_lines,
+    repeats,
     salvage_json,
     split_even,
     transcript_budget,
@@ -355,6 +356,24 @@ def said_decisions(turns: Sequence[Turn]) -> list[tuple[Turn, ExtractedAssertion
     return [(turns[i], item) for i, item in found]
 
 
+def checked_decisions(turns: Sequence[Turn]) -> list[tuple[Turn, ExtractedAssertion]]:
+    """The decisions of a long transcript as its keep stores them (:func:`said_decisions`,
+    each said once and validated by :func:`check_assertion`, which keeps one that only
+    reports a proposal as a fact), each with the turn that states it."""
+    people = validate.speakers(t.speaker for t in turns)
+    texts = [t.text for t in turns]
+    said: list[ExtractedAssertion] = []
+    kept: list[tuple[Turn, ExtractedAssertion]] = []
+    for turn, item in said_decisions(turns):
+        if repeats(item, said):
+            continue
+        said.append(item)
+        checked = check_assertion(item, people, texts)
+        if checked is not None:
+            kept.append((turn, checked))
+    return kept
+
+
 def read_whole(turns: Sequence[Turn]) -> bool:
     """Whether a transcript is short enough for the model to read at once for everything; a
     longer one is read in parts for its summary and in excerpts for its assertions."""
@@ -425,9 +444,10 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
     whole = read_whole(turns)  # short: its own context
     extractions: list[Extraction] = []
     failures: list[str] = []
+    decisions: list[ExtractedAssertion] = []  # checked already
     undertakings: list[list[Undertaking]] = []
     if not whole:
-        extractions = [Extraction([item for _, item in said_decisions(turns)])]
+        decisions = [item for _, item in checked_decisions(turns)]
         undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
     elif pairs:
         answered, failures = await answer_pieces(
@@ -460,12 +480,12 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
             else:
                 taken.append(item)
         steps(n, total)
-    if failures and not (extractions or taken):
+    if failures and whole and not extractions:
         raise EngineError(failures[0])
     texts = [t.text for t in turns]
     merged = merge_extractions([*extractions, Extraction(taken)])
-    checked = (check_assertion(i, people, texts) for i in merged)
-    return [standing_claim(i) for i in checked if i is not None][:MAX_EXTRACTED]
+    checked = [i for i in (check_assertion(i, people, texts) for i in merged) if i is not None]
+    return [standing_claim(i) for i in [*decisions, *checked]][:MAX_EXTRACTED]
 
 
 # -- the service ---------------------------------------------------------------------------------
