@@ -1,7 +1,8 @@
 """Speaker diarisation figures on real meeting audio (AMI excerpts with an RTTM reference).
 
     .venv/bin/python -m bench.diarize --data ../shared/audio/ami-excerpts [--models DIR]
-        [--cache segments.json] [--speech whisper|vad|reference]
+        [--cache segments.json] [--voice resemblyzer|campplus-zh-en]
+        [--speech whisper|vad|reference]
         [--detect silero|silero-cuts|loudness]
         [--hop 0.4 --change 0.7 --same 0.8 --min-new 1.2 --named 0.8]
         [--cut-at pieces|segments|words] [--no-regroup]
@@ -59,7 +60,8 @@ from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.silero import SileroModel
 from daemon.audio.vad import VadConfig
 from daemon.live.pipeline import segment_tracks
-from daemon.models.registry import resolve_model
+from daemon.models.registry import pick_installed, resolve_model
+from daemon.voices.campplus import CampplusEncoder
 from daemon.voices.diarize import (
     WINDOW_S,
     DiarizeConfig,
@@ -286,7 +288,7 @@ class CachedEmbedder:
     """The encoder, remembering each utterance's windows: a grid labels the same audio many
     times over."""
 
-    def __init__(self, encoder: VoiceEncoder) -> None:
+    def __init__(self, encoder: WindowEmbedder) -> None:
         self.encoder = encoder
         self._known: dict[tuple[int, bytes, tuple[int, ...]], Vectors] = {}
 
@@ -387,6 +389,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--same", type=float, default=defaults.same_voice)
     parser.add_argument("--min-new", type=float, default=defaults.min_new_voice_s)
     parser.add_argument("--named", type=float, default=defaults.named_voice)
+    parser.add_argument("--voice", default="",
+                        help="the voice model (registry name): resemblyzer (GE2E, the daemon's) "
+                             "or campplus-zh-en (CAM++, bench only so far: its likeness needs "
+                             "its own thresholds, e.g. --change 0.4 --same 0.5 --named 0.5)")
     parser.add_argument("--speech", choices=("whisper", "vad", "reference"), default="whisper",
                         help="the turns an import stores (VAD, whisper, voices), every piece of "
                              "the VAD's utterances, or the reference's speech (the voices alone)")
@@ -436,7 +442,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         regroup=not args.no_regroup,
     )
     models = args.models or default_models_dir()
-    encoder = VoiceEncoder.load(resolve_model("voice", "", models))
+    voice = pick_installed("voice", models, args.voice)
+    encoder: WindowEmbedder = (CampplusEncoder if voice.name == "campplus-zh-en"
+                               else VoiceEncoder).load(models / voice.filename)
+    print(f"voice model {voice.name}")
     reference = read_rttm((args.data / "reference.rttm").read_text())
     transcripts = Transcripts(models, args.cache) if args.speech == "whisper" else None
     vad = VadConfig(speech_model=None if args.detect == "loudness"

