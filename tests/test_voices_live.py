@@ -71,6 +71,19 @@ async def test_without_a_voice_model_transcription_goes_on_and_says_why_once(
     store.close()
 
 
+def test_another_voice_model_installed_alone_is_not_loaded_as_the_voices_encoder(
+    store: Store, tmp_path: Path
+) -> None:
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "campplus-zh-en.npz").write_bytes(b"CAM++ is bench.diarize's so far")
+    voices = Voices(store, lambda: Settings(auto_start=False), models)
+    assert voices.encoder() is None
+    assert voices.status() == ("unavailable: model resemblyzer is not installed — run "
+                               "`braincue models install resemblyzer`")
+    store.close()
+
+
 async def test_with_voices_switched_off_the_loopback_is_them_and_nothing_is_held(
     autojump_clock: trio.testing.MockClock, store: Store
 ) -> None:

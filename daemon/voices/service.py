@@ -38,6 +38,7 @@ from daemon.voices.diarize import (
 from daemon.voices.encoder import VoiceEncoder
 
 log = logging.getLogger(__name__)
+VOICE_MODEL = "resemblyzer"  # the registry entry of the encoder the voices run
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,9 @@ class Voices:
         """The voice encoder, loaded on first use; None (said once in the log) without one."""
         if self._encoder is None and self._model_error is None:
             try:
-                path = resolve_model("voice", "", self.models_dir)
+                # by name: the voices run GE2E's encoder and its thresholds (CAM++, also a voice
+                # model, is bench.diarize's so far)
+                path = resolve_model("voice", VOICE_MODEL, self.models_dir)
                 self._encoder = VoiceEncoder.load(path)
             except BrainCueError as e:
                 self._model_error = str(e)
