@@ -361,6 +361,42 @@ def test_compact_cuts_a_long_matched_turn_around_its_matching_sentence() -> None
     assert "The battery must be rechargeable." in kept[0].text and kept[0].ref == "m:1"
 
 
+CHAT = [
+    Passage("Hey Maria! I joined a service group last week.", "John", "c:1"),
+    Passage("Wow, John! That's awesome! How did the volunteering go?", "Maria", "c:2"),
+    Passage("Thanks, Maria! We gave out food at a homeless shelter.", "John", "c:3"),
+    Passage("Thanks, John!", "Maria", "c:4"),
+    Passage("I also started a toy drive for kids.", "John", "c:5"),
+]
+
+
+def test_a_sentence_that_only_greets_thanks_or_praises_is_left_out() -> None:
+    from daemon.memory.grounding import without_phatic
+
+    names = {"john", "maria"}
+    assert without_phatic(CHAT[1], names).text == "How did the volunteering go?"
+    assert without_phatic(CHAT[2], names).text == "We gave out food at a homeless shelter."
+    assert without_phatic(CHAT[2], names).ref == "c:3"  # speaker and ref kept
+    # a turn of nothing else stays whole; a name alone, or a topic's word, is no greeting
+    assert without_phatic(CHAT[3], names) == CHAT[3]
+    design = Passage("Design. Thanks!", "Marketing")
+    assert without_phatic(design, {"market"}).text == "Design."
+    assert without_phatic(Passage("Good luck with the launch! It ships Friday."), ()).text \
+        == "Good luck with the launch! It ships Friday."
+
+
+def test_compact_reads_chat_turns_without_their_greetings_and_skips_a_thanks() -> None:
+    from daemon.memory.grounding import compact_turns
+
+    kept = compact_turns(CHAT, "What did John do at the shelter?", matched=1, neighbours=1)
+    # matched c:3 (shelter); its neighbours: c:2 before, and c:5 after ("Thanks, John!" says
+    # nothing); the greetings are gone from every turn read
+    assert [p.ref for p in kept] == ["c:2", "c:3", "c:5"]
+    assert [p.text for p in kept] == ["How did the volunteering go?",
+                                      "We gave out food at a homeless shelter.",
+                                      "I also started a toy drive for kids."]
+
+
 def test_the_prompt_opens_with_the_live_conversation_then_the_recalled_sources() -> None:
     from daemon.memory.grounding import prompt_prefix
 

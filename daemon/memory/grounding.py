@@ -226,6 +226,31 @@ _BACKCHANNEL = content_words("""
 """)
 
 
+# Words of a sentence that only greets, thanks, praises or acknowledges ("Thanks, Maria!", "Wow,
+# that's awesome!", "Good luck!"): with the names of who is talking, a sentence of them alone
+# carries nothing a question could be answered from.
+_PHATIC = _BACKCHANNEL | content_words("""
+    hey hi hello bye thanks thank congrats congratulations awesome amazing cool great wow nice
+    glad lol haha omg oh yay woohoo yum incredible fantastic wonderful sweet luck proud
+""")
+
+
+def without_phatic(turn: Passage, names: Collection[str] = ()) -> Passage:
+    """``turn`` without its sentences that only greet, thank, praise or acknowledge: a
+    sentence whose content words are all such words or ``names`` (the speakers' names,
+    content-word form), one of them at least such a word ("Thanks, Maria!" goes, "Design."
+    stays). A turn of nothing else is left whole: it is skipped as context where it is read."""
+    units = [s.strip() for s in _SENTENCE.findall(turn.text) if s.strip()]
+    kept = [s for s in units if not _only_phatic(content_words(s), names)]
+    if not kept or len(kept) == len(units):
+        return turn
+    return msgspec.structs.replace(turn, text=" ".join(kept))
+
+
+def _only_phatic(said: set[str], names: Collection[str]) -> bool:
+    return bool(said & _PHATIC) and said <= _PHATIC | set(names)
+
+
 def compact_turns(
     turns: Sequence[Passage],
     question: str,
@@ -240,17 +265,24 @@ def compact_turns(
     how few of the turns share it (inverse turn frequency), and on a tie the turn said by the
     speaker the question names first (a turn shares none: not matched; when none does, the one
     saying most) — each with up to ``neighbours`` turns
-    either side that say something (a turn without a content word — "Mm-hmm.", "Okay." — is
-    no context and is skipped, not counted; a matched turn that asks a question takes one
+    either side that say something (a turn without a content word — "Mm-hmm.", "Okay.",
+    "Thanks, Maria!" — is no context and is skipped, not counted; a matched turn that asks a
+    question takes one
     more turn after it instead of those before: its answer), in their order, within
     ``limit`` characters:
     the best match first, then its neighbours, then the next match. A matched turn longer than
-    :data:`MAX_TURN_CHARS` is cut around its matching words.
+    :data:`MAX_TURN_CHARS` is cut around its matching words. Every turn is read without its
+    sentences that only greet, thank or praise (:func:`without_phatic`): in a chat most turns
+    open with one ("Wow, John! That's awesome!"), and the characters go to what was said.
     """
     if not turns:
         return ()
+    names = {w for t in turns for w in content_words(t.speaker)}
+    turns = [without_phatic(t, names) for t in turns]
     wanted = content_words(question)
-    words = [content_words(t.text) - _BACKCHANNEL for t in turns]
+    # a turn that only acknowledges or thanks ("Mm-hmm.", "Thanks, Maria!") says nothing
+    words = [set() if _only_phatic(said := content_words(t.text), names) else said - _BACKCHANNEL
+             for t in turns]
     hits = [{w for w in wanted if shares_word({w}, have)} for have in words]
     # a word most turns share ("remote", "design" in a meeting about a remote's design) tells
     # the turns apart less than one a few share ("battery")
