@@ -23,7 +23,6 @@ runs it once over the utterance and passes each window's slice of it through the
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,7 @@ import numpy.typing as npt
 
 from daemon.errors import ModelError
 from daemon.models.convert_campplus import EXPECTED_SHAPES, N_TENSORS
-from daemon.voices.encoder import HOP, PARTIAL_FRAMES
+from daemon.voices.encoder import HOP, PARTIAL_FRAMES, read_voice_model
 
 Audio = npt.NDArray[np.float32]
 Vectors = npt.NDArray[np.float32]
@@ -164,14 +163,7 @@ class CampplusEncoder:
     @classmethod
     def load(cls, path: Path) -> CampplusEncoder:
         """Raises ModelError (one line, with the fix) for a missing or unreadable file."""
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                weights = {name: archive[name] for name in archive.files}
-        except FileNotFoundError as exc:
-            raise ModelError(f"the voice model {path} is missing", fix=_FIX) from exc
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-            raise ModelError(f"the voice model {path} is corrupt ({exc})", fix=_FIX) from exc
-        return cls(weights)
+        return cls(read_voice_model(path, _FIX))
 
     def _bn(self, x: Vectors, prefix: str, relu: bool = True) -> Vectors:
         scale, shift = self._norm[prefix]

@@ -97,6 +97,18 @@ class _Layer:
     bias: Vectors  # (1024,)
 
 
+
+def read_voice_model(path: Path, fix: str) -> dict[str, npt.NDArray[np.float32]]:
+    """The arrays of a converted voice model (``.npz``); a missing or unreadable file is a
+    one-line ModelError with ``fix``."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return {name: archive[name] for name in archive.files}
+    except FileNotFoundError as exc:
+        raise ModelError(f"the voice model {path} is missing", fix=fix) from exc
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise ModelError(f"the voice model {path} is corrupt ({exc})", fix=fix) from exc
+
 class VoiceEncoder:
     """The speaker encoder; ``embed_windows`` for diarisation, ``embed_utterance`` for one
     voice."""
@@ -122,14 +134,7 @@ class VoiceEncoder:
     @classmethod
     def load(cls, path: Path) -> VoiceEncoder:
         """Raises ModelError (one line, with the fix) for a missing or unreadable file."""
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                weights = {name: archive[name] for name in archive.files}
-        except FileNotFoundError as exc:
-            raise ModelError(f"the voice model {path} is missing", fix=_FIX) from exc
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-            raise ModelError(f"the voice model {path} is corrupt ({exc})", fix=_FIX) from exc
-        return cls(weights)
+        return cls(read_voice_model(path, _FIX))
 
     def embed_mels(self, mels: Vectors) -> Vectors:
         """Embeddings of a batch of mel windows ``(batch, frames, 40)``: ``(batch, 256)``."""
