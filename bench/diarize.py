@@ -12,7 +12,9 @@ Each file goes through what `braincue import` of a mono file does: the daemon's 
 into utterances (kept where the Silero model hears a voice; ``--detect loudness``: the energy
 detector alone, as the daemon runs without the model), whisper transcribes them (the best
 installed speech model, as the daemon picks it), and :class:`daemon.voices.service.Voices`
-labels the transcribed segments ("Them 1", ...) as one session: the hypothesis is the turns
+labels the transcribed segments ("Them 1", ...) as one session — with the daemon's voice model
+(the best installed: CAM++, then GE2E; ``--voice`` another) and that model's thresholds
+(``daemon.voices.service.ENCODERS``; each flag overrides one): the hypothesis is the turns
 that would be stored. ``--speech vad`` scores every piece of every VAD utterance instead (no
 whisper), ``--speech reference`` the reference's speech regions (the voices alone). Whisper's
 segments are cached (``--cache``), so tuning the
