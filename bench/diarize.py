@@ -1,10 +1,10 @@
 """Speaker diarisation figures on real meeting audio (AMI excerpts with an RTTM reference).
 
     .venv/bin/python -m bench.diarize --data ../shared/audio/ami-excerpts [--models DIR]
-        [--cache segments.json] [--voice resemblyzer|campplus-zh-en]
+        [--cache segments.json] [--voice campplus-zh-en|resemblyzer]
         [--speech whisper|vad|reference]
         [--detect silero|silero-cuts|loudness]
-        [--hop 0.4 --change 0.7 --same 0.8 --min-new 1.2 --named 0.8]
+        [--hop 0.4 --change 0.4 --same 0.5 --min-new 1.2 --named 0.5]
         [--cut-at pieces|segments|words] [--no-regroup]
         [--grid "same=0.75,0.8"]
 
@@ -12,7 +12,9 @@ Each file goes through what `braincue import` of a mono file does: the daemon's 
 into utterances (kept where the Silero model hears a voice; ``--detect loudness``: the energy
 detector alone, as the daemon runs without the model), whisper transcribes them (the best
 installed speech model, as the daemon picks it), and :class:`daemon.voices.service.Voices`
-labels the transcribed segments ("Them 1", ...) as one session: the hypothesis is the turns
+labels the transcribed segments ("Them 1", ...) as one session — with the daemon's voice model
+(the best installed: CAM++, then GE2E; ``--voice`` another) and that model's thresholds
+(``daemon.voices.service.ENCODERS``; each flag overrides one): the hypothesis is the turns
 that would be stored. ``--speech vad`` scores every piece of every VAD utterance instead (no
 whisper), ``--speech reference`` the reference's speech regions (the voices alone). Whisper's
 segments are cached (``--cache``), so tuning the
@@ -61,7 +63,6 @@ from daemon.audio.silero import SileroModel
 from daemon.audio.vad import VadConfig
 from daemon.live.pipeline import segment_tracks
 from daemon.models.registry import pick_installed, resolve_model
-from daemon.voices.campplus import CampplusEncoder
 from daemon.voices.diarize import (
     WINDOW_S,
     DiarizeConfig,
@@ -71,8 +72,8 @@ from daemon.voices.diarize import (
     WindowEmbedder,
     window_starts,
 )
-from daemon.voices.encoder import HOP, VoiceEncoder, normalize_volume
-from daemon.voices.service import label_segments
+from daemon.voices.encoder import HOP, normalize_volume
+from daemon.voices.service import ENCODERS, label_segments
 
 # the issue's pairs, then the other excerpts that share speakers (MÉO069 in all three, MEE067
 # in trn00 and trn03, MEE068 in trn00 and trn01): a check on what the first two tuned
@@ -382,17 +383,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/audio/ami-excerpts"))
     parser.add_argument("--models", type=Path, default=None)
-    defaults = DiarizeConfig()
-    parser.add_argument("--hop", type=float, default=defaults.hop_s)
-    parser.add_argument("--change", type=float, default=defaults.change_below)
-    parser.add_argument("--min-piece", type=float, default=defaults.min_piece_s)
-    parser.add_argument("--same", type=float, default=defaults.same_voice)
-    parser.add_argument("--min-new", type=float, default=defaults.min_new_voice_s)
-    parser.add_argument("--named", type=float, default=defaults.named_voice)
+    # the thresholds: each one not given is the voice model's own, as the daemon runs it
+    # (daemon.voices.service.ENCODERS)
+    for flag in ("--hop", "--change", "--min-piece", "--same", "--min-new", "--named"):
+        parser.add_argument(flag, type=float, default=None)
     parser.add_argument("--voice", default="",
-                        help="the voice model (registry name): resemblyzer (GE2E, the daemon's) "
-                             "or campplus-zh-en (CAM++, bench only so far: its likeness needs "
-                             "its own thresholds, e.g. --change 0.4 --same 0.5 --named 0.5)")
+                        help="the voice model (registry name): campplus-zh-en (CAM++) or "
+                             "resemblyzer (GE2E); default: the daemon's, the best installed")
     parser.add_argument("--speech", choices=("whisper", "vad", "reference"), default="whisper",
                         help="the turns an import stores (VAD, whisper, voices), every piece of "
                              "the VAD's utterances, or the reference's speech (the voices alone)")
@@ -404,7 +401,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-regroup", action="store_true",
                         help="never merge a session's voices that grow alike (regroup)")
     parser.add_argument("--cut-at", choices=("pieces", "segments", "words"),
-                        default=defaults.cut_at,
+                        default=DiarizeConfig().cut_at,
                         help="where a turn is cut inside one of whisper's segments: where the "
                              "voices' pieces change, never, or at each timed word (cut_at)")
     parser.add_argument("--cache", type=Path, default=None,
@@ -431,20 +428,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error("needs pyannote.metrics (bench only): .venv/bin/pip install pyannote.metrics")
     if args.oracle and args.speech != "whisper":
         parser.error("--oracle labels whisper's segments: it needs --speech whisper")
-    config = DiarizeConfig(
-        hop_s=args.hop,
-        change_below=args.change,
-        min_piece_s=args.min_piece,
-        same_voice=args.same,
-        min_new_voice_s=args.min_new,
-        named_voice=args.named,
-        cut_at=args.cut_at,
-        regroup=not args.no_regroup,
-    )
     models = args.models or default_models_dir()
     voice = pick_installed("voice", models, args.voice)
-    encoder: WindowEmbedder = (CampplusEncoder if voice.name == "campplus-zh-en"
-                               else VoiceEncoder).load(models / voice.filename)
+    model = ENCODERS[voice.name]
+    encoder: WindowEmbedder = model.load(models / voice.filename)
+    given = {"hop_s": args.hop, "change_below": args.change, "min_piece_s": args.min_piece,
+             "same_voice": args.same, "min_new_voice_s": args.min_new,
+             "named_voice": args.named}
+    config = replace(model.config, cut_at=args.cut_at, regroup=not args.no_regroup,
+                     **{k: v for k, v in given.items() if v is not None})
     print(f"voice model {voice.name}")
     reference = read_rttm((args.data / "reference.rttm").read_text())
     transcripts = Transcripts(models, args.cache) if args.speech == "whisper" else None

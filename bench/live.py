@@ -61,6 +61,7 @@ from daemon.ipc.protocol import (
     Status,
     Stop,
     TurnEvent,
+    VoicesList,
 )
 from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
 
@@ -215,6 +216,7 @@ class Result:
     stages: dict[str, float] = field(default_factory=dict)  # the daemon's p50 per stage
     keep_state: str = ""  # with a keep in the background: how it stood at the end of the call
     threads_by_nice: str = ""
+    voices: str = ""  # `voices list`'s state and the encoder telling "them" apart
 
 
 def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
@@ -280,6 +282,8 @@ def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
         keep_state = "" if background is None else (
             f"{background.state(client)} after {time.monotonic() - background.started:.0f} s")
         status = client.request(Status())
+        listed = client.request(VoicesList())
+        voices_state = f"{listed.state} ({listed.model_id})" if listed.model_id else listed.state
         stopped = client.request(Stop())
         cpu = cpu_seconds(daemon.pid) - cpu_before
         wall = time.monotonic() - wall_before
@@ -305,7 +309,7 @@ def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
                       rtf=status.live.asr_real_time_factor, cpu_percent=100 * cpu / wall,
                       wall_s=wall, rss_mb=rss, dropped=status.live.dropped_blocks,
                       wer=word_error_rate(reference, heard), stages=status.live.stages_p50_s,
-                      keep_state=keep_state,
+                      keep_state=keep_state, voices=voices_state,
                       threads_by_nice=", ".join(f"{n} at {nice}"
                                                 for nice, n in priorities.items()))
     finally:
@@ -335,6 +339,7 @@ def report(results: list[Result]) -> None:
     def row(name: str, cells: list[str]) -> None:
         print(f"{name:<34}" + "".join(f"{c:>{width}}" for c in cells))
 
+    row("voices", [r.voices for r in results])
     row("utterances played / turns stored", [f"{r.played} / {r.stored}" for r in results])
     row("utterances without a turn", [str(r.unmatched) for r in results])
     row("end -> stored p50 / p95 (s), all", [p50_p95([x for _, x in r.latencies])

@@ -76,6 +76,9 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # who among "them" spoke: voices told apart per session ("Them 1", "Them 2"); a voiceprint
     # is kept across sessions only for a voice you name (`braincue voices name`)
     voices_enabled: bool = True
+    # the speaker encoder (empty: the best installed, CAM++ before GE2E); a named voice is
+    # recognised only by the encoder it was named under ("resemblyzer" keeps GE2E's)
+    voice_model: str = ""
     reconcile_distance: float = 0.25
     # sessions never answered or answered "later" are deleted like a discard after this many
     # days (0: never); approved memories stay
@@ -108,6 +111,7 @@ APPLIES_LATER = {
     "encrypt_database": "to a new database (an existing one: `braincue security encrypt`)",
     "embed_model": "when the daemon restarts (vectors are then re-embedded with the new model)",
     "embed_batch": "when the daemon restarts",
+    "voice_model": "when the daemon restarts",
     "hotkey_ask": "when `braincue hotkey` starts again",
     "hotkey_answer_them": "when `braincue hotkey` starts again",
 }

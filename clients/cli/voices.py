@@ -32,13 +32,17 @@ RELABEL_TIMEOUT_S = 600.0
 
 def voices_lines(reply: VoicesReply) -> list[str]:
     """The named voices, then the voices of sessions heard since the daemon started."""
-    lines = [f"voices: {reply.state}"]
+    shown = f"{reply.state} ({reply.model_id})" if reply.model_id else reply.state
+    lines = [f"voices: {shown}"]
     if reply.voices:
         lines.append("")
-        rows: list[Sequence[str]] = [("ID", "NAME", "SESSIONS", "TURNS", "LEARNT FROM")]
-        rows += [(str(v.id), v.name, str(v.sessions), str(v.turns), f"{v.seconds:.0f} s")
-                 for v in reply.voices]
+        rows: list[Sequence[str]] = [("ID", "NAME", "SESSIONS", "TURNS", "LEARNT FROM",
+                                      "NAMED UNDER")]
+        rows += [(str(v.id), v.name, str(v.sessions), str(v.turns), f"{v.seconds:.0f} s",
+                  v.model_id) for v in reply.voices]
         lines += _table_lines(rows)
+        if reply.note:
+            lines += ["", f"note: {reply.note}"]
     else:
         lines.append("no named voices (`braincue voices name \"Them 1\" NAME` names one)")
     if reply.heard:

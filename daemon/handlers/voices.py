@@ -15,7 +15,7 @@ from daemon.ipc.protocol import (
     VoicesReply,
 )
 from daemon.store.voices import list_voices
-from daemon.voices.service import Voices
+from daemon.voices.service import Voices, unrecognised_note
 
 
 async def register(daemon: Context) -> None:
@@ -27,12 +27,18 @@ async def register(daemon: Context) -> None:
 def register_voices(handlers: Handlers, voices: Voices) -> None:
     async def voices_list(request: VoicesList) -> VoicesReply:
         def read() -> VoicesReply:
+            state = voices.status()
+            named = list_voices(voices.store)
+            model_id = voices.model_id if voices.switched_on else ""
+            other = [v for v in named if model_id and v.model_id != model_id]
             return VoicesReply(
-                voices=[voice_info(v) for v in list_voices(voices.store)],
+                voices=[voice_info(v) for v in named],
                 heard=[HeardVoiceInfo(session_id=h.session_id, label=h.label, name=h.name,
                                       seconds=h.seconds) for h in voices.heard()],
                 voices_enabled=voices.switched_on,
-                state=voices.status(),
+                state=state,
+                model_id=model_id,
+                note=unrecognised_note(other, model_id) if other else "",
             )
 
         return await voices.store.run(read)

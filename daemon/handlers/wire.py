@@ -286,7 +286,7 @@ def search_hit(result: SearchResult) -> SearchHit:
 
 def voice_info(v: StoredVoice) -> VoiceInfo:
     return VoiceInfo(id=v.id, name=v.name, sessions=v.sessions, turns=v.turns,
-                     seconds=round(v.seconds, 1), created_at=v.created_at)
+                     seconds=round(v.seconds, 1), created_at=v.created_at, model_id=v.model_id)
 
 
 def citation(cited: Cited) -> Citation:

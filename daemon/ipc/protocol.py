@@ -845,6 +845,7 @@ class VoiceInfo(msgspec.Struct, frozen=True, kw_only=True):
     turns: int
     seconds: float  # speech its voiceprint was learnt from
     created_at: float
+    model_id: str = ""  # the encoder it was named under: only that one recognises it
 
 
 class HeardVoiceInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -861,6 +862,9 @@ class VoicesReply(Reply):
     heard: list[HeardVoiceInfo]
     voices_enabled: bool
     state: str  # "on", "off (...)", "unavailable: <why>"
+    model_id: str = ""  # the encoder the voices run ("" without one)
+    # named voices that encoder does not recognise (named under another), and what to do
+    note: str = ""
 
 
 class VoiceReply(Reply):

@@ -317,7 +317,7 @@ class Installer:
         command = [
             sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
             "--disable-pip-version-check", "--quiet", "--dest", str(self.wheel_cache),
-            wheel.requirement,
+            *_tag_options(wheel), wheel.requirement,
         ]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         downloaded = _find_wheel(self.wheel_cache, wheel)
@@ -431,6 +431,15 @@ class Installer:
             unit_scale=in_bytes, unit_divisor=1024, file=sys.stderr, disable=disable, leave=False,
         ) as bar:  # fmt: skip
             yield bar
+
+
+def _tag_options(wheel: Wheel) -> list[str]:
+    """pip's options that pick the pinned build of a per-platform wheel on any machine."""
+    if wheel.tags is None:
+        return []
+    platform, python, abi = wheel.tags
+    return ["--platform", platform, "--python-version", python,
+            "--implementation", abi[:2], "--abi", abi]
 
 
 def _or_wheels(entry: Entry) -> str:

