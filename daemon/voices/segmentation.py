@@ -72,6 +72,7 @@ _LSTM_LAYERS = 4
 _EPS = 1e-5  # InstanceNorm1d's
 _SLOPE = 0.01  # leaky ReLU's
 _SINC_BATCH = 2  # chunks through the sinc convolution at once (32 MB of frames each)
+_BATCH = 16  # chunks through the network at once (about 6.5 MB of it each)
 _FIX = "run `braincue models install pyannote-segmentation-3.0`"
 
 
@@ -277,13 +278,19 @@ class Segmenter:
     def log_probs(self, chunks: Audio) -> Array:
         """Log probabilities of the seven powerset classes, ``(batch, frames, 7)``, for audio
         ``(batch, samples)`` at 16 kHz (10 s chunks as trained; zero-pad a shorter one), or one
-        chunk ``(samples,)`` -> ``(frames, 7)``. All chunks of the call share the recurrence."""
+        chunk ``(samples,)`` -> ``(frames, 7)``. Chunks share the recurrence 16 at a time (a
+        long file's chunks in one call keep to about 110 MB)."""
         waves = np.asarray(chunks, np.float32)
         single = waves.ndim == 1
         if single:
             waves = waves[None]
         if waves.ndim != 2 or num_frames(waves.shape[1]) == 0:
             raise ValueError(f"audio of shape {np.shape(chunks)} gives no frame")
+        logp = np.concatenate([self._network(waves[i : i + _BATCH])
+                               for i in range(0, len(waves), _BATCH)])
+        return logp[0] if single else logp
+
+    def _network(self, waves: Array) -> Array:
         x = np.concatenate([self._sincnet(waves[i : i + _SINC_BATCH])
                             for i in range(0, len(waves), _SINC_BATCH)])
         for layer in self._lstm:
@@ -295,7 +302,7 @@ class Segmenter:
         top = x.max(axis=-1, keepdims=True)
         logp: Array = (x - top - np.log(np.exp(x - top).sum(axis=-1, keepdims=True))
                        ).astype(np.float32)
-        return logp[0] if single else logp
+        return logp
 
 
 def activity(log_probs: Array) -> npt.NDArray[np.int8]:
