@@ -3,10 +3,12 @@ matching embeddings that resemblyzer's own code computed on torch (tests/data/vo
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import io
 import json
 import pickle
+import warnings
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +25,7 @@ from daemon.voices.encoder import (
     mel_frames,
     normalize_volume,
     partial_starts,
+    read_voice_model,
 )
 
 DATA = Path(__file__).parent / "data" / "voices"
@@ -110,3 +113,14 @@ def test_numpy_encoder_matches_resemblyzer_on_torch(converted: Path, test_data: 
         name: np.asarray(clip["embedding"], np.float32) for name, clip in reference.items()
     }
     assert clips["jfk"] @ clips["jfk-short"] > clips["jfk"] @ clips["dev00-mid"]
+
+
+def test_a_corrupt_voice_model_leaves_no_file_open(tmp_path: Path) -> None:
+    corrupt = tmp_path / "corrupt.npz"
+    corrupt.write_bytes(b"PK\x03\x04 not really a zip")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        with pytest.raises(ModelError, match="corrupt"):
+            read_voice_model(corrupt, fix="install it again")
+        gc.collect()  # an unclosed file says so when it is collected
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []

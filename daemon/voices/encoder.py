@@ -102,12 +102,14 @@ def read_voice_model(path: Path, fix: str) -> dict[str, npt.NDArray[np.float32]]
     """The arrays of a converted voice model (``.npz``); a missing or unreadable file is a
     one-line ModelError with ``fix``."""
     try:
-        with np.load(path, allow_pickle=False) as archive:
+        # the file opened here, not by np.load: a zip it cannot read would leave its file open
+        with path.open("rb") as file, np.load(file, allow_pickle=False) as archive:
             return {name: archive[name] for name in archive.files}
     except FileNotFoundError as exc:
         raise ModelError(f"the voice model {path} is missing", fix=fix) from exc
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise ModelError(f"the voice model {path} is corrupt ({exc})", fix=fix) from exc
+
 
 class VoiceEncoder:
     """The speaker encoder; ``embed_windows`` for diarisation, ``embed_utterance`` for one
