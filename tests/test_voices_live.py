@@ -81,6 +81,25 @@ async def test_without_a_voice_model_transcription_goes_on_and_says_why_once(
     store.close()
 
 
+def test_a_voice_model_installed_while_the_daemon_runs_is_used_without_a_restart(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    models = tmp_path / "models"
+    models.mkdir()
+    voices = Voices(store, lambda: Settings(auto_start=False), models)
+    with caplog.at_level(logging.ERROR, logger="daemon.voices.service"):
+        assert voices.encoder() is None and voices.encoder() is None
+    assert len(caplog.records) == 1  # said once, not at every utterance
+    assert voices.status().startswith("unavailable: ")
+
+    write_npz(models / lookup("resemblyzer").filename,  # `braincue models install resemblyzer`
+              {name: np.zeros(shape, np.float32) for name, shape in GE2E_SHAPES.items()})
+
+    assert isinstance(voices.encoder(), VoiceEncoder)
+    assert (voices.status(), voices.model_id) == ("on", "resemblyzer-ge2e")
+    store.close()
+
+
 @pytest.fixture
 def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Both voice models installed: GE2E's file loads (zeros of its shapes), CAM++'s file is a

@@ -217,6 +217,7 @@ class Voices:
             config or DiarizeConfig())
         self._config = config
         self._model_error: str | None = None
+        self._failed_with: tuple[tuple[str, int, int], ...] = ()  # _voice_files() then
         self._fallback = ""  # the encoder that runs since the preferred one did not load
         self._sessions: dict[int, SessionVoices] = {}
         self._named: list[NamedVoice] | None = None
@@ -240,11 +241,27 @@ class Voices:
         return DiarizeConfig() if self._model is None else self._model.config
 
     def encoder(self) -> WindowEmbedder | None:
-        """The voice encoder, loaded on first use; None (said once in the log) without one."""
+        """The voice encoder, loaded on first use; None (said once in the log) without one,
+        until a voice model file is installed or replaced: then it is loaded again, so
+        `braincue models install` needs no restart."""
         with self._loading:
-            if self._encoder is None and self._model_error is None:
+            if self._encoder is None and (self._model_error is None
+                                          or self._voice_files() != self._failed_with):
+                self._model_error = None
                 self._load()
+                self._failed_with = self._voice_files() if self._model_error else ()
             return self._encoder
+
+    def _voice_files(self) -> tuple[tuple[str, int, int], ...]:
+        """The voice model files in place (name, size, modified): what a failed load saw."""
+        found = []
+        for name in PREFERENCE["voice"]:
+            try:
+                info = (self.models_dir / lookup(name).filename).stat()
+            except OSError:
+                continue
+            found.append((name, info.st_size, info.st_mtime_ns))
+        return tuple(found)
 
     def _load(self) -> None:
         """The ``voice_model`` setting's encoder, or the best installed one that loads: a
