@@ -77,9 +77,8 @@ def test_the_conversation_prompt_forbids_selling_and_the_interview_prompt_speaks
         assert "Never invent" in messages[0].content
         # the sources in the system message; the user's message is the question alone
         assert "[1]" in messages[0].content and "them: We ship on Friday." in messages[0].content
-    # a fact is asked for in a few words, except of the candidate, who says it in sentences
-    assert conversation[1].content == f"When do we ship?\n\n{ANSWER_FORMATS['fact']}"
-    assert interview[1].content == f"When do we ship?\n\n{ANSWER_FORMATS['other']}"
+    for messages in (conversation, interview):
+        assert messages[1].content == f"When do we ship?\n\n{ANSWER_FORMATS['fact']}"
 
 
 @pytest.mark.parametrize(("question", "kind"), [
@@ -123,7 +122,9 @@ def test_the_answer_format_follows_the_kind_of_question_and_each_is_as_long_as_b
     for question, kind in cases:
         messages = build_prompt("conversation", question, [transcript(1, ("them", "Sweden."))])
         assert messages[1].content == f"{question}\n\n{ANSWER_FORMATS[kind]}"
-    # no example to copy, and none longer than the one all questions had
+    # an account in more sentences than the others; no example to copy, none longer
+    assert "three or four" in ANSWER_FORMATS["account"]
+    assert "two or three" in ANSWER_FORMATS["fact"] and "two or three" in ANSWER_FORMATS["other"]
     assert all(len(f) <= len(ANSWER_FORMATS["other"]) + 4 for f in ANSWER_FORMATS.values())
 
 
