@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -79,6 +81,17 @@ def test_the_conversation_prompt_forbids_selling_and_the_interview_prompt_speaks
         assert "[1]" in messages[0].content and "them: We ship on Friday." in messages[0].content
     for messages in (conversation, interview):
         assert messages[1].content == f"When do we ship?\n\n{ANSWER_FORMATS['fact']}"
+
+
+def test_a_source_is_dated_as_the_day_is_said() -> None:
+    noon = dt.datetime(2023, 5, 4, 12).timestamp()  # (local time, as the heading is)
+    source = Source(n=1, kind="transcript", title="Atlas sync", date=noon,
+                    passages=(Passage("We ship on Friday.", "them"),))
+
+    heading = build_prompt("conversation", "When do we ship?", [source])[0].content
+
+    assert "[1] 4 May 2023 · Atlas sync\n" in heading
+    assert "2023-05-04" not in heading
 
 
 @pytest.mark.parametrize(("question", "kind"), [

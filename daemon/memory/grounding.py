@@ -463,7 +463,14 @@ def _size(passage: Passage) -> int:
 
 
 def _day(timestamp: float) -> str:
-    return f"{dt.datetime.fromtimestamp(timestamp):%Y-%m-%d}"
+    """A source's date as it is said ("4 May 2023"): the model copies the form it reads into
+    a spoken answer, and "in 2023-05-04" is not said (nor is it fewer tokens: one a digit)."""
+    day = dt.datetime.fromtimestamp(timestamp)
+    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"
+
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")
 
 
 # -- relevance -----------------------------------------------------------------------------------
