@@ -95,6 +95,10 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # waits for the reading (2,400: 4.0 s measured on two idle cores; 500: ~1.2 s expected),
     # the whole answer for the writing too; on real meetings 2,400 answered no better (README)
     ask_source_chars: Annotated[int, msgspec.Meta(ge=1)] = 500
+    # ... and for a question asking for an account of an exchange (a summary, what was
+    # discussed or decided: grounding.question_kind), told in three or four sentences
+    # (~60 tokens more to read)
+    ask_account_source_chars: Annotated[int, msgspec.Meta(ge=1)] = 740
     ask_answer_tokens: Annotated[int, msgspec.Meta(ge=1)] = 128
     # desktop: the global hotkeys of `braincue hotkey` (modifiers Ctrl, Alt, Shift, Super + a key)
     hotkey_ask: str = "Ctrl+Alt+Space"  # opens the ask box

@@ -255,6 +255,30 @@ async def test_an_answer_cut_at_its_length_limit_ends_at_its_last_whole_sentence
         "after")
 
 
+async def test_a_question_asking_for_an_account_reads_more_of_what_was_recalled(
+    store: Store,
+) -> None:
+    space = store.create_space("Atlas", activity="meeting")
+    for day, said in enumerate(["the Atlas beta ships on Friday once the installer is signed",
+                                "the Atlas beta waits for the vendor's security review first"]):
+        session = store.create_session(space_id=space.id, title=f"Atlas sync {day}",
+                                       started_at=T0 + day * 86_400)
+        store.append_turns(session.id, [NewTurn(
+            speaker="them", text=f"For the record, {said}, and {FILLER[day]} " * 2, start=0)])
+        store.end_session(session.id, ended_at=T0 + day * 86_400 + 60)
+    settings = Settings(ask_source_chars=300, ask_account_source_chars=700)
+
+    async def sources_read(question: str) -> int:
+        generator = ScriptedGenerator(["The beta ships on Friday [1]."])
+        ask = Asker(store, generator=lambda: generator, settings=lambda: settings,
+                    recall=fts_recall(store))
+        await ask.ask(question, space="Atlas")
+        return system(generator).count("(transcript)")
+
+    assert await sources_read("When does the Atlas beta ship?") == 1  # a fact: 300 characters
+    assert await sources_read("What did we decide about the Atlas beta?") == 2  # account: 700
+
+
 # -- nothing relevant ----------------------------------------------------------------------------
 
 

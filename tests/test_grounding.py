@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from daemon.memory.grounding import (
-    ANSWER_FORMAT,
+    ANSWER_FORMATS,
     UNVERIFIED,
     Passage,
+    QuestionKind,
     Said,
     Source,
     build_prompt,
@@ -22,6 +25,7 @@ from daemon.memory.grounding import (
     is_question,
     last_question,
     pick_story,
+    question_kind,
     relevant,
     sentences,
     story_like,
@@ -75,7 +79,66 @@ def test_the_conversation_prompt_forbids_selling_and_the_interview_prompt_speaks
         assert "Never invent" in messages[0].content
         # the sources in the system message; the user's message is the question alone
         assert "[1]" in messages[0].content and "them: We ship on Friday." in messages[0].content
-        assert messages[1].content == f"When do we ship?\n\n{ANSWER_FORMAT}"
+    for messages in (conversation, interview):
+        assert messages[1].content == f"When do we ship?\n\n{ANSWER_FORMATS['fact']}"
+
+
+def test_a_source_is_dated_as_the_day_is_said() -> None:
+    noon = dt.datetime(2023, 5, 4, 12).timestamp()  # (local time, as the heading is)
+    source = Source(n=1, kind="transcript", title="Atlas sync", date=noon,
+                    passages=(Passage("We ship on Friday.", "them"),))
+
+    heading = build_prompt("conversation", "When do we ship?", [source])[0].content
+
+    assert "[1] 4 May 2023 · Atlas sync\n" in heading
+    assert "2023-05-04" not in heading
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    # a fact: who / when / where / which / how many..., or "what" asked of a thing
+    ("When do we ship?", "fact"),
+    ("Who is responsible for onboarding on Atlas?", "fact"),
+    ("Which city did John recommend to Tim in January 2024?", "fact"),
+    ("How many turtles does Nate have?", "fact"),
+    ("So, where did Joanna go for a road trip?", "fact"),  # a filler is not the opener
+    ("What country is Caroline's grandma from?", "fact"),
+    ("What city did Tim suggest to John for the team trip?", "fact"),  # "what" and a thing
+    ("What is the budget for Atlas?", "fact"),
+    ("What's Nate's favorite book series about?", "fact"),
+    ("When did Jon and Gina decide to collaborate?", "fact"),  # when, whatever it names
+    # an account: the question names an exchange
+    ("Summarize the discussion about product quotation.", "account"),
+    ("What did the group think of battery design when discussing the functional design?",
+     "account"),
+    ("What did we decide about pricing for Atlas?", "account"),
+    ("What's the conclusion of the discussion about intuitive?", "account"),
+    ("What is Marketing's presentation mainly about?", "account"),
+    ("Why did Gina decide to start her own clothing store?", "account"),
+    # other: why, how, what someone thought, felt, said or proposed
+    ("Why did Jon shut down his bank account?", "other"),
+    ("How did Melanie feel after the accident?", "other"),
+    ("What did Industrial Designer say about the structure of the device?", "other"),
+    ("What does John think about trying new classes?", "other"),
+    ("What did the marketing learn about the trend?", "other"),
+    ("Tell me about a time you led a team.", "other"),
+    ("", "other"),
+])
+def test_a_question_is_a_fact_an_account_or_other_by_its_words(question: str, kind: str) -> None:
+    assert question_kind(question) == kind
+
+
+def test_the_answer_format_follows_the_kind_of_question_and_each_is_as_long_as_before() -> None:
+    cases: list[tuple[str, QuestionKind]] = [
+        ("What country is Caroline's grandma from?", "fact"),
+        ("Summarize the discussion about product quotation.", "account"),
+        ("Why did Jon shut down his bank account?", "other")]
+    for question, kind in cases:
+        messages = build_prompt("conversation", question, [transcript(1, ("them", "Sweden."))])
+        assert messages[1].content == f"{question}\n\n{ANSWER_FORMATS[kind]}"
+    # an account in more sentences than the others; no example to copy, none longer
+    assert "three or four" in ANSWER_FORMATS["account"]
+    assert "two or three" in ANSWER_FORMATS["fact"] and "two or three" in ANSWER_FORMATS["other"]
+    assert all(len(f) <= len(ANSWER_FORMATS["other"]) + 4 for f in ANSWER_FORMATS.values())
 
 
 @pytest.mark.parametrize(("title", "filename", "expected"), [

@@ -199,7 +199,7 @@ class Asker:
                      relevant=grounding.relevant(asked, sources, always=forced),
                      opening=grounding.prompt_prefix(framing, context),
                      messages=grounding.build_prompt(framing, asked, sources,
-                                                       settings.ask_source_chars, forced))
+                                                       _budget(settings, asked), forced))
 
     async def read_question_ahead(
         self, session_id: int, *, stop: Callable[[], bool] | None = None
@@ -389,6 +389,14 @@ def _question(question: str | None, current: Session | None, turns: Sequence[Tur
         raise InvalidInput(f"nobody but you has asked a question in session {current.id} yet",
                            fix="ask one yourself, e.g. `braincue ask \"what did we decide?\"`")
     return heard.text
+
+
+def _budget(settings: Settings, question: str) -> int:
+    """How many characters of recalled text the model reads for ``question``: more for an
+    account of an exchange, told in more sentences (``grounding.question_kind``)."""
+    if grounding.question_kind(question) == "account":
+        return settings.ask_account_source_chars
+    return settings.ask_source_chars
 
 
 def _titled(session: Session | None, chunk: Chunk) -> tuple[str, float]:

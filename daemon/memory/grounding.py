@@ -166,8 +166,66 @@ _ROLES: dict[Framing, str] = {
 # How the user's own turns are labelled for the model: as the one it answers for.
 USER_LABELS: dict[Framing, str] = {"interview": "Me (the candidate)", "conversation": "You"}
 
+# What a question asks for decides how long its answer is (:func:`question_kind`):
+# - an **account** of an exchange (a summary; what was discussed, presented, decided,
+#   concluded): several people said it, and three or four sentences are what it takes;
+# - a **fact** (who, when, where, which, how many / long / often / much / old, and "what" asked
+#   of a thing rather than of what someone thought or said), whatever exchange it names;
+# - **other** (why, how, what someone thought, felt, said or proposed).
+# A fact and other are answered in two or three sentences: asked for "a few words" or "one
+# short sentence" instead, the 0.5B answered LoCoMo's facts worse (it wrote a source's
+# heading for the few words more often; README, "Ask benchmark"). An account's sentences are
+# not asked to be short: asked for "three or four short sentences", the 0.5B wrote hardly
+# more than before (a median 30 words against 27; without "short", 40; the gold's are 64).
+QuestionKind = Literal["account", "fact", "other"]
+
 # Repeated last, right before the answer: a small model follows the instruction it read last.
-ANSWER_FORMAT = "Answer in two or three short sentences, citing the sources as [1]."
+# Each as long as the others, and none with an example to copy: the 0.5B writes the words of
+# an instruction into its answer (README, "Ask benchmark").
+ANSWER_FORMATS: dict[QuestionKind, str] = {
+    "account": "Answer in three or four sentences, citing the sources as [1].",
+    "fact": "Answer in two or three short sentences, citing the sources as [1].",
+    "other": "Answer in two or three short sentences, citing the sources as [1].",
+}
+
+_ACCOUNT = re.compile(
+    r"\b(?:summar\w*|discuss\w*|talk(?:s|ed|ing)?\s+about|decid\w*|decisions?|conclu\w*"
+    r"|present(?:s|ed|ing|ations?)|opinions?|perspectives?|mainly\s+about)\b", re.IGNORECASE)
+_FACT_OPENERS = frozenset({"who", "whom", "whose", "when", "where", "which"})
+_HOW_FACTS = frozenset({"many", "much", "long", "often", "old", "far"})
+_AUXILIARIES = frozenset({"is", "are", "was", "were", "be", "been", "do", "does", "did", "has",
+                          "have", "had", "will", "would", "can", "could", "should", "may",
+                          "might", "must"})
+# "what" asked of what someone thought, felt, said or did about something is not a fact
+_VIEW = re.compile(
+    r"\b(?:think|thinks|thought|feel|feels|felt|say|says|said|tell|tells|told|describ\w*"
+    r"|explain\w*|mention\w*|propos\w*|suggest\w*|recommend\w*|agree\w*|disagree\w*"
+    r"|learn\w*|handl\w*)\b", re.IGNORECASE)
+
+
+def question_kind(question: str) -> QuestionKind:
+    """What ``question`` asks for (see :data:`ANSWER_FORMATS`), from its words alone: a fact
+    when it opens with who / when / where / which / how many (long, often, much, old, far);
+    else an account when it names an exchange (summarise, discuss, talk about, present,
+    decide, conclude, opinion, "mainly about"); else a fact when it opens with "what" and a
+    thing ("What city did Tim suggest?") or asks "what" of a thing, not of what someone
+    thought, felt, said or proposed ("What is Nate's favourite book?", not "What did Tom say
+    about the budget?"); else other (why, how, what someone thought)."""
+    words = [w for w in re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?",
+                                   question.lower().replace("’", "'")) if w not in _FILLERS]
+    first, second = [*words, "", ""][:2]
+    if first in _FACT_OPENERS or (first == "how" and second in _HOW_FACTS):
+        return "fact"
+    if _ACCOUNT.search(question):
+        return "account"
+    if first in ("what's", "whats") or (first == "what" and second in _AUXILIARIES):
+        return "other" if _VIEW.search(question) else "fact"
+    return "fact" if first == "what" and second else "other"  # "What city did Tim suggest?"
+
+
+def answer_format(question: str) -> str:
+    """The last instruction, on the answer's length, for ``question``: by its kind."""
+    return ANSWER_FORMATS[question_kind(question)]
 
 
 def system_prompt(framing: Framing) -> str:
@@ -195,7 +253,8 @@ def build_prompt(
     blocks = [_block(s, framing) for s in fit_sources(recalled, question, budget, keep)]
     system = (prompt_prefix(framing, context[0] if context else None)[0].content
               + "Sources:\n\n" + "\n\n".join(blocks))
-    return [ChatMessage("system", system), ChatMessage("user", f"{question}\n\n{ANSWER_FORMAT}")]
+    return [ChatMessage("system", system),
+            ChatMessage("user", f"{question}\n\n{answer_format(question)}")]
 
 
 def prompt_prefix(framing: Framing, context: Source | None = None) -> list[ChatMessage]:
@@ -406,7 +465,14 @@ def _size(passage: Passage) -> int:
 
 
 def _day(timestamp: float) -> str:
-    return f"{dt.datetime.fromtimestamp(timestamp):%Y-%m-%d}"
+    """A source's date as it is said ("4 May 2023"): the model copies the form it reads into
+    a spoken answer, and "in 2023-05-04" is not said (nor is it fewer tokens: one a digit)."""
+    day = dt.datetime.fromtimestamp(timestamp)
+    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"
+
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")
 
 
 # -- relevance -----------------------------------------------------------------------------------
