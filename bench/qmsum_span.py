@@ -31,6 +31,7 @@ from bench.qa import qmsum_series, rouge_f1, without_citations
 from daemon.config import Settings
 from daemon.llm.generate import LlamaGenerator
 from daemon.memory import grounding
+from daemon.memory.ask import source_budget
 from daemon.memory.grounding import Passage, Source
 from daemon.models.registry import resolve_model
 
@@ -53,10 +54,11 @@ def span_source(meeting: dict[str, Any], query: dict[str, Any], source: str) -> 
                   label="transcript")
 
 
-def source_budget(source: str) -> int:
-    """The prompt's source budget: the daemon's, or room for the whole ``first:N``."""
+def prompt_budget(source: str, question: str) -> int:
+    """The prompt's source budget: the daemon's for ``question``, or room for the whole
+    ``first:N``."""
     if source == "compact":
-        return Settings().ask_source_chars
+        return source_budget(Settings(), question)
     return int(source.removeprefix("first:")) + 200
 
 
@@ -72,7 +74,7 @@ async def answer_all(generator: LlamaGenerator, args: argparse.Namespace) -> lis
                 continue
             source = span_source(meetings[query["meeting"]], query, args.source)
             messages = grounding.build_prompt(framing, query["query"], [source],
-                                              source_budget(args.source))
+                                              prompt_budget(args.source, query["query"]))
             written = [token async for token in generator.stream(messages, max_tokens=tokens)]
             raw = "".join(written)
             if len(written) >= tokens:  # as the daemon: an unfinished sentence is no answer

@@ -199,7 +199,7 @@ class Asker:
                      relevant=grounding.relevant(asked, sources, always=forced),
                      opening=grounding.prompt_prefix(framing, context),
                      messages=grounding.build_prompt(framing, asked, sources,
-                                                       _budget(settings, asked), forced))
+                                                       source_budget(settings, asked), forced))
 
     async def read_question_ahead(
         self, session_id: int, *, stop: Callable[[], bool] | None = None
@@ -391,7 +391,7 @@ def _question(question: str | None, current: Session | None, turns: Sequence[Tur
     return heard.text
 
 
-def _budget(settings: Settings, question: str) -> int:
+def source_budget(settings: Settings, question: str) -> int:
     """How many characters of recalled text the model reads for ``question``: more for an
     account of an exchange, told in more sentences (``grounding.question_kind``)."""
     if grounding.question_kind(question) == "account":
