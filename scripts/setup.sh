@@ -65,10 +65,17 @@ done
 # (~15 minutes) into the wheel cache and installed from there, before BrainCue (whose install
 # then finds it in place). BRAINCUE_LLAMA_BUILD=portable skips it: a prebuilt wheel where one
 # is at hand, else pip's own build.
+# Never AMX: on a Sapphire Rapids VM that reports amx_int8, every answer crashed in llama.cpp's
+# ggml_backend_amx_mul_mat (its issue 20824), and a build for this CPU (ours, or pip's own,
+# which is native by default) turns AMX on.
+no_amx=""
+if grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
+  no_amx="-DCMAKE_C_FLAGS=-mno-amx-int8 -DCMAKE_CXX_FLAGS=-mno-amx-int8"
+fi
 if [ "${BRAINCUE_LLAMA_BUILD:-native}" = native ]; then
   wheel_cache=${BRAINCUE_WHEEL_CACHE:-${BRAINCUE_HOME:+$BRAINCUE_HOME/cache/wheels}}
   wheel_cache=${wheel_cache:-${XDG_CACHE_HOME:-$HOME/.cache}/braincue/wheels}
-  cmake_args=${CMAKE_ARGS:--DGGML_NATIVE=ON}
+  cmake_args=${CMAKE_ARGS:--DGGML_NATIVE=ON${no_amx:+ $no_amx}}
   cpu=$({ grep -m1 -E '^(flags|Features)' /proc/cpuinfo || uname -m; echo "$cmake_args"; } \
     | sha256sum | cut -c1-12)
   native="$wheel_cache/llama-cpp-python-native/$cpu"
@@ -102,7 +109,7 @@ extra=""
 stamp=".venv/.braincue-installed$extra"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   say "installing BrainCue$extra into .venv (llama-cpp-python compiles from source if no wheel is at hand)"
-  .venv/bin/pip install -q "${find_links[@]}" -e ".$extra"
+  CMAKE_ARGS="${CMAKE_ARGS:-$no_amx}" .venv/bin/pip install -q "${find_links[@]}" -e ".$extra"
   touch "$stamp"
 fi
 # apsw-sqlite3mc installs the module `apsw` (with encryption); a plain apsw left by an earlier
