@@ -96,7 +96,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # the whole answer for the writing too; on real meetings 2,400 answered no better (README)
     ask_source_chars: Annotated[int, msgspec.Meta(ge=1)] = 500
     # ... and for a question asking for an account of an exchange (a summary, what was
-    # discussed or decided: grounding.question_kind), told in three or four sentences
+    # discussed or decided: grounding.question_kind), told in four or five sentences
     # (~60 tokens more to read)
     ask_account_source_chars: Annotated[int, msgspec.Meta(ge=1)] = 740
     ask_answer_tokens: Annotated[int, msgspec.Meta(ge=1)] = 128

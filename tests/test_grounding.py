@@ -136,7 +136,7 @@ def test_the_answer_format_follows_the_kind_of_question_and_each_is_as_long_as_b
         messages = build_prompt("conversation", question, [transcript(1, ("them", "Sweden."))])
         assert messages[1].content == f"{question}\n\n{ANSWER_FORMATS[kind]}"
     # an account in more sentences than the others; no example to copy, none longer
-    assert "three or four" in ANSWER_FORMATS["account"]
+    assert "four or five" in ANSWER_FORMATS["account"]
     assert "two or three" in ANSWER_FORMATS["fact"] and "two or three" in ANSWER_FORMATS["other"]
     assert all(len(f) <= len(ANSWER_FORMATS["other"]) + 4 for f in ANSWER_FORMATS.values())
 
