@@ -460,40 +460,6 @@ def test_compact_reads_chat_turns_without_their_greetings_and_skips_a_thanks() -
                                       "I also started a toy drive for kids."]
 
 
-def test_compact_keeps_the_turn_the_vector_matched_first_with_its_neighbours() -> None:
-    from daemon.memory.grounding import compact_turns
-
-    question = "What about the battery?"  # the word of m:5 and m:7; the vector matched m:9
-    kept = compact_turns(MEETING, question, matched=2, neighbours=1, limit=150, prefer=8)
-    # m:9 first, with its neighbour m:7 ("Uh-huh." skipped); then m:5 does not fit
-    assert [p.ref for p in kept] == ["m:7", "m:9"]
-    assert [p.vector_match for p in kept] == [False, True]
-    # by the words alone, m:9 is not kept
-    assert [p.ref for p in compact_turns(MEETING, question, matched=2, neighbours=1,
-                                         limit=150)] == ["m:3", "m:5"]
-
-
-def test_a_vector_matched_turn_that_says_nothing_is_not_preferred() -> None:
-    from daemon.memory.grounding import compact_turns
-
-    kept = compact_turns(MEETING, "kinetic price", matched=1, neighbours=0, prefer=3)  # "Yeah."
-    assert [p.ref for p in kept] == ["m:7"] and not kept[0].vector_match
-
-
-def test_a_source_is_cut_around_the_turn_the_vector_matched() -> None:
-    from daemon.memory.grounding import compact_turns, focus_source
-
-    question = "What about the battery?"
-
-    def cut(prefer: int | None) -> list[str]:
-        turns = compact_turns(MEETING, question, neighbours=1, prefer=prefer)
-        source = Source(n=1, kind="transcript", title="Kick-off", passages=turns)
-        return [p.ref for p in focus_source(source, question, 120).passages]
-
-    assert "m:9" in cut(8)  # the cut is made around the vector's turn
-    assert "m:9" not in cut(None)  # by the words alone, around m:5 or m:7 (battery)
-
-
 def test_the_prompt_opens_with_the_live_conversation_then_the_recalled_sources() -> None:
     from daemon.memory.grounding import prompt_prefix
 

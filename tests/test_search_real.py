@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 from storekit import T0, Clock
 
-from daemon.config import Settings
 from daemon.llm import LlamaEmbedder
-from daemon.memory.grounding import Passage
 from daemon.store.records import NewTurn
 from daemon.store.scope import Scope
 from daemon.store.search import search
@@ -67,42 +65,4 @@ def test_a_paraphrase_finds_the_one_turn_that_means_it(
     assert top[0].explain is not None and top[0].explain.legs["vector_turns"].rank == 1
     found = store.vector_turns("relocating abroad", scope, limit=3)
     assert found[0].id == store.chunks(session_id=sessions[2])[0].id
-    store.close()
-
-
-@pytest.mark.slow
-def test_the_turn_a_chunk_was_found_by_is_the_one_its_source_keeps(
-    tmp_path: Path, minilm: LlamaEmbedder
-) -> None:
-    from daemon.memory.ask import Asker
-    from daemon.memory.grounding import compact_turns
-
-    store = Store(tmp_path, minilm, clock=Clock())
-    space = store.create_space("Team")
-    session = store.create_session(space_id=space.id, title="weekly", started_at=T0,
-                                   participants=["me", "them"])
-    key_turn = "Marta is moving to Lisbon and will work remotely from March."
-    texts = [*SMALL_TALK[:4], key_turn, *SMALL_TALK[4:]]
-    store.append_turns(session.id, [NewTurn(speaker=("me", "them")[i % 2], text=t, start=20.0 * i)
-                                    for i, t in enumerate(texts)])
-    store.end_session(session.id)
-    (chunk,) = store.chunks(session_id=session.id)
-    turns = store.turns_of_chunk(chunk.id)
-    # "relocating abroad" shares no word with the turn; the question shares "week" and
-    # "start" with the small talk, so by its words alone the source would keep that instead
-    question = "Who is relocating abroad, starting when?"
-
-    nearest = store.nearest_turn(question, [t.id for t in turns])
-    assert nearest == turns[4].id and turns[4].text == key_turn
-    vector = store.index.embed_query(question)
-    assert vector is not None and vector is store.index.embed_query(question)  # the search's vector, reused
-    assert store.nearest_turn(vector, [t.id for t in turns]) == nearest
-    assert store.nearest_turn(question, []) is None
-
-    asker = Asker(store, generator=lambda: None,  # type: ignore[arg-type,return-value]
-                  settings=Settings, recall=lambda q, scope, k: [])
-    kept = asker._compacted(turns, question)
-    assert [p.text for p in kept if p.vector_match] == [key_turn]
-    words_only = compact_turns([Passage(t.text, t.speaker) for t in turns], question, matched=1)
-    assert key_turn not in [p.text for p in words_only]
     store.close()

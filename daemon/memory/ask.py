@@ -14,8 +14,7 @@
    its assertions), in the interview family the best-matching story chunk when recall missed
    it, and the approved memories about the person in scope (with consent). A transcript
    source holds the turns that match the question with their neighbours
-   (``grounding.compact_turns``), not its whole chunk: the turn its vector matched best (the
-   one the search found the chunk by) first, then those sharing most words with it.
+   (``grounding.compact_turns``), not its whole chunk.
 4. When nothing relevant was recalled (``grounding.relevant``: no shared content word, never a
    score threshold) the answer says so and no model is asked. Otherwise the model answers from
    the sources, token by token to ``on_token``, until done or ``stop`` is set.
@@ -349,7 +348,8 @@ class Asker:
         linked = [a for a in self.store.assertions_for_chunks([chunk.id], scope)
                   if a.id not in seen]
         seen.update(a.id for a in linked)
-        passages = [*self._compacted(self.store.turns_of_chunk(chunk.id), question),
+        turns = _passages(self.store.turns_of_chunk(chunk.id))
+        passages = [*grounding.compact_turns(turns, question),
                     *(Passage(f"{a.kind}: {assertion_body(a)}") for a in linked)]
         return Source(n=0, kind="transcript", title=title, date=date, session_id=chunk.session_id,
                       chunk_id=chunk.id, label="transcript", passages=tuple(passages))
@@ -361,19 +361,12 @@ class Asker:
         evidence: list[Turn] = []
         if assertion.anchor_chunk_id is not None:
             evidence = self.store.turns_of_chunk(assertion.anchor_chunk_id)
-        passages = [Passage(assertion_body(assertion)), *self._compacted(evidence, question)]
+        passages = [Passage(assertion_body(assertion)),
+                    *grounding.compact_turns(_passages(evidence), question)]
         return Source(n=0, kind="assertion", label=assertion.kind,
                       title=session.title if session is not None and session.title else "noted",
                       date=assertion.occurred_at, session_id=assertion.session_id,
                       chunk_id=assertion.anchor_chunk_id, passages=tuple(passages))
-
-    def _compacted(self, turns: Sequence[Turn], question: str) -> tuple[Passage, ...]:
-        """A chunk's turns that bear on ``question`` (``grounding.compact_turns``), the turn the
-        question's vector matched best among them (the one the search found the chunk by, its
-        query vector reused) kept first."""
-        nearest = self.store.nearest_turn(question, [t.id for t in turns])
-        prefer = next((i for i, t in enumerate(turns) if t.id == nearest), None)
-        return grounding.compact_turns(_passages(turns), question, prefer=prefer)
 
     def _session(self, session_id: int | None) -> Session | None:
         if session_id is None:

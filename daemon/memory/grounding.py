@@ -72,9 +72,6 @@ class Passage(msgspec.Struct, frozen=True):
     text: str
     speaker: str = ""
     ref: str = ""  # the turn's external ref, where it has one (an imported transcript's)
-    # the turn of a transcript source the question's vector matched best (found by the store:
-    # the one the search found its chunk by); a cut of the source is made around it
-    vector_match: bool = False
 
 
 class Source(msgspec.Struct, frozen=True, kw_only=True):
@@ -320,16 +317,13 @@ def compact_turns(
     matched: int = MATCHED_TURNS,
     neighbours: int = NEIGHBOURS,
     limit: int = MAX_SOURCE_CHARS,
-    prefer: int | None = None,
 ) -> tuple[Passage, ...]:
     """The turns of a transcript passage that bear on ``question``, instead of all of them.
 
-    The ``matched`` turns: first the turn ``prefer`` (an index into ``turns``: the one the
-    question's vector matched best, found by the store; marked ``vector_match``) unless it says
-    nothing, then those sharing most content words with the question — each word weighed by
+    The ``matched`` turns sharing most content words with the question — each word weighed by
     how few of the turns share it (inverse turn frequency), and on a tie the turn said by the
-    speaker the question names first (a turn shares none: not matched; when none does and no
-    turn is preferred, the one saying most) — each with up to ``neighbours`` turns
+    speaker the question names first (a turn shares none: not matched; when none does, the one
+    saying most) — each with up to ``neighbours`` turns
     either side that say something (a turn without a content word — "Mm-hmm.", "Okay.",
     "Thanks, Maria!" — is no context and is skipped, not counted; a matched turn that asks a
     question takes one
@@ -360,9 +354,6 @@ def compact_turns(
              for i, t in enumerate(turns)]
     order = sorted((i for i in range(len(turns)) if shared[i]),
                    key=lambda i: (-shared[i], -named[i], i))
-    if prefer is not None and 0 <= prefer < len(turns) and words[prefer]:
-        turns[prefer] = msgspec.structs.replace(turns[prefer], vector_match=True)
-        order = [prefer, *(i for i in order if i != prefer)]
     if not order:
         order = [max(range(len(turns)), key=lambda i: (len(words[i]), -i))]
     chosen: dict[int, Passage] = {}
@@ -433,13 +424,12 @@ def fit_sources(
 
 
 def focus_source(source: Source, question: str, limit: int) -> Source:
-    """``source`` cut to about ``limit`` characters around the turn the question's vector
-    matched (``Passage.vector_match``), else the passage that shares most words with
-    ``question`` (the latest turns, for the conversation going on now), in order; a speakerless
-    text is cut at its lines first."""
+    """``source`` cut to about ``limit`` characters around the passage that shares most words
+    with ``question`` (the latest turns, for the conversation going on now), in order; a
+    speakerless text is cut at its lines first."""
     if len(source.text()) <= limit:
         return source
-    units = [Passage(line, p.speaker, p.ref, p.vector_match) for p in source.passages
+    units = [Passage(line, p.speaker, p.ref) for p in source.passages
              for line in (p.text.splitlines() if not p.speaker else [p.text]) if line.strip()]
     wanted = None if source.kind == "context" else content_words(question)
     return msgspec.structs.replace(source, passages=focus_passages(units, wanted, limit))
@@ -448,13 +438,10 @@ def focus_source(source: Source, question: str, limit: int) -> Source:
 def focus_passages(
     units: Sequence[Passage], wanted: set[str] | None, limit: int
 ) -> tuple[Passage, ...]:
-    """The run of ``units`` around the one the question's vector matched, else the one sharing
-    most of ``wanted`` (None: the last one), that fits ``limit`` characters; a unit alone too
-    long is cut and ends with "…"."""
+    """The run of ``units`` around the one sharing most of ``wanted`` (None: the last one)
+    that fits ``limit`` characters; a unit alone too long is cut and ends with "…"."""
     if wanted is None:
         best = len(units) - 1
-    elif any(u.vector_match for u in units):
-        best = next(i for i, u in enumerate(units) if u.vector_match)
     else:
         shared = [sum(1 for w in wanted if shares_word({w}, content_words(u.text))) for u in units]
         best = max(range(len(units)), key=lambda i: (shared[i], -i))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,7 +38,6 @@ log = logging.getLogger("daemon.store.store")  # the name its warnings have alwa
 
 T = TypeVar("T")
 OWNER_KINDS: tuple[OwnerKind, ...] = ("chunk", "assertion", "turn")
-QUERIES_KEPT = 8  # query vectors kept (embed_query)
 LIVE_REEMBED_CHARS = 350  # a quarter of a chunk: the growing chunk is re-embedded ~4 times
 
 
@@ -62,8 +60,6 @@ class Indexing:
         self.live_reembed_chars = live_reembed_chars
         self._clock = clock
         self.indexes: dict[str, VectorIndex] = {}
-        self._queries: dict[tuple[str, str], Vectors] = {}  # (model, text) -> vector, oldest first
-        self._queries_lock = threading.Lock()
         if embedder is not None:
             for kind in OWNER_KINDS:
                 index = VectorIndex(
@@ -132,20 +128,10 @@ class Indexing:
         return vectors
 
     def embed_query(self, text: str) -> Vectors | None:
-        """The query's vector under the current model (None without an embedder). The last
-        few are kept: an ask embeds its question once, for the search and then for the turn
-        of each source the search found it by (:meth:`Store.nearest_turn`)."""
+        """The query's vector under the current model (None without an embedder)."""
         if self.embedder is None:
             return None
-        key = (self.embedder.model_id, text)
-        with self._queries_lock:
-            vector = self._queries.get(key)
-        if vector is None:
-            vector = self.embedder.embed_sync([text])[0]
-            with self._queries_lock:
-                self._queries[key] = vector
-                while len(self._queries) > QUERIES_KEPT:
-                    del self._queries[next(iter(self._queries))]
+        vector: Vectors = self.embedder.embed_sync([text])[0]
         return vector
 
     def _embed_texts(

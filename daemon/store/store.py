@@ -75,7 +75,7 @@ from daemon.store.records import (
 )
 from daemon.store.schema import MIGRATIONS
 from daemon.store.scope import Scope, assertion_filter, chunk_filter
-from daemon.store.vectors import Vectors, exact_search, from_blob, scoped_search
+from daemon.store.vectors import Vectors, from_blob, scoped_search
 
 if TYPE_CHECKING:
     from daemon.config import Paths
@@ -1303,35 +1303,6 @@ class Store:
             for chunk_id in chunks_of.get(hit.id, ()):
                 best.setdefault(chunk_id, hit.score)
         return [Hit(id=chunk_id, score=score) for chunk_id, score in best.items()][:limit]
-
-    def nearest_turn(self, query: Vectors | str, turn_ids: Sequence[int]) -> int | None:
-        """Of the turns ``turn_ids`` (a transcript chunk's), the one whose stored vector is most
-        like ``query`` (a vector from :meth:`Indexing.embed_query`, or the text itself: the
-        search's vector of the same text is reused): the turn :meth:`vector_turns` finds a chunk
-        by. None without an embedder or when none of them has a vector yet; the first on a
-        tie."""
-        if self.embedder is None or not turn_ids:
-            return None
-        model, dims = self.embedder.model_id, self.embedder.dimensions
-        rows = self.db.read(
-            lambda conn: sql.rows(
-                conn,
-                "SELECT owner_id, vector FROM embeddings WHERE owner_kind = 'turn'"
-                " AND model_id = :model AND dims = :dims"
-                " AND owner_id IN (SELECT value FROM json_each(:turns))",
-                {"model": model, "dims": dims, "turns": sql.json_ids(turn_ids)},
-            )
-        )
-        if not rows:
-            return None
-        vector = self.index.embed_query(query) if isinstance(query, str) else query
-        if vector is None:
-            return None
-        place = {turn_id: i for i, turn_id in enumerate(turn_ids)}
-        rows.sort(key=lambda r: place[r[0]])
-        found = exact_search(vector, [r[0] for r in rows],
-                             np.stack([from_blob(r[1], dims) for r in rows]), 1)
-        return found[0][0] if found else None
 
     def _fts(
         self,
