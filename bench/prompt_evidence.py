@@ -1,0 +1,140 @@
+"""Which LoCoMo evidence turns reach the model's prompt: the real search and the ask's sources,
+fitted to the budget as the prompt holds them (pure but for the search: no language model).
+
+    PYTHONPATH=$PWD python -m bench.prompt_evidence --locomo ../shared/bench/locomo-dev.json \\
+        --home H [--sample 200] [--offset 0] [--seed 7] [--json FILE]
+
+``H`` is a home ``bench.qa --locomo ... --home H`` imported into (the daemon stopped): the same
+conversations, Spaces and sampled questions (the same seed and slice). For each question the
+ask gathers its sources as the daemon does (``Asker._gather`` with the daemon's recall: the
+fusion search, k = ``search_k``) and fits them to the question's budget
+(``grounding.fit_sources``); an evidence turn is in the prompt when a passage of a fitted source
+is that turn (its ref). Printed per category: the mean over the questions of the share of
+each one's evidence turns in the prompt (README, "evidence in the prompt"), the share of all
+their evidence turns, the share of questions with all / any of theirs there; and the time the
+sources took (the search included).
+
+It measures the code ``daemon`` is imported from: another checkout's with that checkout first
+on the path (``cd /tmp && PYTHONPATH=OTHER:THIS python -m bench.prompt_evidence ...``; ``bench``
+has no ``__init__``, so this module is found here and the daemon there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+
+
+def sampled(data: list[dict[str, Any]], seed: int, offset: int, count: int | None
+            ) -> list[tuple[str, dict[str, Any]]]:
+    """The questions ``bench.qa --locomo`` asks for the same seed and slice, with their Space."""
+    questions = [(c["sample_id"], q) for c in data for q in c["qa"]
+                 if q.get("category") in LOCOMO_CATEGORIES and q.get("evidence") and "answer" in q]
+    random.Random(seed).shuffle(questions)
+    return questions[offset:None if count is None else offset + count]
+
+
+def evidence_refs(q: dict[str, Any], known: set[str]) -> set[str]:
+    """The question's evidence turn refs, repaired as ``bench.locomo`` repairs them."""
+    from bench.locomo import EvidenceFixes, fix_evidence
+
+    return set(fix_evidence(q["evidence"], known, EvidenceFixes()))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--locomo", type=Path, required=True)
+    parser.add_argument("--home", type=Path, required=True)
+    parser.add_argument("--sample", type=int, default=200)
+    parser.add_argument("--offset", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", type=Path, help="write each question's refs in the prompt")
+    args = parser.parse_args(argv)
+    os.environ["BRAINCUE_HOME"] = str(args.home)
+    os.environ.setdefault("BRAINCUE_MODELS", str(Path.home() / ".cache/braincue-ci/models-v1"))
+
+    from daemon.config import Config
+    from daemon.engines import Engines
+    from daemon.memory import grounding
+    from daemon.memory.ask import Asker, source_budget
+    from daemon.store.scope import Scope
+    from daemon.store.search import SearchOptions, search
+    from daemon.store.store import Store
+
+    config = Config.load()
+    settings = config.settings
+    embedder = Engines(lambda: settings, config.paths.models_dir).open_embedder()
+    store = Store.open(config.paths, embedder, encrypt=settings.encrypt_database)
+
+    def recall(question: str, scope: Scope, k: int) -> list[Any]:
+        found = search(store, question, scope=scope, k=k,
+                       options=SearchOptions.from_settings(settings))
+        return [r.key for r in found]
+
+    def no_model() -> Any:
+        raise AssertionError("no model is asked")
+
+    asker = Asker(store, generator=no_model, settings=lambda: settings, recall=recall)
+    spaces = {s.name: s.id for s in store.list_spaces()}
+    data = json.loads(args.locomo.read_text())
+    known = {t["dia_id"] for c in data for key, session in c["conversation"].items()
+             if key.startswith("session_") and isinstance(session, list) for t in session}
+    questions = sampled(data, args.seed, args.offset, args.sample)
+    turns: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # category -> [in prompt, all]
+    share: dict[str, list[float]] = defaultdict(list)  # each question's share of its evidence
+    whole: dict[str, list[bool]] = defaultdict(list)
+    some: dict[str, list[bool]] = defaultdict(list)
+    times: list[float] = []
+    rows = []
+    for space, q in questions:
+        question = " ".join(q["question"].split())
+        scope = Scope(space_id=spaces[space], person_memory=settings.memory_enabled)
+        started = time.perf_counter()
+        sources, forced = asker._gather(question, scope, "conversation", settings, None, [])
+        fitted = grounding.fit_sources([s for s in sources if s.kind != "context"], question,
+                                       source_budget(settings, question), forced)
+        times.append(time.perf_counter() - started)
+        shown = {p.ref for s in fitted for p in s.passages if p.ref}
+        wanted = evidence_refs(q, known)
+        category = LOCOMO_CATEGORIES[q["category"]]
+        for name in (category, "all"):
+            turns[name][0] += len(wanted & shown)
+            turns[name][1] += len(wanted)
+            share[name].append(len(wanted & shown) / len(wanted))
+            whole[name].append(wanted <= shown)
+            some[name].append(bool(wanted & shown))
+        rows.append({"question": question, "category": category, "evidence": sorted(wanted),
+                     "in_prompt": sorted(wanted & shown), "prompt_refs": sorted(shown),
+                     "chars": sum(len(s.text()) for s in fitted)})
+    store.close()
+    print(f"{len(questions)} questions (seed {args.seed}, offset {args.offset}), the daemon from"
+          f" {Path(grounding.__file__).parents[2]}")
+    print("| category | n | evidence in the prompt (a question's share, mean) | evidence turns"
+          " | questions with all / any |")
+    print("| --- | --- | --- | --- | --- |")
+    for name in [*LOCOMO_CATEGORIES.values(), "all"]:
+        if whole[name]:
+            got, total = turns[name]
+            print(f"| {name} | {len(whole[name])} | {100 * statistics.fmean(share[name]):.1f}% | "
+                  f"{100 * got / total:.1f}% ({got}/{total}) | "
+                  f"{100 * statistics.fmean(whole[name]):.1f}% / "
+                  f"{100 * statistics.fmean(some[name]):.1f}% |")
+    times.sort()
+    print(f"sources gathered and fitted: p50 {1000 * statistics.median(times):.1f} ms, "
+          f"p95 {1000 * times[int(0.95 * (len(times) - 1))]:.1f} ms")
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
