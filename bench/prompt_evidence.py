@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import time
 from collections import defaultdict
@@ -32,16 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-
-
-def sampled(data: list[dict[str, Any]], seed: int, offset: int, count: int | None
-            ) -> list[tuple[str, dict[str, Any]]]:
-    """The questions ``bench.qa --locomo`` asks for the same seed and slice, with their Space."""
-    questions = [(c["sample_id"], q) for c in data for q in c["qa"]
-                 if q.get("category") in LOCOMO_CATEGORIES and q.get("evidence") and "answer" in q]
-    random.Random(seed).shuffle(questions)
-    return questions[offset:None if count is None else offset + count]
+from bench.common import percentile
+from bench.qa import LOCOMO_CATEGORIES, locomo_questions, sample
 
 
 def evidence_refs(q: dict[str, Any], known: set[str]) -> set[str]:
@@ -89,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     data = json.loads(args.locomo.read_text())
     known = {t["dia_id"] for c in data for key, session in c["conversation"].items()
              if key.startswith("session_") and isinstance(session, list) for t in session}
-    questions = sampled(data, args.seed, args.offset, args.sample)
+    # the questions bench.qa --locomo asks for the same seed and slice, with their Space
+    questions = sample([(c["sample_id"], q) for c in data for q in locomo_questions(c)], args)
     turns: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # category -> [in prompt, all]
     share: dict[str, list[float]] = defaultdict(list)  # each question's share of its evidence
     whole: dict[str, list[bool]] = defaultdict(list)
@@ -129,9 +121,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                   f"{100 * got / total:.1f}% ({got}/{total}) | "
                   f"{100 * statistics.fmean(whole[name]):.1f}% / "
                   f"{100 * statistics.fmean(some[name]):.1f}% |")
-    times.sort()
     print(f"sources gathered and fitted: p50 {1000 * statistics.median(times):.1f} ms, "
-          f"p95 {1000 * times[int(0.95 * (len(times) - 1))]:.1f} ms")
+          f"p95 {1000 * percentile(times, 0.95):.1f} ms")
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1))
 

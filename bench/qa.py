@@ -266,9 +266,7 @@ def run_locomo(client: Client, args: argparse.Namespace) -> list[Asked]:
                         ((f"{space}-{i}.json", json.dumps(t).encode())
                          for i, t in enumerate(transcripts, 1)), args.keep)
         print(f"imported {space}: {n} sessions", flush=True)
-        questions += [(space, q) for q in conversation["qa"]
-                      if q.get("category") in LOCOMO_CATEGORIES and q.get("evidence")
-                      and "answer" in q]
+        questions += [(space, q) for q in locomo_questions(conversation)]
     asked = []
     for space, q in sample(questions, args):
         first, total, answer, sources, nothing = ask_one(space, q["question"])
@@ -282,6 +280,13 @@ def run_locomo(client: Client, args: argparse.Namespace) -> list[Asked]:
             nothing_found=nothing))
         progress(asked[-1], f"F1 {asked[-1].f1:5.1f}  {asked[-1].category:<11}")
     return asked
+
+
+def locomo_questions(conversation: dict[str, Any]) -> list[dict[str, Any]]:
+    """The questions of a LoCoMo conversation that are asked: categories 1-4, with evidence and
+    an answer."""
+    return [q for q in conversation["qa"]
+            if q.get("category") in LOCOMO_CATEGORIES and q.get("evidence") and "answer" in q]
 
 
 def sample(items: list[tuple[str, dict[str, Any]]], args: argparse.Namespace
