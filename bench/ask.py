@@ -7,7 +7,8 @@ questions as `braincue ask` does — subscribed to the answer's topic, the reque
 thread — and prints, per question, the time to the first token and to the checked reply, and
 their medians, beside how long the same question's Search alone takes (the rest of the first
 token's wait is the model reading its prompt). The first question also pays for loading the
-model; it is reported apart. First-token and whole-answer p50 and p95 close the table.
+model; it is reported apart. First-token and whole-answer p50 and p95 close the table; it
+opens with what llama.cpp alone reads and writes per second on the host right now.
 
 With ``--live`` the questions are asked during a call: a private PulseAudio server (null
 sinks, as in ``bench.live``), the daemon capturing both sources, a session started in the
@@ -45,7 +46,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.common import default_models_dir, machine, percentile
+from bench.common import default_models_dir, machine, model_speed, percentile
 from bench.live import PAUSE_S, SCRIPT
 from daemon.audio.testing import ME_SINK, THEM_SINK, PulseServer, speak
 from daemon.ipc.client import Client
@@ -65,6 +66,7 @@ from daemon.ipc.protocol import (
     answer_topic,
 )
 from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
+from daemon.models.registry import resolve_model
 
 SPACE = "Bench"
 PROJECTS = ["Atlas", "Borealis", "Cobalt", "Dune", "Ember", "Fjord", "Granite", "Harbor"]
@@ -260,6 +262,10 @@ def main() -> None:
     else:
         os.environ.setdefault("BRAINCUE_CAPTURE", "off")  # a benchmark never listens
     print(f"machine: {machine()}")
+    # how fast this host reads right now: first-token figures of different hosts and hours
+    # differ by it (the same code: 0.74 s on one 2-core host, 1.06-1.35 s on another)
+    print(model_speed(resolve_model("llm", "", Path(os.environ["BRAINCUE_MODELS"])),
+                      threads=os.cpu_count() or 2))
     daemon = start_daemon(home)
     try:
         with Client(timeout=600) as client:
