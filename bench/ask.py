@@ -49,6 +49,7 @@ from pathlib import Path
 from bench.common import default_models_dir, machine, model_speed, percentile
 from bench.live import PAUSE_S, SCRIPT
 from daemon.audio.testing import ME_SINK, THEM_SINK, PulseServer, speak
+from daemon.config import Config
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     AddSpace,
@@ -262,10 +263,13 @@ def main() -> None:
     else:
         os.environ.setdefault("BRAINCUE_CAPTURE", "off")  # a benchmark never listens
     print(f"machine: {machine()}")
-    # how fast this host reads right now: first-token figures of different hosts and hours
-    # differ by it (the same code: 0.74 s on one 2-core host, 1.06-1.35 s on another)
-    print(model_speed(resolve_model("llm", "", Path(os.environ["BRAINCUE_MODELS"])),
-                      threads=os.cpu_count() or 2))
+    # how fast this host reads right now, with the daemon's model and threads (its config.toml,
+    # written above): first-token figures of different hosts and hours differ by it (the same
+    # code: 0.74 s on one 2-core host, 1.06-1.35 s on another)
+    daemon_config = Config.load()
+    print(model_speed(resolve_model("llm", daemon_config.settings.llm_model,
+                                    daemon_config.paths.models_dir),
+                      threads=daemon_config.settings.llm_threads))
     daemon = start_daemon(home)
     try:
         with Client(timeout=600) as client:
