@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.memory.sensitive import (
+from daemon.sensitive.gate import (
     Gate,
     find_sensitive,
     iban_valid,

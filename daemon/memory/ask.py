@@ -47,7 +47,7 @@ from daemon.llm.generate import ChatMessage, Generator
 from daemon.memory import grounding, open_items
 from daemon.memory.grounding import Cited, Framing, Passage, Said, Source
 from daemon.memory.person import recall_memories
-from daemon.memory.sensitive import mask_lines
+from daemon.sensitive.gate import mask_lines
 from daemon.store.fusion import ItemKey
 from daemon.store.records import Assertion, Chunk, Document, Session, Space, Turn
 from daemon.store.scope import Scope

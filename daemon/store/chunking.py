@@ -10,7 +10,7 @@ Live sessions grow with :func:`grow`: the newest chunk stays open while turns fi
 chunk never changes. Folding :func:`grow` over turns gives exactly what :func:`chunk_turns` gives.
 
 A chunk's body is what search and ask hand out (to other programs too, through MCP): a secret
-said in its turns is masked there (:func:`daemon.memory.sensitive.mask_lines`), while the turns
+said in its turns is masked there (:func:`daemon.sensitive.gate.mask_lines`), while the turns
 keep the words as said.
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from daemon.memory.sensitive import Gate, mask_lines
+from daemon.sensitive.gate import Gate, mask_lines
 
 DEFAULT_LIMIT = 1400
 

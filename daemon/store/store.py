@@ -41,7 +41,7 @@ import numpy as np
 import trio
 
 from daemon.errors import InvalidInput, NotFound
-from daemon.memory.sensitive import mask_lines
+from daemon.sensitive.gate import mask_lines
 from daemon.store import backup, chunking, documents, fts, sql, writes
 from daemon.store.db import CorruptDatabase, Database, encryption_available
 from daemon.store.documents import DocumentText

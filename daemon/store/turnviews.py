@@ -10,7 +10,7 @@ its best-matching turn. A turn never changes once stored, so it is embedded exac
 
 from __future__ import annotations
 
-from daemon.memory.sensitive import mask_lines
+from daemon.sensitive.gate import mask_lines
 from daemon.store.chunking import ChunkContext, ChunkTurn, header, turn_line
 
 
