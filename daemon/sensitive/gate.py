@@ -1,16 +1,21 @@
-"""The sensitive-data gate: nothing a model wrote is stored before this has run over it.
+"""The sensitive-data gate: nothing a model wrote is stored before this has run over it, and
+nothing said leaves the store without it.
 
 A summary can repeat a credential someone read aloud, and unlike a transcript an archive or a
 memory is retrievable (seed 000 §4). Detected spans are replaced by a marker naming the kind,
 and counted so the user is told.
 
 Detectors, each precise by construction rather than by a guess:
-- tokens with a known prefix (cloud, VCS, chat, payment and AI providers), JWTs, bearer tokens;
-- PEM private-key blocks;
-- a spoken secret: "the password is …", "my PIN is …", "passcode: …";
+- a secret scanner's vendor token formats and entropy check (:mod:`daemon.sensitive.scanner`),
+  plus the few prefixed formats its list lacks, and bearer tokens;
+- PEM private-key blocks, whole;
+- a secret said aloud (:mod:`daemon.sensitive.spoken`): after a cue, in a login, as the answer
+  to the turn before, spelled out or grouped;
 - card numbers (13–19 digits, Luhn-valid), IBANs (mod-97 valid), national ids (US SSN, UK NI);
-- other high-entropy strings (letters and digits mixed, long, near-random), excluding
-  hexadecimal ids such as commit hashes and UUIDs unless a secret word stands right before them.
+- other long tokens labelled by a secret word right before them.
+
+A detector sees one turn and the turn said before it (``before``): an answer is a secret only
+after its question.
 """
 
 from __future__ import annotations
@@ -22,14 +27,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from daemon.sensitive.finding import Finding
+from daemon.sensitive.scanner import high_entropy, looks_random, vendor_tokens
+from daemon.sensitive.spoken import spoken
+
+__all__ = ["MARKER", "Finding", "Gate", "Redacted", "find_sensitive", "mask_lines", "redact"]
+
 MARKER = "[redacted {kind}]"
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str
-    start: int
-    end: int
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class Redacted:
         return dict(Counter(f.kind for f in self.findings))
 
 
+# prefixed formats the scanner's list lacks, or takes in one length only
 _PREFIXED = re.compile(
     r"""(?<![A-Za-z0-9])(?:
         (?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}            # AWS access key ids
@@ -72,18 +77,10 @@ _SECRET_WORDS = (
     r"(?:password|passwd|passphrase|pass\s?code|pin(?:\s?code)?|secret|api\s?key"
     r"|access\s?key|token|security\s?code|cvv|cvc)"
 )
-_SPOKEN = re.compile(
-    rf"""(?ix)\b{_SECRET_WORDS}\b
-        (?:\s+(?:for|to|of|on)\s+[\w.@-]+(?:\s+[\w.@-]+)?)?      # "password for the vpn"
-        \s*(?:is|was|will\s+be|=|:|reads|it's)\s*(?:now\s+)?
-        (?P<value>"[^"\n]{{1,80}}"|'[^'\n]{{1,80}}'|[^\s,;"']+)""",
-)
 _CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 _SSN = re.compile(r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b")
 _UK_NI = re.compile(r"\b(?![DFIQUV])[A-Z](?![DFIOQUV])[A-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")
-_TOKEN = re.compile(r"(?<![\w/.@-])[A-Za-z0-9+/_=-]{20,}(?![\w/.@-])")
-_HEX = re.compile(r"[0-9a-fA-F-]+")
 _SECRET_BEFORE = re.compile(rf"(?i)\b{_SECRET_WORDS}\b[^.\n]{{0,24}}$")
 
 _IBAN_LENGTHS = {
@@ -119,20 +116,8 @@ def shannon_entropy(text: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
-def _looks_random(token: str) -> bool:
-    has_digit = any(c.isdigit() for c in token)
-    has_upper = any(c.isupper() for c in token)
-    has_lower = any(c.islower() for c in token)
-    if not (has_digit and (has_upper or has_lower)):
-        return False
-    if _HEX.fullmatch(token):
-        return False  # commit hashes, UUIDs, checksums: ids, not secrets (unless labelled)
-    if not (has_upper and has_lower) and len(token) < 32:
-        return False
-    return shannon_entropy(token) >= 4.0
-
-
 def _prefixed(text: str) -> Iterator[Finding]:
+    yield from vendor_tokens(text)
     for m in _PREFIXED.finditer(text):
         yield Finding("token", m.start(), m.end())
     for m in _BEARER.finditer(text):
@@ -142,20 +127,6 @@ def _prefixed(text: str) -> Iterator[Finding]:
 def _private_keys(text: str) -> Iterator[Finding]:
     for m in _PRIVATE_KEY.finditer(text):
         yield Finding("private key", m.start(), m.end())
-
-
-def _spoken(text: str) -> Iterator[Finding]:
-    for m in _SPOKEN.finditer(text):
-        value = m.group("value").rstrip(".!?:)")
-        if not value or value.lower() in _NOT_A_VALUE:
-            continue
-        yield Finding("password", m.start("value"), m.start("value") + len(value))
-
-
-_NOT_A_VALUE = {
-    "a", "an", "the", "not", "that", "this", "it", "required", "set", "wrong", "correct",
-    "expired", "missing", "changed", "reset",
-}
 
 
 def _cards(text: str) -> Iterator[Finding]:
@@ -178,23 +149,29 @@ def _national_ids(text: str) -> Iterator[Finding]:
 
 
 def _high_entropy(text: str) -> Iterator[Finding]:
-    for m in _TOKEN.finditer(text):
-        token = m.group()
-        labelled = bool(_SECRET_BEFORE.search(text[: m.start()]))
-        if _looks_random(token) or (labelled and len(token) >= 16):
-            yield Finding("secret", m.start(), m.end())
+    for start, end, random in high_entropy(text):
+        labelled = bool(_SECRET_BEFORE.search(text[:start]))
+        if random or labelled:
+            yield Finding("secret", start, end)
 
 
-DETECTORS: tuple[Callable[[str], Iterator[Finding]], ...] = (
-    _private_keys, _prefixed, _spoken, _cards, _ibans, _national_ids, _high_entropy,
+DETECTORS: tuple[Callable[[str, str], Iterator[Finding]], ...] = (
+    lambda text, _: _private_keys(text),
+    lambda text, _: _prefixed(text),
+    spoken,
+    lambda text, _: _cards(text),
+    lambda text, _: _ibans(text),
+    lambda text, _: _national_ids(text),
+    lambda text, _: _high_entropy(text),
 )
 
 
-def find_sensitive(text: str) -> list[Finding]:
-    """Non-overlapping findings in text order; an earlier detector wins an overlap."""
+def find_sensitive(text: str, before: str = "") -> list[Finding]:
+    """Non-overlapping findings in text order; an earlier detector wins an overlap.
+    ``before`` is the turn said just before ``text`` (context only: nothing in it is found)."""
     taken: list[Finding] = []
     for detector in DETECTORS:
-        for f in detector(text):
+        for f in detector(text, before):
             if not any(f.start < t.end and t.start < f.end for t in taken):
                 taken.append(f)
     return sorted(taken, key=lambda f: f.start)
@@ -251,19 +228,21 @@ def _patterns(secret: Secret) -> list[re.Pattern[str]]:
         wanted += [a + b for a, b in itertools.pairwise(parts)
                    if min(len(a), len(b)) >= 3]
     # one part alone when it cannot be an ordinary word: random-looking, or long with digits
-    wanted += [p for p in parts if (len(p) >= 6 and _looks_random(p))
+    wanted += [p for p in parts if (len(p) >= 6 and looks_random(p))
                or (len(p) >= 8 and any(c.isdigit() for c in p))]
     return [re.compile(rf"(?i)(?<![A-Za-z0-9]){_spelled(w)}(?![A-Za-z0-9])")
             for w in dict.fromkeys(wanted)]
 
 
-def secrets_in(texts: Iterable[str]) -> list[Secret]:
-    """The secret values the detectors find in ``texts`` (the source turns), each once."""
+def secrets_in(texts: Iterable[str], before: str = "") -> list[Secret]:
+    """The secret values the detectors find in ``texts`` (consecutive source turns, ``before``
+    the one said before the first), each once."""
     found: dict[str, Secret] = {}
     for text in texts:
-        for f in find_sensitive(text):
+        for f in find_sensitive(text, before):
             value = text[f.start : f.end].strip("\"'")
             found.setdefault(value.lower(), Secret(f.kind, value))
+        before = text
     return list(found.values())
 
 
@@ -276,8 +255,8 @@ class Gate:
         self._patterns = [(s.kind, p) for s in self.secrets for p in _patterns(s)]
 
     @classmethod
-    def of(cls, source_texts: Iterable[str]) -> Gate:
-        return cls(secrets_in(source_texts))
+    def of(cls, source_texts: Iterable[str], before: str = "") -> Gate:
+        return cls(secrets_in(source_texts, before))
 
     def find(self, text: str) -> list[Finding]:
         taken = find_sensitive(text)
@@ -294,8 +273,8 @@ class Gate:
         return _replace(text, self.find(text))
 
 
-def mask_lines(texts: Sequence[str]) -> list[str]:
-    """``texts`` (the turns of one passage) as retrieval shows them: every secret found in any
-    of them masked in all of them."""
-    gate = Gate.of(texts)
+def mask_lines(texts: Sequence[str], before: str = "") -> list[str]:
+    """``texts`` (consecutive turns of one passage; ``before`` the turn said just before the
+    first) as retrieval shows them: every secret found in any of them masked in all of them."""
+    gate = Gate.of(texts, before)
     return [gate.redact(t).text for t in texts]

@@ -37,6 +37,7 @@ class ChunkTurn(msgspec.Struct, frozen=True):
     speaker: str
     start: float
     text: str
+    before: str = ""  # the turn said just before, read with this one by the sensitive-data gate
 
 
 class ChunkContext(msgspec.Struct, frozen=True):
@@ -177,7 +178,7 @@ def _cut_point(text: str, limit: int) -> int:
 def _split_turn(turn: ChunkTurn, ctx: ChunkContext, limit: int) -> list[ChunkDraft]:
     prefix = f"{_one_line(turn.speaker)}: "
     head = header(ctx, turn.speaker, turn.start)
-    gate = Gate.of([turn.text])
+    gate = Gate.of([turn.text], turn.before)
     return [
         ChunkDraft(
             header=head,
@@ -195,7 +196,7 @@ def _draft(turns: Sequence[ChunkTurn], ctx: ChunkContext) -> ChunkDraft:
     first = turns[0]
     return ChunkDraft(
         header=header(ctx, first.speaker, first.start),
-        body="\n".join(mask_lines([turn_line(t) for t in turns])),
+        body="\n".join(mask_lines([turn_line(t) for t in turns], turns[0].before)),
         first_turn_id=first.id,
         last_turn_id=turns[-1].id,
         start=first.start,

@@ -1,0 +1,153 @@
+"""Secrets as people say them, which no scanner of code knows.
+
+- a cue before the value: "the password is …", "PIN: …", "the token for the deploy bot is …",
+  "door code's …";
+- a login: "log in as USER with VALUE", "sign in as USER, using VALUE", "use VALUE to log in";
+- an answer: a value given right after a question about a password, code, PIN, key or token,
+  whoever asked it (the detector is given the turn before);
+- the value itself spelled out or grouped: "two six zero nine, three three one five",
+  "4417-2291", "Tangerine-Walrus-4417".
+
+A weak cue ("code", "key", "combination", a login, an answer) needs a value that looks like a
+credential (digits, spelled digits, letters and digits mixed, inner capitals or symbols), so
+"the key is preparation", "the code is in the repo" and "what's the key takeaway?" stay as said.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from daemon.sensitive.finding import Finding
+
+KIND = "password"
+
+_DIGIT = r"(?:zero|oh|o|one|two|three|four|five|six|seven|eight|nine|double|triple)"
+_SPELLED = rf"{_DIGIT}(?:[\s,.-]+(?:and\s+)?{_DIGIT}){{3,}}"  # four digit words or more
+_VALUE = (
+    rf"(?P<value>\"[^\"\n]{{1,80}}\"|'[^'\n]{{1,80}}'|“[^”\n]{{1,80}}”"
+    rf"|{_SPELLED}\b|\d+(?:[ -]\d+)+\b|[^\s,;\"'“”]+)"
+)
+
+_STRONG = (r"(?:password|passwd|passphrase|pass\s?code|pin(?:\s?(?:code|number))?|api\s?key"
+           r"|access\s?key|secret\s?key|private\s?key|auth\s?token|access\s?token|token|cvv|cvc"
+           r"|security\s?code|credentials?)")
+_CODE_KINDS = (r"(?:door|gate|alarm|access|entry|lock|safe|garage|building|keypad|locker"
+               r"|verification|one[\s-]time|2fa|mfa|otp|recovery|backup|login|unlock|wifi|wi-fi"
+               r"|vault|server\s?room)")
+_WEAK = rf"(?:{_CODE_KINDS}\s+code|combination|code|key|secret|login|pin)"
+_NOT_A_CODE = re.compile(
+    r"(?i)\b(?:zip|area|postal|post|country|error|status|source|dress|promo|discount|coupon"
+    r"|tracking|product|colou?r|bar|qr|exit|tax|sort|airport|dial(?:ling)?|country|language"
+    r"|machine|legacy|test|sample|example|reference|order|voucher|booking|ticket|event|item)"
+    r"\s+code\b"
+)
+_TARGET = r"(?:\s+(?:for|to|of|on|at|into)(?:\s+[\w.@-]+){1,4}?)"
+_VERB = (r"(?:\s+is\s+now|\s+is\s+set\s+to|\s+was\s+changed\s+to|\s+changed\s+to|\s+is|\s+was"
+         r"|\s+will\s+be|\s+should\s+be|\s+reads|['’]s|\s*[:=]|,?\s+it['’]s|,?\s+it\s+is)")
+_CUE = re.compile(
+    rf"(?ix)\b(?P<word>{_STRONG}|{_WEAK})\b{_TARGET}?{_VERB}\s*(?:now\s+|just\s+|simply\s+)?{_VALUE}"
+)
+_DIRECT = re.compile(rf"(?ix)\b(?:{_STRONG})\s+{_VALUE}")  # "wifi password BlueHeron77"
+_LOGIN = re.compile(
+    rf"""(?ix)\b(?:log|sign)(?:ging|ged|s)?[\s-]*(?:in|on|into)\b(?:\s+(?:to|on)\s+(?:the\s+)?[\w.-]+)?
+        \s+(?:as|with\s+(?:the\s+)?(?:user(?:name)?|account|login))\s+[\w.@+-]+,?
+        \s+(?:with|using|and|password)\s+(?:(?:the\s+)?(?:password|passcode|pin|code)\s+)?{_VALUE}"""
+)
+_USE = re.compile(
+    rf"""(?ix)\b(?:use|using|type|enter|punch\s+in|key\s+in)\s+{_VALUE}
+        \s+(?:to\s+(?:log|sign|get|unlock|open|disarm)|as\s+(?:the\s+|your\s+|a\s+)?(?:password|passcode|pin|code|login))"""
+)
+_QUESTION = re.compile(
+    rf"(?ix)\b(?:{_STRONG}|{_WEAK}|code|combo)s?\b{_TARGET}?[^?.!\n]{{0,12}}\?\s*$"
+)
+_ANSWER_VALUE = re.compile(
+    rf"(?ix)(?<![\w-])(?:{_SPELLED}\b|\d+(?:[ -]\d+)+\b|[^\s,;\"'“”]*\d[^\s,;\"'“”]*"
+    r"|[A-Za-z]+(?:[-_!@#$%&*.][A-Za-z0-9]+)+)"
+)
+
+_NOT_A_VALUE = {
+    "a", "an", "the", "not", "that", "this", "it", "its", "is", "required", "set", "wrong",
+    "correct", "expired", "missing", "changed", "reset", "on", "in", "at", "for", "to", "from",
+    "your", "my", "our", "their", "his", "her", "same", "usual", "still", "what", "which",
+    "written", "stored", "saved", "kept", "taped", "printed", "somewhere", "there", "here",
+    "being", "going", "too", "very", "really", "also", "just", "and", "or", "but", "so",
+    "if", "you", "we", "they", "i", "he", "she", "no", "none", "nothing", "empty",
+    "blank", "valid", "invalid", "fine", "ok", "okay", "easy", "hard", "long", "short",
+    "different", "new", "old", "shared", "private", "public", "secret", "unknown", "locked",
+}
+_DIGIT_WORD = re.compile(rf"(?i)^{_DIGIT}$")
+
+
+def credential_like(value: str) -> bool:
+    """Whether a value said after a weak cue looks like a credential rather than a word."""
+    v = value.strip("\"'“”")
+    if re.fullmatch(rf"(?i){_SPELLED}", v):
+        return True
+    digits = sum(c.isdigit() for c in v)
+    letters = sum(c.isalpha() for c in v)
+    if digits >= 3 or (digits and letters and len(v) >= 5):
+        return True
+    if re.search(r"[a-z][A-Z]", v) or re.search(r"[A-Za-z0-9][-_!@#$%&*][A-Za-z0-9]", v):
+        return len(v) >= 6 and not re.fullmatch(r"[a-z]+(?:-[a-z]+)?", v)
+    return False
+
+
+def _clean(value: str) -> str:
+    return value.rstrip(".!?:)")
+
+
+def _plausible(value: str) -> bool:
+    v = value.strip("\"'“”").lower()
+    return bool(v) and v not in _NOT_A_VALUE and not _DIGIT_WORD.match(v)
+
+
+def _finding(m: re.Match[str], value: str) -> Finding:
+    return Finding(KIND, m.start("value"), m.start("value") + len(value))
+
+
+def cued(text: str) -> Iterator[Finding]:
+    """A value after a cue in the same turn."""
+    for m in _CUE.finditer(text):
+        value = _clean(m.group("value"))
+        word = m.group("word")
+        if _NOT_A_CODE.search(text[max(0, m.start() - 12) : m.end("word")]):
+            continue
+        strong = re.fullmatch(rf"(?ix){_STRONG}", word) is not None
+        if _plausible(value) and (strong or credential_like(value)):
+            yield _finding(m, value)
+    for m in _DIRECT.finditer(text):
+        value = _clean(m.group("value"))
+        if _plausible(value) and credential_like(value) and len(value) >= 4:
+            yield _finding(m, value)
+
+
+def logins(text: str) -> Iterator[Finding]:
+    for pattern in (_LOGIN, _USE):
+        for m in pattern.finditer(text):
+            value = _clean(m.group("value"))
+            if _plausible(value) and credential_like(value):
+                yield _finding(m, value)
+
+
+def asks_for_secret(turn: str) -> bool:
+    """Whether ``turn`` ends by asking for a password, code, PIN, key or token."""
+    question = _QUESTION.search(turn.rstrip())
+    return question is not None and not _NOT_A_CODE.search(turn[max(0, question.start() - 12):])
+
+
+def answers(text: str, before: str) -> Iterator[Finding]:
+    """The first credential-like value of a turn that answers a question for a secret."""
+    if not before or not asks_for_secret(before):
+        return
+    for m in _ANSWER_VALUE.finditer(text[:160]):
+        value = _clean(m.group())
+        if _plausible(value) and credential_like(value):
+            yield Finding(KIND, m.start(), m.start() + len(value))
+            return
+
+
+def spoken(text: str, before: str = "") -> Iterator[Finding]:
+    yield from logins(text)
+    yield from cued(text)
+    yield from answers(text, before)
