@@ -20,6 +20,7 @@ after its question.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -31,7 +32,8 @@ from daemon.sensitive.finding import Finding
 from daemon.sensitive.scanner import high_entropy, looks_random, vendor_tokens
 from daemon.sensitive.spoken import spoken
 
-__all__ = ["MARKER", "Finding", "Gate", "Redacted", "find_sensitive", "mask_lines", "redact"]
+__all__ = ["MARKER", "Finding", "Gate", "Redacted", "clear_cache", "find_sensitive", "mask_lines",
+           "redact"]
 
 MARKER = "[redacted {kind}]"
 
@@ -169,12 +171,23 @@ DETECTORS: tuple[Callable[[str, str], Iterator[Finding]], ...] = (
 def find_sensitive(text: str, before: str = "") -> list[Finding]:
     """Non-overlapping findings in text order; an earlier detector wins an overlap.
     ``before`` is the turn said just before ``text`` (context only: nothing in it is found)."""
+    return list(_find(text, before))
+
+
+def clear_cache() -> None:
+    """Forget the turns read (for measuring the detectors from cold)."""
+    _find.cache_clear()
+
+
+@functools.lru_cache(maxsize=4096)
+def _find(text: str, before: str) -> tuple[Finding, ...]:
+    """Cached: a live turn re-masks the open chunk it grows, whose other turns were read."""
     taken: list[Finding] = []
     for detector in DETECTORS:
         for f in detector(text, before):
             if not any(f.start < t.end and t.start < f.end for t in taken):
                 taken.append(f)
-    return sorted(taken, key=lambda f: f.start)
+    return tuple(sorted(taken, key=lambda f: f.start))
 
 
 def redact(text: str) -> Redacted:
@@ -237,13 +250,24 @@ def _patterns(secret: Secret) -> list[re.Pattern[str]]:
 def secrets_in(texts: Iterable[str], before: str = "") -> list[Secret]:
     """The secret values the detectors find in ``texts`` (consecutive source turns, ``before``
     the one said before the first), each once."""
-    found: dict[str, Secret] = {}
+    return _secrets(_findings(texts, before))
+
+
+def _findings(texts: Iterable[str], before: str) -> list[tuple[str, list[Finding]]]:
+    found = []
     for text in texts:
-        for f in find_sensitive(text, before):
-            value = text[f.start : f.end].strip("\"'")
-            found.setdefault(value.lower(), Secret(f.kind, value))
+        found.append((text, find_sensitive(text, before)))
         before = text
-    return list(found.values())
+    return found
+
+
+def _secrets(found: Iterable[tuple[str, list[Finding]]]) -> list[Secret]:
+    secrets: dict[str, Secret] = {}
+    for text, findings in found:
+        for f in findings:
+            value = text[f.start : f.end].strip("\"'")
+            secrets.setdefault(value.lower(), Secret(f.kind, value))
+    return list(secrets.values())
 
 
 class Gate:
@@ -258,8 +282,10 @@ class Gate:
     def of(cls, source_texts: Iterable[str], before: str = "") -> Gate:
         return cls(secrets_in(source_texts, before))
 
-    def find(self, text: str) -> list[Finding]:
-        taken = find_sensitive(text)
+    def find(self, text: str, found: list[Finding] | None = None) -> list[Finding]:
+        """The findings in ``text``: the detectors' (``found``, when already run on it), plus
+        every secret value of this gate's source however it is phrased."""
+        taken = list(find_sensitive(text) if found is None else found)
         for kind, pattern in self._patterns:
             for m in pattern.finditer(text):
                 if not any(m.start() < t.end and t.start < m.end() for t in taken):
@@ -276,5 +302,6 @@ class Gate:
 def mask_lines(texts: Sequence[str], before: str = "") -> list[str]:
     """``texts`` (consecutive turns of one passage; ``before`` the turn said just before the
     first) as retrieval shows them: every secret found in any of them masked in all of them."""
-    gate = Gate.of(texts, before)
-    return [gate.redact(t).text for t in texts]
+    found = _findings(texts, before)
+    gate = Gate(_secrets(found))
+    return [_replace(text, gate.find(text, findings)).text for text, findings in found]

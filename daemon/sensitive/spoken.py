@@ -23,6 +23,7 @@ from daemon.sensitive.finding import Finding
 KIND = "password"
 
 _DIGIT = r"(?:zero|oh|o|one|two|three|four|five|six|seven|eight|nine|double|triple)"
+_FILLER = r"(?:(?:now|just|simply|literally|actually|basically|still|currently)\s+)"
 _SPELLED = rf"{_DIGIT}(?:[\s,.-]+(?:and\s+)?{_DIGIT}){{3,}}"  # four digit words or more
 _VALUE = (
     rf"(?P<value>\"[^\"\n]{{1,80}}\"|'[^'\n]{{1,80}}'|“[^”\n]{{1,80}}”"
@@ -42,15 +43,16 @@ _NOT_A_CODE = re.compile(
     r"|machine|legacy|test|sample|example|reference|order|voucher|booking|ticket|event|item)"
     r"\s+code\b"
 )
-_TARGET = r"(?:\s+(?:for|to|of|on|at|into)(?:\s+[\w.@-]+){1,4}?)"
+_TARGET = r"(?:\s+(?:for|to|of|on|at|into|in|with|from)(?:\s+[\w.@-]+){1,4}?)"
+_CLAUSE = r"(?:(?:\s+(?:they|he|she|you|we|i|it|the\s+\w+))(?:\s+\w+){1,2}?)"  # "they texted"
 _VERB = (r"(?:\s+is\s+now|\s+is\s+set\s+to|\s+was\s+changed\s+to|\s+changed\s+to|\s+is|\s+was"
          r"|\s+will\s+be|\s+should\s+be|\s+reads|['’]s|\s*[:=]|,?\s+it['’]s|,?\s+it\s+is)")
 _CUE = re.compile(
-    rf"(?ix)\b(?P<word>{_STRONG}|{_WEAK})\b{_TARGET}?{_VERB}\s*(?:now\s+|just\s+|simply\s+)?{_VALUE}"
+    rf"(?ix)\b(?P<word>{_STRONG}|{_WEAK})\b{_TARGET}?{_CLAUSE}?{_VERB}\s*{_FILLER}?{_VALUE}"
 )
 _DIRECT = re.compile(rf"(?ix)\b(?:{_STRONG})\s+{_VALUE}")  # "wifi password BlueHeron77"
 _LOGIN = re.compile(
-    rf"""(?ix)\b(?:log|sign)(?:ging|ged|s)?[\s-]*(?:in|on|into)\b(?:\s+(?:to|on)\s+(?:the\s+)?[\w.-]+)?
+    rf"""(?ix)\b(?:log|sign)(?:ging|ged|s)?[\s-]*(?:in|on|into)\b(?:\s+(?:to\s+|on\s+)?(?:the\s+)?[\w.-]+)?
         \s+(?:as|with\s+(?:the\s+)?(?:user(?:name)?|account|login))\s+[\w.@+-]+,?
         \s+(?:with|using|and|password)\s+(?:(?:the\s+)?(?:password|passcode|pin|code)\s+)?{_VALUE}"""
 )
@@ -58,8 +60,11 @@ _USE = re.compile(
     rf"""(?ix)\b(?:use|using|type|enter|punch\s+in|key\s+in)\s+{_VALUE}
         \s+(?:to\s+(?:log|sign|get|unlock|open|disarm)|as\s+(?:the\s+|your\s+|a\s+)?(?:password|passcode|pin|code|login))"""
 )
+# the question names what it asks for last: "And the door code?", "the PIN for the card?";
+# not "Is the code ready?" or "Did the token expire?"
 _QUESTION = re.compile(
-    rf"(?ix)\b(?:{_STRONG}|{_WEAK}|code|combo)s?\b{_TARGET}?[^?.!\n]{{0,12}}\?\s*$"
+    rf"(?ix)\b(?:{_STRONG}|{_WEAK}|code|combo)s?\b{_TARGET}?{_CLAUSE}?"
+    r"(?:,?\s+(?:then|again|please|now|there|here|today|exactly|by\s+any\s+chance))?\s*\?\s*$"
 )
 _ANSWER_VALUE = re.compile(
     rf"(?ix)(?<![\w-])(?:{_SPELLED}\b|\d+(?:[ -]\d+)+\b|[^\s,;\"'“”]*\d[^\s,;\"'“”]*"
@@ -98,8 +103,10 @@ def _clean(value: str) -> str:
 
 
 def _plausible(value: str) -> bool:
-    v = value.strip("\"'“”").lower()
-    return bool(v) and v not in _NOT_A_VALUE and not _DIGIT_WORD.match(v)
+    v = value.strip("\"'“”")
+    if re.fullmatch(r"[a-z]+(?:ed|ing)", v):  # "the access key was revoked"
+        return False
+    return bool(v) and v.lower() not in _NOT_A_VALUE and not _DIGIT_WORD.match(v)
 
 
 def _finding(m: re.Match[str], value: str) -> Finding:
@@ -136,15 +143,22 @@ def asks_for_secret(turn: str) -> bool:
     return question is not None and not _NOT_A_CODE.search(turn[max(0, question.start() - 12):])
 
 
+ANSWER_CHARS = 80  # an answer gives the value first: "Hmm, hunter2? No, Hunter2024."
+ANSWER_VALUES = 2
+
+
 def answers(text: str, before: str) -> Iterator[Finding]:
-    """The first credential-like value of a turn that answers a question for a secret."""
+    """The first credential-like values of a turn that answers a question for a secret."""
     if not before or not asks_for_secret(before):
         return
-    for m in _ANSWER_VALUE.finditer(text[:160]):
+    found = 0
+    for m in _ANSWER_VALUE.finditer(text[:ANSWER_CHARS]):
         value = _clean(m.group())
         if _plausible(value) and credential_like(value):
             yield Finding(KIND, m.start(), m.start() + len(value))
-            return
+            found += 1
+            if found == ANSWER_VALUES:
+                return
 
 
 def spoken(text: str, before: str = "") -> Iterator[Finding]:
