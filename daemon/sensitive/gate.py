@@ -66,6 +66,7 @@ _PREFIXED = re.compile(
       | npm_[A-Za-z0-9]{36}                               # npm
       | SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}        # SendGrid
       | hf_[A-Za-z0-9]{30,}                               # Hugging Face
+      | \d{8,10}:AA[0-9A-Za-z_-]{30,35}                   # Telegram bots (any documented length)
       | eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}   # JWT
     )""",
     re.VERBOSE,

@@ -73,7 +73,8 @@ def vendor_tokens(text: str) -> Iterator[Finding]:
 
 
 _BASE64 = Base64HighEntropyString()
-_TOKEN = re.compile(r"(?<![\w/.@-])[A-Za-z0-9+/_=-]{20,}(?![\w/.@-])")
+# a token ends at a space, or at a full stop that ends the sentence
+_TOKEN = re.compile(r"(?<![\w/.@-])[A-Za-z0-9+/_=-]{20,}(?![\w/@-]|\.[\w/@-])")
 _HEX_ID = re.compile(r"[0-9a-fA-F-]+")
 
 

@@ -40,25 +40,39 @@ _WEAK = rf"(?:{_CODE_KINDS}\s+code|combination|code|key|secret|login|pin)"
 _NOT_A_CODE = re.compile(
     r"(?i)\b(?:zip|area|postal|post|country|error|status|source|dress|promo|discount|coupon"
     r"|tracking|product|colou?r|bar|qr|exit|tax|sort|airport|dial(?:ling)?|country|language"
-    r"|machine|legacy|test|sample|example|reference|order|voucher|booking|ticket|event|item)"
+    r"|machine|legacy|test|sample|example|reference|order|voucher|booking|ticket|event|item"
+    r"|confirmation|reservation|meeting|invite|invitation|gift|class|course|seat|room)"
     r"\s+code\b"
 )
 _TARGET = r"(?:\s+(?:for|to|of|on|at|into|in|with|from)(?:\s+[\w.@-]+){1,4}?)"
 _CLAUSE = r"(?:(?:\s+(?:they|he|she|you|we|i|it|the\s+\w+))(?:\s+\w+){1,2}?)"  # "they texted"
-_VERB = (r"(?:\s+is\s+now|\s+is\s+set\s+to|\s+was\s+changed\s+to|\s+changed\s+to|\s+is|\s+was"
+_VERB = (r"(?:(?:\s+(?:is|was|has\s+been|have\s+been|got|gets))?\s+(?:changed|reset|set|updated)"
+         r"\s+to|\s+is\s+now|\s+is|\s+was"
          r"|\s+will\s+be|\s+should\s+be|\s+reads|['’]s|\s*[:=]|,?\s+it['’]s|,?\s+it\s+is)")
 _CUE = re.compile(
     rf"(?ix)\b(?P<word>{_STRONG}|{_WEAK})\b{_TARGET}?{_CLAUSE}?{_VERB}\s*{_FILLER}?{_VALUE}"
 )
-_DIRECT = re.compile(rf"(?ix)\b(?:{_STRONG})\s+{_VALUE}")  # "wifi password BlueHeron77"
+_DIRECT = re.compile(  # "wifi password BlueHeron77", "enter code 7 3 9 1 0 4"
+    rf"(?ix)(?:\b(?:{_STRONG})|\b(?:enter|use|type|input|with)\s+(?:the\s+)?{_WEAK})\s+{_VALUE}")
 _LOGIN = re.compile(
     rf"""(?ix)\b(?:log|sign)(?:ging|ged|s)?[\s-]*(?:in|on|into)\b(?:\s+(?:to\s+|on\s+)?(?:the\s+)?[\w.-]+)?
-        \s+(?:as|with\s+(?:the\s+)?(?:user(?:name)?|account|login))\s+[\w.@+-]+,?
+        \s+(?:as|with\s+(?:the\s+)?(?:(?:user(?:name)?|account|login)\s+)?)\s*[\w.@+-]+,?
         \s+(?:with|using|and|password)\s+(?:(?:the\s+)?(?:password|passcode|pin|code)\s+)?{_VALUE}"""
 )
 _USE = re.compile(
     rf"""(?ix)\b(?:use|using|type|enter|punch\s+in|key\s+in)\s+{_VALUE}
-        \s+(?:to\s+(?:log|sign|get|unlock|open|disarm)|as\s+(?:the\s+|your\s+|a\s+)?(?:password|passcode|pin|code|login))"""
+        \s+to\s+(?:log|sign|get|unlock|open|disarm)"""
+)
+# the value before what names it: "Zeta-Pine-5521 as the new password", "G-482913 is your
+# Google verification code" (a one-time-code message read aloud)
+_NAMED_AFTER = re.compile(
+    rf"""(?ix)(?<![\w-]){_VALUE}\s+(?:as|is|was|will\s+be|are)\s+(?:the|your|a|my|our)\s+
+        (?:[\w-]+\s+){{0,3}}?(?:{_STRONG}|{_WEAK}|otp)\b"""
+)
+# a request for a secret that is no question: "I'll need the six-digit code we just sent you"
+_REQUEST = re.compile(
+    rf"""(?ix)\b(?:need|want|give\s+me|read\s+me|tell\s+me|send\s+me|confirm|repeat)\s+
+        (?:the|your)\s+(?:[\w-]+\s+){{0,2}}?(?:{_STRONG}|{_WEAK})\b"""
 )
 # the question names what it asks for last: "And the door code?", "the PIN for the card?";
 # not "Is the code ready?" or "Did the token expire?"
@@ -118,7 +132,7 @@ def cued(text: str) -> Iterator[Finding]:
     for m in _CUE.finditer(text):
         value = _clean(m.group("value"))
         word = m.group("word")
-        if _NOT_A_CODE.search(text[max(0, m.start() - 12) : m.end("word")]):
+        if _NOT_A_CODE.search(text[max(0, m.start() - 16) : m.end("word")]):
             continue
         strong = re.fullmatch(rf"(?ix){_STRONG}", word) is not None
         if _plausible(value) and (strong or credential_like(value)):
@@ -130,7 +144,7 @@ def cued(text: str) -> Iterator[Finding]:
 
 
 def logins(text: str) -> Iterator[Finding]:
-    for pattern in (_LOGIN, _USE):
+    for pattern in (_LOGIN, _USE, _NAMED_AFTER):
         for m in pattern.finditer(text):
             value = _clean(m.group("value"))
             if _plausible(value) and credential_like(value):
@@ -138,9 +152,10 @@ def logins(text: str) -> Iterator[Finding]:
 
 
 def asks_for_secret(turn: str) -> bool:
-    """Whether ``turn`` ends by asking for a password, code, PIN, key or token."""
-    question = _QUESTION.search(turn.rstrip())
-    return question is not None and not _NOT_A_CODE.search(turn[max(0, question.start() - 12):])
+    """Whether ``turn`` asks for a password, code, PIN, key or token: a question ending on it,
+    or a request for it."""
+    asked = _QUESTION.search(turn.rstrip()) or _REQUEST.search(turn)
+    return asked is not None and not _NOT_A_CODE.search(turn[max(0, asked.start() - 16):])
 
 
 ANSWER_CHARS = 80  # an answer gives the value first: "Hmm, hunter2? No, Hunter2024."
