@@ -9,6 +9,7 @@ from storekit import open_store, recorded_session
 
 from daemon.sensitive.gate import (
     Gate,
+    Secret,
     find_sensitive,
     iban_valid,
     luhn_valid,
@@ -310,3 +311,11 @@ def test_a_chunk_that_opens_with_the_answer_reads_its_question(tmp_path: Path) -
         turn = store.turns(1)[1]
         assert "4417" not in " ".join(t.text for t in store.turns_of_chunk(2))
         assert turn.text == "It's 4417-2291."  # the turn keeps the words as said
+
+
+def test_a_marker_copied_from_a_masked_source_is_left_whole() -> None:
+    copied = "The deploy bot's token is [redacted token]."
+    assert mask_lines([copied]) == [copied]
+    gate = Gate([Secret("password", "redacted")])  # a secret that is a marker's own word
+    assert gate.redact("It was [redacted password], redacted.").text == (
+        "It was [redacted password], [redacted password].")

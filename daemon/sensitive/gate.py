@@ -36,6 +36,7 @@ __all__ = ["MARKER", "Finding", "Gate", "Redacted", "clear_cache", "find_sensiti
            "redact"]
 
 MARKER = "[redacted {kind}]"
+_MARKER = re.compile(r"\[redacted [a-z ]+\]")
 
 
 @dataclass(frozen=True)
@@ -182,13 +183,16 @@ def clear_cache() -> None:
 
 @functools.lru_cache(maxsize=4096)
 def _find(text: str, before: str) -> tuple[Finding, ...]:
-    """Cached: a live turn re-masks the open chunk it grows, whose other turns were read."""
-    taken: list[Finding] = []
+    """Cached: a live turn re-masks the open chunk it grows, whose other turns were read.
+    A marker already in the text ("[redacted token]", copied by a model from a masked source)
+    is no value to find."""
+    markers = [Finding("", m.start(), m.end()) for m in _MARKER.finditer(text)]
+    taken: list[Finding] = list(markers)
     for detector in DETECTORS:
         for f in detector(text, before):
             if not any(f.start < t.end and t.start < f.end for t in taken):
                 taken.append(f)
-    return tuple(sorted(taken, key=lambda f: f.start))
+    return tuple(sorted((f for f in taken if f.kind), key=lambda f: f.start))
 
 
 def redact(text: str) -> Redacted:
@@ -287,10 +291,12 @@ class Gate:
         """The findings in ``text``: the detectors' (``found``, when already run on it), plus
         every secret value of this gate's source however it is phrased."""
         taken = list(find_sensitive(text) if found is None else found)
+        blocked = [*taken, *(Finding("", m.start(), m.end()) for m in _MARKER.finditer(text))]
         for kind, pattern in self._patterns:
             for m in pattern.finditer(text):
-                if not any(m.start() < t.end and t.start < m.end() for t in taken):
+                if not any(m.start() < t.end and t.start < m.end() for t in blocked):
                     taken.append(Finding(kind, m.start(), m.end()))
+                    blocked.append(taken[-1])
         return sorted(taken, key=lambda f: f.start)
 
     def holds_secret(self, text: str) -> bool:
