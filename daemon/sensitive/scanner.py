@@ -74,7 +74,10 @@ def vendor_tokens(text: str) -> Iterator[Finding]:
 
 _BASE64 = Base64HighEntropyString()
 # a token ends at a space, or at a full stop that ends the sentence
-_TOKEN = re.compile(r"(?<![\w/.@-])[A-Za-z0-9+/_=-]{20,}(?![\w/@-]|\.[\w/@-])")
+# (dots inside it too: "sl.BjK2…", "dp.st.prd.Xk2L…")
+_TOKEN = re.compile(
+    r"(?<![\w/.@-])[A-Za-z0-9+/_=-](?:[A-Za-z0-9+/_=.-]*[A-Za-z0-9+/_=-])?(?![\w/@-]|\.[\w/@-])")
+_MIN_TOKEN = 20
 _HEX_ID = re.compile(r"[0-9a-fA-F-]+")
 
 
@@ -99,4 +102,5 @@ def looks_random(token: str) -> bool:
 def high_entropy(text: str) -> Iterator[tuple[int, int, bool]]:
     """Every long token, with whether it looks random (the caller decides on labelled ones)."""
     for m in _TOKEN.finditer(text):
-        yield m.start(), m.end(), looks_random(m.group())
+        if m.end() - m.start() >= _MIN_TOKEN:
+            yield m.start(), m.end(), looks_random(m.group())

@@ -25,14 +25,18 @@ KIND = "password"
 _DIGIT = r"(?:zero|oh|o|one|two|three|four|five|six|seven|eight|nine|double|triple)"
 _FILLER = r"(?:(?:now|just|simply|literally|actually|basically|still|currently)\s+)"
 _SPELLED = rf"{_DIGIT}(?:[\s,.-]+(?:and\s+)?{_DIGIT}){{3,}}"  # four digit words or more
+# digits in groups ("4417-2291", "5 - 0 - 2 - 8"), or groups of capitals and digits as a key is
+# printed ("4KJ9 MX72 QP3R")
+_GROUPED = r"(?:\d+(?:\s*-\s*\d+|\s+\d+)+\b|(?=[A-Z]*\d)[A-Z0-9]{4}(?:[ -][A-Z0-9]{4}){2,}\b)"
 _VALUE = (
     rf"(?P<value>\"[^\"\n]{{1,80}}\"|'[^'\n]{{1,80}}'|“[^”\n]{{1,80}}”"
-    rf"|{_SPELLED}\b|\d+(?:[ -]\d+)+\b|[^\s,;\"'“”]+)"
+    rf"|{_SPELLED}\b|{_GROUPED}|[^\s,;\"'“”]+)"
 )
 
 _STRONG = (r"(?:password|passwd|passphrase|pass\s?code|pin(?:\s?(?:code|number))?|api\s?key"
            r"|access\s?key|secret\s?key|private\s?key|auth\s?token|access\s?token|token|cvv|cvc"
-           r"|security\s?code|credentials?)")
+           r"|security\s?(?:code|number)|credentials?|(?:wireless|wpa2?|wi-?fi|network|product"
+           r"|licen[cs]e)\s+key)")
 _CODE_KINDS = (r"(?:door|gate|alarm|access|entry|lock|safe|garage|building|keypad|locker"
                r"|verification|one[\s-]time|2fa|mfa|otp|recovery|backup|login|unlock|wifi|wi-fi"
                r"|vault|server\s?room)")
@@ -45,9 +49,10 @@ _NOT_A_CODE = re.compile(
     r"\s+code\b"
 )
 _TARGET = r"(?:\s+(?:for|to|of|on|at|into|in|with|from)(?:\s+[\w.@-]+){1,4}?)"
-_CLAUSE = r"(?:(?:\s+(?:they|he|she|you|we|i|it|the\s+\w+))(?:\s+\w+){1,2}?)"  # "they texted"
+_CLAUSE = (r"(?:(?:\s+(?:they|he|she|you|we|i|it|the\s+\w+))(?:\s+\w+){1,2}?"  # "they texted"
+           r"|,[^,.?!\n]{1,30},)")  # "the code, if you need it, is …"
 _VERB = (r"(?:(?:\s+(?:is|was|has\s+been|have\s+been|got|gets))?\s+(?:changed|reset|set|updated)"
-         r"\s+to|\s+is\s+now|\s+is|\s+was"
+         r"\s+to|\s+is\s+now|\s+is|\s+was|\s+being"
          r"|\s+will\s+be|\s+should\s+be|\s+reads|['’]s|\s*[:=]|,?\s+it['’]s|,?\s+it\s+is)")
 _CUE = re.compile(
     rf"(?ix)\b(?P<word>{_STRONG}|{_WEAK})\b{_TARGET}?{_CLAUSE}?{_VERB}\s*{_FILLER}?{_VALUE}"
@@ -59,6 +64,19 @@ _LOGIN = re.compile(
         \s+(?:as|with\s+(?:the\s+)?(?:(?:user(?:name)?|account|login)\s+)?)\s*[\w.@+-]+,?
         \s+(?:with|using|and|password)\s+(?:(?:the\s+)?(?:password|passcode|pin|code)\s+)?{_VALUE}"""
 )
+_KEYED = re.compile(  # "punch 2 5 8 0 and hash": digits keyed in, said one by one
+    rf"(?ix)\b(?:punch|key|tap|enter|type)(?:\s+in)?\s+"
+    rf"(?P<value>{_SPELLED}\b|\d(?:\s*[ -]\s*\d){{3,}}\b)"
+)
+_USER_PASS = re.compile(  # "user ops@example.org, pass Gr8-Lakes-2024", "use guest and Guest#4410"
+    rf"""(?ix)\b(?:user(?:name)?\s+[\w.@+-]+,?\s+(?:and\s+)?pass(?:word)?\s+
+        |(?:use|using)\s+[\w.@+-]+\s+(?:and|with|/)\s+(?=\S*\d)(?=\S*[A-Za-z0-9][^\w\s][A-Za-z0-9]))
+        {_VALUE}"""
+)
+_VARIABLE = re.compile(  # "set DATABASE_PASSWORD to Qx7Lm2Rz9Tw"
+    rf"(?x)\b[A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PASSPHRASE)[A-Z0-9_]*"
+    rf"\s*(?:to|=|:|is)\s*{_VALUE}"
+)
 _USE = re.compile(
     rf"""(?ix)\b(?:use|using|type|enter|punch\s+in|key\s+in)\s+{_VALUE}
         \s+to\s+(?:log|sign|get|unlock|open|disarm)"""
@@ -69,6 +87,8 @@ _NAMED_AFTER = re.compile(
     rf"""(?ix)(?<![\w-]){_VALUE}\s+(?:as|is|was|will\s+be|are)\s+(?:the|your|a|my|our)\s+
         (?:[\w-]+\s+){{0,3}}?(?:{_STRONG}|{_WEAK}|otp)\b"""
 )
+# a question that opens with what it asks for: "Which code opens the staff room?"
+_WHICH = re.compile(rf"(?ix)^\W*(?:which|what)\s+(?:{_STRONG}|{_WEAK})\b[^?]*\?$")
 # a request for a secret that is no question: "I'll need the six-digit code we just sent you"
 _REQUEST = re.compile(
     rf"""(?ix)\b(?:need|want|give\s+me|read\s+me|tell\s+me|send\s+me|confirm|repeat)\s+
@@ -144,7 +164,7 @@ def cued(text: str) -> Iterator[Finding]:
 
 
 def logins(text: str) -> Iterator[Finding]:
-    for pattern in (_LOGIN, _USE, _NAMED_AFTER):
+    for pattern in (_LOGIN, _USE, _NAMED_AFTER, _KEYED, _USER_PASS, _VARIABLE):
         for m in pattern.finditer(text):
             value = _clean(m.group("value"))
             if _plausible(value) and credential_like(value):
@@ -154,7 +174,8 @@ def logins(text: str) -> Iterator[Finding]:
 def asks_for_secret(turn: str) -> bool:
     """Whether ``turn`` asks for a password, code, PIN, key or token: a question ending on it,
     or a request for it."""
-    asked = _QUESTION.search(turn.rstrip()) or _REQUEST.search(turn)
+    asked = (_QUESTION.search(turn.rstrip()) or _REQUEST.search(turn)
+             or _WHICH.search(turn.rstrip()))
     return asked is not None and not _NOT_A_CODE.search(turn[max(0, asked.start() - 16):])
 
 
