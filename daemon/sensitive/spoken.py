@@ -36,11 +36,14 @@ _VALUE = (
 _STRONG = (r"(?:password|passwd|passphrase|pass\s?code|pin(?:\s?(?:code|number))?|api\s?key"
            r"|access\s?key|secret\s?key|private\s?key|auth\s?token|access\s?token|token|cvv|cvc"
            r"|security\s?(?:code|number)|credentials?|(?:wireless|wpa2?|wi-?fi|network|product"
-           r"|licen[cs]e)\s+key)")
+           r"|licen[cs]e)\s+key|(?:host|participant|moderator|chair(?:person)?|attendee|leader)"
+           r"\s+(?:key|code|pin|passcode))")
 _CODE_KINDS = (r"(?:door|gate|alarm|access|entry|lock|safe|garage|building|keypad|locker"
                r"|verification|one[\s-]time|2fa|mfa|otp|recovery|backup|login|unlock|wifi|wi-fi"
                r"|vault|server\s?room)")
 _WEAK = rf"(?:{_CODE_KINDS}\s+code|combination|code|key|secret|login|pin)"
+# a lock named for its code: "the shed padlock is 4 9 1 7" (digits only, four or more)
+_LOCK = r"(?:padlock|lockbox|key\s?safe|bike\s+lock|lock)"
 _NOT_A_CODE = re.compile(
     r"(?i)\b(?:zip|area|postal|post|country|error|status|source|dress|promo|discount|coupon"
     r"|tracking|product|colou?r|bar|qr|exit|tax|sort|airport|dial(?:ling)?|country|language"
@@ -49,13 +52,17 @@ _NOT_A_CODE = re.compile(
     r"\s+code\b"
 )
 _TARGET = r"(?:\s+(?:for|to|of|on|at|into|in|with|from)(?:\s+[\w.@-]+){1,4}?)"
-_CLAUSE = (r"(?:(?:\s+(?:they|he|she|you|we|i|it|the\s+\w+))(?:\s+\w+){1,2}?"  # "they texted"
-           r"|,[^,.?!\n]{1,30},)")  # "the code, if you need it, is …"
+# between a cue and its verb: "the code they texted was", "the code, if you need it, is", "the
+# code just came through, it's"
+_CLAUSE = (r"(?:(?:\s+(?:they|he|she|you|we|i|it|the\s+\w+))(?:\s+\w+){1,2}?"
+           r"|,[^,.?!\n]{1,30},|(?:\s+[A-Za-z]+){1,3}?(?=,\s+it))")
 _VERB = (r"(?:(?:\s+(?:is|was|has\s+been|have\s+been|got|gets))?\s+(?:changed|reset|set|updated)"
-         r"\s+to|\s+is\s+now|\s+is|\s+was|\s+being"
+         r"\s+to|\s+is\s+now|\s+is|\s+are|\s+was|\s+being"
+         r"|,?\s+(?:ours|mine|yours|his|hers|theirs)(?:['’]s|\s+is)"
          r"|\s+will\s+be|\s+should\s+be|\s+reads|['’]s|\s*[:=]|,?\s+it['’]s|,?\s+it\s+is)")
 _CUE = re.compile(
-    rf"(?ix)\b(?P<word>{_STRONG}|{_WEAK})\b{_TARGET}?{_CLAUSE}?{_VERB}\s*{_FILLER}?{_VALUE}"
+    rf"(?ix)\b(?P<word>{_STRONG}|{_WEAK}|{_LOCK})s?\b{_TARGET}?{_CLAUSE}?{_VERB}\s*{_FILLER}?"
+    rf"{_VALUE}"
 )
 _DIRECT = re.compile(  # "wifi password BlueHeron77", "enter code 7 3 9 1 0 4"
     rf"(?ix)(?:\b(?:{_STRONG})|\b(?:enter|use|type|input|with)\s+(?:the\s+)?{_WEAK})\s+{_VALUE}")
@@ -77,6 +84,9 @@ _VARIABLE = re.compile(  # "set DATABASE_PASSWORD to Qx7Lm2Rz9Tw"
     rf"(?x)\b[A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PASSPHRASE)[A-Z0-9_]*"
     rf"\s*(?:to|=|:|is)\s*{_VALUE}"
 )
+_SLASH = re.compile(  # "admin slash Kettle-Moon-62": a user and password said as written
+    rf"(?ix)\b[\w.@+-]+\s+(?:slash|/)\s+(?=\S*\d)(?=\S*[A-Za-z]){_VALUE}"
+)
 _USE = re.compile(
     rf"""(?ix)\b(?:use|using|type|enter|punch\s+in|key\s+in)\s+{_VALUE}
         \s+to\s+(?:log|sign|get|unlock|open|disarm)"""
@@ -88,11 +98,13 @@ _NAMED_AFTER = re.compile(
         (?:[\w-]+\s+){{0,3}}?(?:{_STRONG}|{_WEAK}|otp)\b"""
 )
 # a question that opens with what it asks for: "Which code opens the staff room?"
-_WHICH = re.compile(rf"(?ix)^\W*(?:which|what)\s+(?:{_STRONG}|{_WEAK})\b[^?]*\?$")
+_WHICH = re.compile(rf"(?ix)^\W*(?:which|what)\s+(?:(?:{_STRONG}|{_WEAK})\b"
+                    r"|(?:do|should|can)\s+(?:i|we|you)\s+(?:type|enter|press|punch|key))[^?]*\?$")
 # a request for a secret that is no question: "I'll need the six-digit code we just sent you"
 _REQUEST = re.compile(
-    rf"""(?ix)\b(?:need|want|give\s+me|read\s+me|tell\s+me|send\s+me|confirm|repeat)\s+
-        (?:the|your)\s+(?:[\w-]+\s+){{0,2}}?(?:{_STRONG}|{_WEAK})\b"""
+    rf"""(?ix)\b(?:need|needs|want|wants|give\s+me|read\s+me|tell\s+me|send\s+me|confirm|repeat
+        |ask(?:s|ed|ing)?\s+for)\s+
+        (?:the|your|my|our|a)\s+(?:[\w-]+\s+){{0,2}}?(?:{_STRONG}|{_WEAK})\b"""
 )
 # the question names what it asks for last: "And the door code?", "the PIN for the card?";
 # not "Is the code ready?" or "Did the token expire?"
@@ -115,6 +127,10 @@ _NOT_A_VALUE = {
     "blank", "valid", "invalid", "fine", "ok", "okay", "easy", "hard", "long", "short",
     "different", "new", "old", "shared", "private", "public", "secret", "unknown", "locked",
 }
+# ten digits or more, grouped: a phone number given in answer, not a code (cards are found
+# by their checksum elsewhere)
+_PHONE = re.compile(r"\+?\d(?:[\s-]*\d){9,}")
+_DIGITS_ONLY = re.compile(rf"(?i){_SPELLED}|\d(?:[\s-]*\d){{3,}}")
 _DIGIT_WORD = re.compile(rf"(?i)^{_DIGIT}$")
 
 
@@ -155,6 +171,8 @@ def cued(text: str) -> Iterator[Finding]:
         if _NOT_A_CODE.search(text[max(0, m.start() - 16) : m.end("word")]):
             continue
         strong = re.fullmatch(rf"(?ix){_STRONG}", word) is not None
+        if re.fullmatch(rf"(?ix){_LOCK}", word) and not _DIGITS_ONLY.fullmatch(value):
+            continue
         if _plausible(value) and (strong or credential_like(value)):
             yield _finding(m, value)
     for m in _DIRECT.finditer(text):
@@ -164,7 +182,7 @@ def cued(text: str) -> Iterator[Finding]:
 
 
 def logins(text: str) -> Iterator[Finding]:
-    for pattern in (_LOGIN, _USE, _NAMED_AFTER, _KEYED, _USER_PASS, _VARIABLE):
+    for pattern in (_LOGIN, _USE, _NAMED_AFTER, _KEYED, _USER_PASS, _VARIABLE, _SLASH):
         for m in pattern.finditer(text):
             value = _clean(m.group("value"))
             if _plausible(value) and credential_like(value):
@@ -190,7 +208,7 @@ def answers(text: str, before: str) -> Iterator[Finding]:
     found = 0
     for m in _ANSWER_VALUE.finditer(text[:ANSWER_CHARS]):
         value = _clean(m.group())
-        if _plausible(value) and credential_like(value):
+        if _plausible(value) and credential_like(value) and not _PHONE.fullmatch(value):
             yield Finding(KIND, m.start(), m.start() + len(value))
             found += 1
             if found == ANSWER_VALUES:
