@@ -34,7 +34,7 @@ from daemon.ipc.protocol import (
     answer_topic,
 )
 from daemon.memory.ask import Answer, Asker
-from daemon.memory.sensitive import Gate
+from daemon.sensitive.gate import Gate
 from daemon.store.fusion import ItemKey
 from daemon.store.scope import Scope
 from daemon.store.search import SearchOptions, search

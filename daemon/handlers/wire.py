@@ -42,7 +42,7 @@ from daemon.memory.ask import Answer
 from daemon.memory.grounding import Cited
 from daemon.memory.open_items import CARRIED_MAX, OpenItem
 from daemon.memory.remember import Remembered
-from daemon.memory.sensitive import mask_lines
+from daemon.sensitive.gate import mask_lines
 from daemon.store.records import (
     Assertion,
     Deleted,

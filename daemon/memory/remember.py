@@ -109,8 +109,8 @@ from daemon.memory.pieces import (
     split_even,
     transcript_budget,
 )
-from daemon.memory.sensitive import Gate
 from daemon.memory.validate import FILLER, fluent, words
+from daemon.sensitive.gate import Gate
 from daemon.store.records import (
     Assertion,
     Chunk,

@@ -41,7 +41,7 @@ import numpy as np
 import trio
 
 from daemon.errors import InvalidInput, NotFound
-from daemon.memory.sensitive import mask_lines
+from daemon.sensitive.gate import mask_lines
 from daemon.store import backup, chunking, documents, fts, sql, writes
 from daemon.store.db import CorruptDatabase, Database, encryption_available
 from daemon.store.documents import DocumentText
@@ -623,15 +623,15 @@ class Store:
         rows = self.db.read(
             lambda conn: sql.rows(
                 conn,
-                f"SELECT {sql.TURN_COLUMNS} FROM turns WHERE session_id = (SELECT session_id"
-                " FROM chunks WHERE id = :c AND kind = 'transcript') AND id BETWEEN (SELECT"
-                " first_turn FROM chunks WHERE id = :c) AND (SELECT last_turn FROM chunks"
-                " WHERE id = :c) ORDER BY seq",
+                f"SELECT {sql.TURN_COLUMNS}, {sql.SAID_BEFORE} FROM turns t WHERE session_id ="
+                " (SELECT session_id FROM chunks WHERE id = :c AND kind = 'transcript') AND id"
+                " BETWEEN (SELECT first_turn FROM chunks WHERE id = :c) AND (SELECT last_turn"
+                " FROM chunks WHERE id = :c) ORDER BY seq",
                 {"c": chunk_id},
             )
         )
-        turns = [sql.turn_from(r) for r in rows]
-        masked = mask_lines([t.text for t in turns])
+        turns = [sql.turn_from(r[:-1]) for r in rows]
+        masked = mask_lines([t.text for t in turns], rows[0][-1] if rows else "")
         return [t if t.text == text else msgspec.structs.replace(t, text=text)
                 for t, text in zip(turns, masked, strict=True)]
 
