@@ -1,7 +1,7 @@
 """Which LoCoMo evidence turns reach the model's prompt: the real search and the ask's sources,
 fitted to the budget as the prompt holds them (pure but for the search: no language model).
 
-    PYTHONPATH=$PWD python -m bench.prompt_evidence --locomo ../shared/bench/locomo-dev.json \\
+    PYTHONPATH=$PWD python -m bench.prompt_evidence --locomo LOCOMO_JSON \\
         --home H [--sample 200] [--offset 0] [--seed 7] [--json FILE]
 
 ``H`` is a home ``bench.qa --locomo ... --home H`` imported into (the daemon stopped): the same

@@ -1,7 +1,7 @@
 """Answer quality and latency side by side, through a real daemon: QMSum meetings and LoCoMo chats.
 
-    .venv/bin/python -m bench.qa --qmsum ../shared/bench/qmsum-dev [--series ES2006 ...] [--keep]
-    .venv/bin/python -m bench.qa --locomo ../shared/bench/locomo-dev.json --sample 200
+    .venv/bin/python -m bench.qa --qmsum QMSUM_DIR [--series ES2006 ...] [--keep]
+    .venv/bin/python -m bench.qa --locomo LOCOMO_JSON --sample 200
         [--sample N] [--offset N] [--seed 7] [--json FILE]
 
 A daemon subprocess runs with its own home; everything goes through the protocol, the way

@@ -70,7 +70,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     loopback_device: str = ""  # empty: the monitor of the default output
     auto_start: bool = True
     auto_end_silence_min: float = 5.0
-    # what is remembered (seed 000 §14: two independent switches)
+    # what is remembered (two independent switches)
     session_archive_enabled: bool = True
     memory_enabled: bool = False
     # who among "them" spoke: voices told apart per session ("Them 1", "Them 2"); a voiceprint

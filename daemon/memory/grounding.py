@@ -1,6 +1,6 @@
 """Grounded answers: the pure rules of ``ask`` (no model, no database, no sockets).
 
-- **Framing** (seed 000 §9). An answer is framed by the activity it is asked in: ``interview``
+- **Framing**. An answer is framed by the activity it is asked in: ``interview``
   for the job family, where the model answers as the candidate, on their behalf; otherwise
   ``conversation``: the same shared rules (speakable, cited, never fabricated), a different
   role, and nobody is assessing the user, so never sell, never perform credentials, never pitch

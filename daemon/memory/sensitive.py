@@ -1,7 +1,7 @@
 """The sensitive-data gate: nothing a model wrote is stored before this has run over it.
 
 A summary can repeat a credential someone read aloud, and unlike a transcript an archive or a
-memory is retrievable (seed 000 §4). Detected spans are replaced by a marker naming the kind,
+memory is retrievable. Detected spans are replaced by a marker naming the kind,
 and counted so the user is told.
 
 Detectors, each precise by construction rather than by a guess:

@@ -1,4 +1,4 @@
-"""Fusion search over one profile's store (seed 002, "Fusion search").
+"""Fusion search over one profile's store.
 
 The seed's four searches run concurrently, each on a worker thread with its own read connection:
 full-text (FTS5 BM25, header 2x) and vector search over chunks, and the same over assertions.
