@@ -1,6 +1,6 @@
 """Fusion search over one profile's store.
 
-The seed's four searches run concurrently, each on a worker thread with its own read connection:
+Four searches run concurrently, each on a worker thread with its own read connection:
 full-text (FTS5 BM25, header 2x) and vector search over chunks, and the same over assertions.
 Vector search over chunks is two legs: transcript chunks ranked by their best-matching turn
 (each turn is embedded on its own — a 1,400-character chunk embedded whole dilutes its turns),
