@@ -56,7 +56,7 @@ LEGS: tuple[LegName, ...] = (
 WHOLE_TEXT_KINDS: tuple[ChunkKind, ...] = ("session", "document")
 
 
-# Measured on LoCoMo (bench/locomo.py, docs/benchmark.md): with equal weights the vector leg
+# Measured on LoCoMo (bench/locomo.py, docs/benchmarks/search.md): with equal weights the vector leg
 # pulls BM25 down, so full text counts twice; and RRF's k=60 flattens the top ranks that decide
 # a top 5, so k=10.
 LEG_WEIGHTS: dict[str, float] = {
