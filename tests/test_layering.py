@@ -1,4 +1,4 @@
-"""The import direction inside the daemon (``../shared/ARCHITECTURE.md``, "Layout"):
+"""The import direction inside the daemon (``docs/architecture.md``, "Import rules"):
 
     app -> handlers -> domain (live, memory, voices, store, ...);  ipc is the transport
 

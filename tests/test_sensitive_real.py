@@ -1,4 +1,4 @@
-"""The credential of issue 15, kept with the real default model: it reaches nothing retrievable.
+"""A spoken credential, kept with the real default model: it reaches nothing retrievable.
 
 A seven-turn meeting in which "me" reads out a login and an API key is imported, kept (archive,
 assertions, memory candidates) by a real daemon with Qwen2.5-Coder 0.5B and MiniLM, then

@@ -2,7 +2,7 @@
 nothing said leaves the store without it.
 
 A summary can repeat a credential someone read aloud, and unlike a transcript an archive or a
-memory is retrievable (seed 000 §4). Detected spans are replaced by a marker naming the kind,
+memory is retrievable. Detected spans are replaced by a marker naming the kind,
 and counted so the user is told.
 
 Detectors, each precise by construction rather than by a guess:

@@ -5,7 +5,7 @@ indexes beside it. Every method is synchronous and thread-safe: writes are queue
 writer thread, reads run on the calling thread. From trio, call them through
 ``await store.run(fn, *args)``, the one seam between the event loop and the store.
 
-Two layers (seed 002). The verbatim layer — sessions, turns and the chunks built from them,
+Two layers. The verbatim layer — sessions, turns and the chunks built from them,
 session archives, documents — is canonical. The assertion layer — decisions, facts,
 commitments, preferences, tasks, and reviewed memories about the person — is bitemporal:
 corrections supersede (``invalidated_at`` + ``superseded_by``), nothing is overwritten.
@@ -680,7 +680,7 @@ class Store:
         """Store a session's rendered archive as ``session`` chunks in the session's Space,
         replacing any earlier archive. Embedded first: a model failure raises and changes
         nothing. Refused (InvalidInput) for a session in no Space, in a Space whose memory is
-        off, or a practice session: those are never summarised (seed 000 §4, §15)."""
+        off, or a practice session: those are never summarised."""
         self.db.read(lambda conn: writes.check_archivable(conn, session_id))
         session = self.get_session(session_id)
         ctx = chunking.ChunkContext(
