@@ -233,10 +233,9 @@ def tree(headings: Sequence[str]) -> QTreeWidget:
     widget.setRootIsDecorated(False)
     widget.setWordWrap(True)
     widget.setAlternatingRowColors(True)
-    widget.header().setStretchLastSection(False)
-    widget.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-    for column in range(1, len(headings)):
-        widget.header().setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
+    header = widget.header()
+    header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+    header.resizeSection(0, header.fontMetrics().horizontalAdvance("x") * 40)
     return widget
 
 
