@@ -650,12 +650,15 @@ class MemoryWindow(QMainWindow):
 
     # -- corrections ---------------------------------------------------------------------------
 
-    def _selected_assertion(self) -> AssertionInfo | None:
-        """The decision, commitment or task last chosen in the session shown (its current
-        version)."""
+    def _selected_assertion(self) -> AssertionInfo | ItemInfo | None:
+        """The decision, commitment or task last chosen in the session shown; its current
+        version is ``self.selected`` (a version closed by hand was said in no session: then
+        the item as listed)."""
         if self.session is None or self.selected is None:
             return None
-        return next((a for a in self.session.assertions if a.id == self.selected), None)
+        said = [a for a in self.session.assertions if a.id == self.selected]
+        listed = [i for i in self.items if (i.closed_by or i.id) == self.selected]
+        return said[0] if said else listed[0] if listed else None
 
     def _corrected(self, reply: HistoryReply) -> None:
         current = reply.chain[-1]
@@ -680,7 +683,8 @@ class MemoryWindow(QMainWindow):
         def save(values: dict[str, str]) -> None:
             alternatives = values.get("alternatives")
             self.send(CorrectItem(
-                item_id=chosen.id, text=values["text"], chosen=values.get("chosen"),
+                item_id=self.selected or chosen.id, text=values["text"],
+                chosen=values.get("chosen"),
                 alternatives=None if alternatives is None else
                 [a for a in alternatives.split(";") if a.strip()],
                 reasoning=values.get("reasoning"), owner=values.get("owner"),
@@ -691,17 +695,17 @@ class MemoryWindow(QMainWindow):
     def retract_selected(self) -> None:
         chosen = self._selected_assertion()
         if chosen is not None:
-            self.send(RetractItem(item_id=chosen.id), self._corrected)
+            self.send(RetractItem(item_id=self.selected or chosen.id), self._corrected)
 
     def close_selected(self, status: Literal["done", "dropped"]) -> None:
         chosen = self._selected_assertion()
         if chosen is not None:
-            self.send(CloseItem(item_id=chosen.id, status=status), self._corrected)
+            self.send(CloseItem(item_id=self.selected or chosen.id, status=status), self._corrected)
 
     def reopen_selected(self) -> None:
         chosen = self._selected_assertion()
         if chosen is not None:
-            self.send(ReopenItem(item_id=chosen.id), self._corrected)
+            self.send(ReopenItem(item_id=self.selected or chosen.id), self._corrected)
 
     def rename_speaker(self) -> None:
         if self.session is None:

@@ -44,10 +44,12 @@ def _clean(value: str | None, current: str | None) -> str | None:
     return " ".join(value.split()) or None
 
 
-def _version(item: Assertion, **fields: object) -> NewAssertion:
-    """A new user version of ``item``: its fields, said in the same session and turns."""
+def _version(store: Store, item: Assertion, **fields: object) -> NewAssertion:
+    """A new user version of ``item``: its fields, said in the session and turns its history
+    was said in (a version closed by hand was said in none)."""
+    said = next((a for a in reversed(store.chain(item.id)) if a.session_id is not None), item)
     same = NewAssertion(kind=item.kind, text=item.text, source="user", space_id=item.space_id,
-                        session_id=item.session_id, anchor_chunk_id=item.anchor_chunk_id,
+                        session_id=said.session_id, anchor_chunk_id=said.anchor_chunk_id,
                         chosen=item.chosen, alternatives=item.alternatives,
                         reasoning=item.reasoning, owner=item.owner, due=item.due)
     return msgspec.structs.replace(same, **fields)
@@ -64,10 +66,10 @@ def correct(store: Store, item_id: int, *, text: str | None = None, chosen: str 
                            fix="to say it is wrong altogether, delete it")
     others = item.alternatives if alternatives is None else tuple(
         cleaned for a in alternatives if (cleaned := " ".join(a.split())))
-    corrected = _version(item, text=new_text, chosen=_clean(chosen, item.chosen),
+    corrected = _version(store, item, text=new_text, chosen=_clean(chosen, item.chosen),
                          alternatives=others, reasoning=_clean(reasoning, item.reasoning),
                          owner=_clean(owner, item.owner), due=_clean(due, item.due))
-    if corrected == _version(item):
+    if corrected == _version(store, item):
         raise InvalidInput(f"assertion {item_id}: the correction changes nothing")
     return store.supersede(item_id, corrected)
 
@@ -84,4 +86,4 @@ def reopen(store: Store, item_id: int) -> Assertion:
     if item.kind not in ITEM_KINDS or item_id not in store.item_closures([item_id]):
         raise InvalidInput(f"assertion {item_id} is not a closed commitment or task",
                            fix="`braincue open` lists what is open")
-    return store.supersede(item_id, _version(item), reopen=True)
+    return store.supersede(item_id, _version(store, item), reopen=True)
