@@ -498,6 +498,8 @@ class MemoryWindow(QMainWindow):
             group.setExpanded(True)
         for column in range(1, 4):
             self.session_list.resizeColumnToContents(column)
+        header = self.session_list.header()
+        header.resizeSection(0, header.fontMetrics().horizontalAdvance("x") * 28)
         self.session_list.blockSignals(False)
         self._apply_filter(self.filter.text())
         self.loads += 1

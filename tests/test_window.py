@@ -383,3 +383,19 @@ def test_corrections_made_in_the_window_flow_to_show_open_search_and_ask(
     prompt = profile.model.asked[-1]
     assert "Sarah will put the minutes" in prompt  # what the answer is written from
     assert MINUTES["text"] not in prompt
+
+
+@under_x
+def test_the_tray_menu_and_the_shell_open_the_window(qapp: Any, profile: Profile) -> None:  # noqa: F811
+    from clients.tray import Tray
+
+    tray = Tray(profile.paths, notifications=False)
+    try:
+        [action] = [a for a in tray.menu.actions() if a.text() == "Open BrainCue…"]
+        action.trigger()
+        wait_until(lambda: tray.window is not None and tray.window.isVisible()
+                   and tray.window.loads, "the window from the tray")
+        assert len(dict(tray.window.session_rows())[f"{SPACE} (2)"]) == 2
+    finally:
+        tray.close()
+    assert "See, correct and review" in profile.braincue("window", "--help")
