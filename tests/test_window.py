@@ -395,6 +395,7 @@ def test_the_tray_menu_and_the_shell_open_the_window(qapp: Any, profile: Profile
         action.trigger()
         wait_until(lambda: tray.window is not None and tray.window.isVisible()
                    and tray.window.loads, "the window from the tray")
+        assert tray.window is not None
         assert len(dict(tray.window.session_rows())[f"{SPACE} (2)"]) == 2
     finally:
         tray.close()
