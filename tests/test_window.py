@@ -400,3 +400,16 @@ def test_the_tray_menu_and_the_shell_open_the_window(qapp: Any, profile: Profile
     finally:
         tray.close()
     assert "See, correct and review" in profile.braincue("window", "--help")
+
+
+@under_x
+def test_events_keep_the_window_current(window: Any, profile: Profile, test_data: Path) -> None:
+    loads = window.loads
+    with Client(profile.paths) as client:  # a session ends elsewhere: the daemon says so
+        client.request(ImportTranscript(
+            content=excerpt(test_data / "meetings" / "TS3010a.json", [(0, 4)]),
+            filename="TS3010a.json"))
+    wait_until(lambda: window.loads > loads and "No Space (1)" in dict(window.session_rows()),
+               "the new session in the list")
+    [row] = dict(window.session_rows())["No Space (1)"]
+    assert row[3] == "undecided"
