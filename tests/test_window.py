@@ -413,3 +413,18 @@ def test_events_keep_the_window_current(window: Any, profile: Profile, test_data
                "the new session in the list")
     [row] = dict(window.session_rows())["No Space (1)"]
     assert row[3] == "undecided"
+
+
+@under_x
+def test_a_kept_session_is_refiled_from_the_window(window: Any, profile: Profile) -> None:
+    with Client(profile.paths) as client:
+        client.request(AddSpace(name="Hardware"))
+    window.reload()
+    wait_until(lambda: "Hardware (0)" in dict(window.session_rows()), "the new Space")
+    open_session(window, "TS3010a")
+    window.keep_space.setCurrentText("Hardware")
+    window.remember("keep")
+    wait_until(lambda: "Hardware (1)" in dict(window.session_rows()), "the session re-filed")
+    [row] = dict(window.session_rows())["Hardware (1)"]
+    assert row[0] == "Remote control design, meeting A (TS3010a)" and row[3] == "kept"
+    assert "in Hardware" in window.last_message
