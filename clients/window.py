@@ -279,6 +279,7 @@ class MemoryWindow(QMainWindow):
         self.setWindowTitle(f"BrainCue — {paths.profile}")
         self.spaces: list[str] = []
         self.sessions: list[SessionInfo] = []
+        self._listed: tuple[list[str], list[SessionInfo]] | None = None  # what the list shows
         self.session: SessionReply | None = None
         self.items: list[ItemInfo] = []
         self.memories: list[AssertionInfo] = []
@@ -476,6 +477,11 @@ class MemoryWindow(QMainWindow):
             self.show_session(self.session.session.id)
 
     def _sessions_loaded(self, reply: SessionsReply) -> None:
+        listed = (self.spaces, reply.sessions)
+        if listed == self._listed:  # nothing changed: keep the rows (and the UI thread free)
+            self.loads += 1
+            return
+        self._listed = (list(self.spaces), reply.sessions)
         self.sessions = reply.sessions
         chosen = self.session.session.id if self.session is not None else None
         self.session_list.blockSignals(True)
