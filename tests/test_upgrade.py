@@ -9,8 +9,12 @@ model, as the daemon opens a profile.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +25,7 @@ import pytest
 from daemon.config import Paths, load_settings
 from daemon.llm.embed import LlamaEmbedder
 from daemon.store import backup
-from daemon.store.db import connect
+from daemon.store.db import MigrationFailed, connect
 from daemon.store.keys import DatabaseKey
 from daemon.store.schema import MIGRATIONS
 from daemon.store.scope import Scope
@@ -30,6 +34,8 @@ from daemon.store.store import DB_FILE, Store
 from daemon.store.voices import list_voices
 
 UPGRADE = Path(__file__).parent / "data" / "upgrade"
+MIGRATOR = Path(__file__).with_name("upgrade_crash_migrator.py")
+ROOT = Path(__file__).resolve().parents[1]
 CONTENTS: dict[str, Any] = json.loads((UPGRADE / "contents.json").read_text(encoding="utf-8"))
 FIXTURES = ["schema-m004", "schema-m008", "schema-m008-encrypted"]
 
@@ -185,3 +191,95 @@ def check_search(store: Store) -> None:
     assert atlas_sync in sessions
     found = search(store, "When does read traffic switch to Postgres 15?", scope=atlas, k=3)
     assert any("Thursday" in r.text for r in found)
+
+
+# -- upgrades that do not finish -------------------------------------------------------------------
+
+
+def everything(path: Path, key: DatabaseKey | None) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table's rows (the full-text indexes' own tables included) and the schema; not the
+    query planner's statistics (``sqlite_stat*``), which opening a connection may refresh."""
+    conn = connect(path, key, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        tables = [n for (n,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_stat%'"
+            " ORDER BY name")]
+        found = {t: sorted((tuple(r) for r in conn.execute(f'SELECT * FROM "{t}"')), key=repr)
+                 for t in tables}
+        found["(schema)"] = sorted(tuple(r) for r in conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL"
+            " AND name NOT LIKE 'sqlite_stat%'"))
+        return found
+    finally:
+        conn.close()
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_failed_upgrade_leaves_the_database_and_its_backup_and_names_the_backup(
+        monkeypatch: pytest.MonkeyPatch, minilm: LlamaEmbedder) -> None:
+    profile = Profile("schema-m008-encrypted")
+    written = everything(profile.db, profile.key)
+
+    def m010_broken(conn: apsw.Connection) -> None:
+        conn.execute("ALTER TABLE turns ADD COLUMN half_done TEXT")
+        conn.execute("INSERT INTO voices_archive SELECT * FROM voices")  # no such table
+
+    monkeypatch.setattr("daemon.store.store.MIGRATIONS", (*MIGRATIONS, m010_broken))
+    for attempt in (1, 2):  # a daemon restarted after the failure fails the same way
+        with pytest.raises(MigrationFailed) as failed:
+            Store(profile.paths.data_dir, minilm, key=profile.key)
+        backups = backup.list_backups(profile.paths.data_dir)
+        assert len(backups) == attempt
+        if attempt == 1:
+            (first,) = backups
+            first_sha = sha256(first.path)
+        # it says what failed, that nothing changed, and which backup puts it back
+        assert "failed at m010_broken" in failed.value.message
+        assert "the database is unchanged" in failed.value.message
+        assert failed.value.fix is not None
+        assert f"braincue backup restore {backups[-1].name}" in failed.value.fix
+        assert str(backups[-1].path) in failed.value.fix
+        assert everything(profile.db, profile.key) == written
+        assert sha256(first.path) == first_sha
+        assert everything(first.path, profile.key) == written
+
+    monkeypatch.undo()  # the fixed release upgrades it
+    with Store(profile.paths.data_dir, minilm, key=profile.key) as store:
+        check_rows(store, profile)
+    assert sha256(first.path) == first_sha
+
+
+@pytest.mark.parametrize("name", ["schema-m004", "schema-m008-encrypted"])
+def test_an_upgrade_killed_midway_leaves_the_earlier_database_and_a_whole_backup(
+        name: str, minilm: LlamaEmbedder) -> None:
+    profile = Profile(name)
+    written = everything(profile.db, profile.key)
+    key_args = [profile.key.hex] if profile.key is not None else []
+    proc = subprocess.Popen([sys.executable, str(MIGRATOR), str(profile.paths.data_dir),
+                             *key_args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, cwd=ROOT)
+    assert proc.stdout is not None and proc.stdin is not None
+    try:
+        assert proc.stdout.readline() == "migrating\n", "the upgrade ended before the kill"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        proc.stdin.close()
+    assert proc.returncode == -signal.SIGKILL
+
+    (taken,) = backup.list_backups(profile.paths.data_dir)
+    assert taken.reason == "before-migration"
+    taken_sha = sha256(taken.path)
+    assert everything(taken.path, profile.key) == written
+    assert everything(profile.db, profile.key) == written  # as the earlier release left it
+
+    with Store(profile.paths.data_dir, minilm, key=profile.key) as store:
+        assert profile.applied(profile.db) == sorted(m.__name__ for m in MIGRATIONS)
+        check_rows(store, profile)
+        check_search(store)
+    assert sha256(taken.path) == taken_sha
