@@ -85,7 +85,7 @@ async def test_a_stream_left_early_stops_the_model_and_the_process_serves_on(
     assert generator.pid == pid and deaths == []
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV], ids=["SIGKILL", "SIGSEGV"])
 async def test_a_process_killed_mid_answer_fails_that_answer_and_restarts(
         sig: signal.Signals, supervised: tuple[SupervisedGenerator, list[str]]) -> None:
     generator, deaths = supervised
