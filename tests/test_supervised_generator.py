@@ -11,6 +11,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
+import trio
+import trio.testing
 
 from daemon.llm.generate import ChatMessage, LlamaGenerator
 from daemon.llm.supervised import ModelProcessDied, SupervisedGenerator
@@ -106,7 +108,27 @@ async def test_a_process_killed_mid_answer_fails_that_answer_and_restarts(
     assert generator.pid not in (None, first_pid) and generator.deaths == 1
 
 
-async def test_a_process_killed_mid_generate_fails_that_request_only(
+async def test_a_generate_whose_process_died_is_asked_again_of_a_new_one(
+        supervised: tuple[SupervisedGenerator, list[str]]) -> None:
+    generator, deaths = supervised
+    answers: list[Answer] = []
+
+    async def keep() -> None:
+        answers.append(await generator.generate(QUESTION, Answer, max_tokens=60,
+                                                temperature=0.0))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(keep)
+        await trio.testing.wait_all_tasks_blocked()  # sent, waiting for the answer
+        first_pid = generator.pid
+        assert first_pid is not None
+        os.kill(first_pid, signal.SIGSEGV)
+    (answer,) = answers
+    assert answer.who and deaths == ["killed by SIGSEGV"]
+    assert generator.pid not in (None, first_pid)
+
+
+async def test_a_process_killed_between_requests_costs_the_next_stream_only(
         supervised: tuple[SupervisedGenerator, list[str]]) -> None:
     generator, deaths = supervised
     await generator.prefill(OPENING)  # the process is up, the model loaded
@@ -114,6 +136,22 @@ async def test_a_process_killed_mid_generate_fails_that_request_only(
     assert pid is not None
     os.kill(pid, signal.SIGKILL)  # dies between requests: the next one finds out
     with pytest.raises(ModelProcessDied):
-        await generator.generate(QUESTION, Answer, max_tokens=60, temperature=0.0)
+        await whole(generator.stream(QUESTION, max_tokens=40, temperature=0.0))
     assert deaths == ["killed by SIGKILL"]
     assert (await generator.generate(QUESTION, Answer, max_tokens=60, temperature=0.0)).who
+
+
+async def test_a_background_model_process_computes_at_nice_19(model: Path) -> None:
+    generator = SupervisedGenerator(model, threads=1, n_ctx=1024, nice=19)
+    try:
+        assert (await generator.generate(QUESTION, Answer, max_tokens=60, temperature=0.0)).who
+        assert generator.pid is not None
+        nices = {int(task.name): int((task / "stat").read_text().rsplit(")", 1)[1].split()[16])
+                 for task in Path(f"/proc/{generator.pid}/task").iterdir()}
+        pid = generator.pid
+    finally:
+        generator.close()
+    # the model's thread (and the compute threads it starts) at the lowest priority, the
+    # process's own loop as it was
+    assert nices.pop(pid) < 19, nices
+    assert 19 in nices.values(), nices

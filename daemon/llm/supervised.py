@@ -4,9 +4,11 @@ costs the request in flight (a :class:`ModelProcessDied` error), not the daemon.
 
 The process starts on the first request and serves one request at a time. When it dies the
 death is logged once and handed to ``on_death`` (for a status event), the request in flight
-fails with :class:`ModelProcessDied`, and the next request starts a new process after a
-backoff that doubles with each death in a row (up to :data:`MAX_BACKOFF_S`) and resets once a
-request succeeds. Unloading ends the process (its memory, read-ahead included, goes with it).
+fails with :class:`ModelProcessDied` (a ``generate``, which hands out nothing before it ends,
+is first asked once more of a new process: a keep goes on), and the next request starts a new
+process after a backoff that doubles with each death in a row (up to :data:`MAX_BACKOFF_S`)
+and resets once a request succeeds. Unloading ends the process (its memory, read-ahead
+included, goes with it).
 """
 
 from __future__ import annotations
@@ -209,14 +211,24 @@ class SupervisedGenerator:
         max_tokens: int = 1024,
         temperature: float = 0.2,
     ) -> T:
-        async with self._request():
-            await self._begin(frames.Generate(list(messages), output_schema(output_type),
-                                              max_tokens, temperature))
-            reply = await self._reply()
-            self._succeeded()
+        request = frames.Generate(list(messages), output_schema(output_type), max_tokens,
+                                  temperature)
+        try:
+            reply = await self._complete(request)
+        except ModelProcessDied as e:  # nothing was handed out yet: ask the new process once
+            log.warning("language model %s: asking again after its process died (%s)",
+                        self.model_id, e.message)
+            reply = await self._complete(request)
         if not isinstance(reply, frames.Completed):
             raise EngineError(f"the model process answered a generate with {reply!r}")
         return decode_json_answer(reply.raw, reply.cut_off, output_type, max_tokens)
+
+    async def _complete(self, request: frames.Generate) -> frames.FromWorker:
+        async with self._request():
+            await self._begin(request)
+            reply = await self._reply()
+            self._succeeded()
+            return reply
 
     async def stream(
         self,
