@@ -96,15 +96,14 @@ class Server:
 
 
 async def main(args: argparse.Namespace) -> None:
+    """Serve until stdin closes (the daemon stopped it, or died): then the process ends at
+    once, without waiting for work in progress that nobody will read."""
     generator = LlamaGenerator(Path(args.model), threads=args.threads, n_ctx=args.n_ctx,
                                nice=args.nice)
-    try:
-        stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
-        stdout = trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
-        async with stdin, stdout:
-            await Server(generator, stdout).serve(frames.FrameReader(stdin, frames.ToWorker))
-    finally:
-        generator.close()
+    stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+    stdout = trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
+    async with stdin, stdout:
+        await Server(generator, stdout).serve(frames.FrameReader(stdin, frames.ToWorker))
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -120,3 +119,5 @@ if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s model process %(levelname)s %(name)s: %(message)s")
     trio.run(main, parse(sys.argv[1:]))
+    logging.shutdown()
+    os._exit(0)  # the model's threads may still compute: the process and its memory go now
