@@ -95,6 +95,7 @@ class Daemon:
         self.started_at = time.time()
         self.handlers = Handlers()
         self.engines = engines or Engines(lambda: self.settings, config.paths.models_dir)
+        self.engines.on_model_death = self._model_died
         self.ipc: IpcServer | None = None
         # Each part that owns countable things (sessions, turns, ...) adds a counter here.
         self.counters: list[Callable[[], Awaitable[dict[str, int]]]] = []
@@ -141,6 +142,13 @@ class Daemon:
         self.publish(StatusEvent(capture="off", message="the daemon is stopping"))
         self.stopping.set()
         self.nursery.cancel_scope.cancel()
+
+    def _model_died(self, priority: str, cause: str) -> None:
+        """Say at once that a language model's process died (capture and search go on)."""
+        self.publish(StatusEvent(
+            capture=self.capture_state(),
+            message=f"the language model ({priority}) was {cause}: the request it served "
+                    "failed; it restarts on the next one"))
 
     # -- what status reports -------------------------------------------------------------------
 

@@ -61,6 +61,10 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # it grows, so a question asked during the call costs only its own words (off: ~0.5 GB
     # less while live, slower answers)
     llm_read_ahead: bool = True
+    # the language model runs in a process of its own, restarted when it dies: a native crash
+    # or an out-of-memory kill of the model costs the answer in progress, not the daemon (off:
+    # inside the daemon's process)
+    llm_process: bool = True
     # and when "them" just asked a question, it reads the answer's whole prompt (the sources
     # recalled for the question too), so the hotkey's answer to it starts at once (off: the
     # model reads only the conversation ahead; it works less in the call's pauses)

@@ -15,12 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
+import msgspec
 import trio
 
 from daemon.config import Settings
 from daemon.errors import EngineError, ModelError
 from daemon.llm.embed import Embedder, LlamaEmbedder
 from daemon.llm.generate import Generator, LlamaGenerator
+from daemon.llm.supervised import SupervisedGenerator
 from daemon.models.registry import resolve_model
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,17 @@ BACKGROUND_NICE = 19
 Priority = Literal["foreground", "background"]
 
 
+class ModelProcess(msgspec.Struct, frozen=True):
+    """A language model's process, for ``status``: its pid (None: not running now), and how
+    often it died under a request since the daemon started, the last time how."""
+
+    priority: Priority
+    model_id: str
+    pid: int | None
+    deaths: int
+    last_death: str | None
+
+
 class Engines:
     """The daemon's shared models. ``embedder``/``generator`` given here are used instead of
     the configured ones (tests pass scripted models).
@@ -41,7 +54,9 @@ class Engines:
     user waits for (ask), the background one for keeps, whose thread and llama.cpp's threads
     run at the lowest CPU priority (``BACKGROUND_NICE``) so that live capture always comes
     first. The weights are mapped from the file, so the two share them in memory; only their
-    caches are separate.
+    caches are separate. With ``llm_process`` (the default) each runs in a process of its own
+    (:mod:`daemon.llm.supervised`): its death fails the request in flight, is handed to
+    ``on_model_death`` and is counted in :meth:`model_processes`.
     """
 
     def __init__(
@@ -57,7 +72,9 @@ class Engines:
         self.embedder = embedder
         self._given = generator
         self._generators: dict[Priority, Generator] = {}
-        self._generators_made_with: tuple[str, int, int] | None = None
+        self._generators_made_with: tuple[str, int, int, bool] | None = None
+        # told when a language model's process dies (the daemon publishes a status event)
+        self.on_model_death: Callable[[Priority, str], None] | None = None
 
     def open_embedder(self) -> Embedder | None:
         """Load the configured embedding model (blocking: call it on a thread); None, with a
@@ -95,18 +112,31 @@ class Engines:
         if made is None:
             settings = self._settings()
             path = resolve_model("llm", settings.llm_model, self.models_dir)
-            made = LlamaGenerator(
-                path,
-                threads=settings.llm_threads,
-                n_ctx=settings.llm_context,
-                idle_unload_s=settings.llm_idle_unload_s,
-                nice=BACKGROUND_NICE if priority == "background" else 0,
-            )
+            nice = BACKGROUND_NICE if priority == "background" else 0
+            if settings.llm_process:
+                made = SupervisedGenerator(
+                    path, threads=settings.llm_threads, n_ctx=settings.llm_context,
+                    idle_unload_s=settings.llm_idle_unload_s, nice=nice,
+                    on_death=lambda cause: self._model_died(priority, cause))
+            else:
+                made = LlamaGenerator(path, threads=settings.llm_threads,
+                                      n_ctx=settings.llm_context,
+                                      idle_unload_s=settings.llm_idle_unload_s, nice=nice)
             self._generators[priority] = made
             self._generators_made_with = _generator_settings(settings)
             log.info("language model %s ready for the %s (loads on first use)", made.model_id,
                      priority)
         return made
+
+    def _model_died(self, priority: Priority, cause: str) -> None:
+        if self.on_model_death is not None:
+            self.on_model_death(priority, cause)
+
+    def model_processes(self) -> list[ModelProcess]:
+        """The language models that run in processes of their own."""
+        return [ModelProcess(priority, made.model_id, made.pid, made.deaths, made.last_death)
+                for priority, made in self._generators.items()
+                if isinstance(made, SupervisedGenerator)]
 
     async def settings_changed(self, settings: Settings) -> None:
         """A new language model, thread count or context applies from the next request: the
@@ -114,7 +144,7 @@ class Engines:
         one finishes on it)."""
         if self._generators_made_with == _generator_settings(settings):
             for made in self._generators.values():
-                if isinstance(made, LlamaGenerator):
+                if isinstance(made, LlamaGenerator | SupervisedGenerator):
                     made.idle_unload_s = settings.llm_idle_unload_s
             return
         retired = list(self._generators.values())
@@ -152,8 +182,8 @@ class Engines:
         self._generators.clear()
 
 
-def _generator_settings(settings: Settings) -> tuple[str, int, int]:
-    return settings.llm_model, settings.llm_threads, settings.llm_context
+def _generator_settings(settings: Settings) -> tuple[str, int, int, bool]:
+    return settings.llm_model, settings.llm_threads, settings.llm_context, settings.llm_process
 
 
 def unload_check_interval(idle_unload_s: float) -> float:

@@ -539,7 +539,7 @@ async def test_a_changed_language_model_setting_applies_from_the_next_request(
 
     for name in ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "qwen2.5-1.5b-instruct-q4_k_m.gguf"):
         (tmp_path / name).write_bytes(b"GGUF")
-    settings = Settings(llm_model="qwen2.5-coder-0.5b", llm_threads=1)
+    settings = Settings(llm_model="qwen2.5-coder-0.5b", llm_threads=1, llm_process=False)
     engines = Engines(lambda: settings, tmp_path)
     first = engines.generator()
     assert isinstance(first, LlamaGenerator) and first.model_id.startswith("qwen2.5-coder-0.5b")
@@ -547,17 +547,18 @@ async def test_a_changed_language_model_setting_applies_from_the_next_request(
     first._llm = fake  # as if loaded
     worker = first._worker._thread
 
-    settings = Settings(llm_model="qwen2.5-coder-0.5b", llm_threads=1, llm_idle_unload_s=9.0)
+    settings = Settings(llm_model="qwen2.5-coder-0.5b", llm_threads=1, llm_idle_unload_s=9.0,
+                        llm_process=False)
     await engines.settings_changed(settings)
     assert engines.generator() is first and first.idle_unload_s == 9.0  # no reload for that
 
-    settings = Settings(llm_model="qwen2.5-1.5b-instruct", llm_threads=1)
+    settings = Settings(llm_model="qwen2.5-1.5b-instruct", llm_threads=1, llm_process=False)
     await engines.settings_changed(settings)
     second = engines.generator()
     assert second is not first and second.model_id.startswith("qwen2.5-1.5b")
     assert fake.closed and not first.loaded  # the old model left memory
 
-    settings = Settings(llm_model="qwen2.5-1.5b-instruct", llm_threads=2)
+    settings = Settings(llm_model="qwen2.5-1.5b-instruct", llm_threads=2, llm_process=False)
     await engines.settings_changed(settings)
     third = engines.generator()
     assert isinstance(third, LlamaGenerator) and third is not second and third.threads == 2
@@ -566,6 +567,26 @@ async def test_a_changed_language_model_setting_applies_from_the_next_request(
     gc.collect()
     worker.join(5)
     assert not worker.is_alive()  # a set-aside model's thread ends once nothing holds it
+    engines.close()
+
+
+async def test_the_language_model_runs_in_its_own_process_unless_set_otherwise(
+    tmp_path: Path,
+) -> None:
+    from daemon.config import Settings
+    from daemon.engines import Engines
+    from daemon.llm.supervised import SupervisedGenerator
+
+    (tmp_path / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf").write_bytes(b"GGUF")
+    settings = Settings(llm_model="qwen2.5-coder-0.5b", llm_threads=1)
+    engines = Engines(lambda: settings, tmp_path)
+    first = engines.generator()
+    assert isinstance(first, SupervisedGenerator) and first.pid is None  # starts on first use
+    assert [(p.priority, p.pid, p.deaths) for p in engines.model_processes()] == [
+        ("foreground", None, 0)]
+    settings = Settings(llm_model="qwen2.5-coder-0.5b", llm_threads=1, llm_process=False)
+    await engines.settings_changed(settings)
+    assert isinstance(engines.generator(), LlamaGenerator) and engines.model_processes() == []
     engines.close()
 
 

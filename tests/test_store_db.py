@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from daemon.errors import StoreError
-from daemon.store.db import Database, migrate
+from daemon.store.db import Database, MigrationFailed, migrate
 
 
 def m001_numbers(conn: apsw.Connection) -> None:
@@ -54,13 +54,15 @@ def test_migrations_are_recorded_and_applied_once(tmp_path: Path) -> None:
 
 def test_a_failing_migration_leaves_nothing_behind(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    with pytest.raises(StoreError):
-        Database(path, [m001_numbers, m003_broken])
+    Database(path, [m001_numbers]).close()
+    with pytest.raises(MigrationFailed, match=r"failed at m003_broken .* database is unchanged"):
+        Database(path, [m001_numbers, m002_words, m003_broken])
     conn = apsw.Connection(str(path))
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     applied = [r[0] for r in conn.execute("SELECT name FROM migrations")]
     conn.close()
-    assert "half_done" not in tables
+    # the upgrade is whole or nothing: the step before the broken one is undone too
+    assert "half_done" not in tables and "words" not in tables
     assert applied == ["m001_numbers"]
 
 

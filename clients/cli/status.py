@@ -17,6 +17,7 @@ from daemon.ipc.protocol import (
     TOPIC_TURNS,
     Event,
     LiveStatus,
+    ModelProcessInfo,
     SessionEnded,
     SessionStarted,
     SettingsGet,
@@ -58,7 +59,18 @@ def status_lines(reply: StatusReply) -> list[str]:
     counts += [plural(n, k.removesuffix("s")) for k, n in reply.counts.items() if k not in COUNTED]
     if counts:
         lines.append("holds: " + ", ".join(counts))
+    if reply.model_processes:
+        lines.append("model processes: " + "; ".join(
+            model_process(p) for p in reply.model_processes))
     return lines
+
+
+def model_process(p: ModelProcessInfo) -> str:
+    """``llm (background) pid 4242, restarted 1 time (last: killed by SIGSEGV)``."""
+    text = f"{p.role} ({p.priority}) " + (f"pid {p.pid}" if p.pid is not None else "not running")
+    if p.deaths:
+        text += f", restarted {plural(p.deaths, 'time')} (last: {p.last_death})"
+    return text
 
 
 def live_summary(live: LiveStatus | None) -> str:

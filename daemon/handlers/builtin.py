@@ -15,6 +15,7 @@ from daemon.handlers import wire
 from daemon.handlers.context import Context
 from daemon.ipc import protocol
 from daemon.ipc.protocol import (
+    ModelProcessInfo,
     Ping,
     Pong,
     SettingsGet,
@@ -53,6 +54,10 @@ def register(state: Context) -> None:
             counts=await state.counts(),
             ipc=state.ipc_stats(),
             live=None if (live := state.live_status()) is None else wire.live_status(live),
+            model_processes=[
+                ModelProcessInfo(role="llm", priority=p.priority, model_id=p.model_id,
+                                 pid=p.pid, deaths=p.deaths, last_death=p.last_death)
+                for p in state.engines.model_processes()],
         )
 
     async def settings_get(request: SettingsGet) -> SettingsReply:

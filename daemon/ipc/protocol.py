@@ -174,6 +174,18 @@ class LiveStatus(msgspec.Struct):
     stages_p50_s: dict[str, float] = {}
 
 
+class ModelProcessInfo(msgspec.Struct, frozen=True):
+    """A model's own process: ``pid`` None while it is not running (it starts on first use);
+    ``deaths`` since the daemon started, ``last_death`` how (\"killed by SIGSEGV\")."""
+
+    role: str  # "llm"
+    priority: str  # "foreground" (asks) or "background" (keeps)
+    model_id: str
+    pid: int | None
+    deaths: int = 0
+    last_death: str | None = None
+
+
 class StatusReply(Reply):
     profile: str
     version: str
@@ -185,6 +197,7 @@ class StatusReply(Reply):
     counts: dict[str, int]  # filled by the parts of the daemon that own the counted things
     ipc: dict[str, int]  # request counters of the server
     live: LiveStatus | None = None  # None: capture is not part of this daemon
+    model_processes: list[ModelProcessInfo] = []
 
 
 class StartReply(Reply):

@@ -148,6 +148,13 @@ def decode_output(raw: str | bytes, output_type: type[T]) -> T:
         raise EngineError(f"the model's answer is not a valid {name}: {e}") from e
 
 
+def decode_json_answer(raw: str, cut_off: bool, output_type: type[T], max_tokens: int) -> T:
+    """A constrained answer as ``output_type``; AnswerCutOff when ``max_tokens`` cut it off."""
+    if cut_off:
+        raise AnswerCutOff(max_tokens, raw)
+    return decode_output(raw, output_type)
+
+
 def split_tokens(text: str) -> list[str]:
     """Words with their trailing whitespace: how the scripted generator streams a text."""
     return re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
@@ -234,6 +241,15 @@ def fast_grammar_llama(model_path: str, **kwargs: Any) -> Any:
     return FastGrammarLlama(model_path, **kwargs)
 
 
+def require_model_file(model_path: Path) -> None:
+    """ModelNotInstalled, naming the fix, unless the language model's file is there."""
+    if not model_path.is_file():
+        raise ModelNotInstalled(
+            f"language model file {model_path} not found",
+            fix="install one with `braincue models install`",
+        )
+
+
 class LlamaGenerator:
     """A GGUF instruct model run by llama.cpp on its own thread, loaded on first use."""
 
@@ -246,11 +262,7 @@ class LlamaGenerator:
         idle_unload_s: float | None = None,
         nice: int = 0,
     ) -> None:
-        if not model_path.is_file():
-            raise ModelNotInstalled(
-                f"language model file {model_path} not found",
-                fix="install one with `braincue models install`",
-            )
+        require_model_file(model_path)
         self.model_path = model_path
         self.model_id = model_path.stem
         self.threads = threads
@@ -311,6 +323,20 @@ class LlamaGenerator:
         temperature: float = 0.2,
     ) -> T:
         schema = output_schema(output_type)
+        raw, cut_off = await self.complete_json(messages, schema, max_tokens=max_tokens,
+                                                temperature=temperature)
+        return decode_json_answer(raw, cut_off, output_type, max_tokens)
+
+    async def complete_json(
+        self,
+        messages: Sequence[ChatMessage],
+        schema: dict[str, Any],
+        *,
+        max_tokens: int,
+        temperature: float,
+    ) -> tuple[str, bool]:
+        """The model's raw answer constrained by ``schema``, and whether ``max_tokens`` cut it
+        off: :meth:`generate` before decoding (what a model process hands back)."""
         prompt = _as_dicts(with_schema_instruction(messages, schema))
 
         def complete() -> Any:
@@ -327,9 +353,7 @@ class LlamaGenerator:
                     raise EngineError(f"generation failed: {e}") from e
 
         choice = (await self._worker.call(complete))["choices"][0]
-        if choice.get("finish_reason") == "length":
-            raise AnswerCutOff(max_tokens, choice["message"]["content"] or "")
-        return decode_output(choice["message"]["content"] or "", output_type)
+        return choice["message"]["content"] or "", choice.get("finish_reason") == "length"
 
     async def stream(
         self,

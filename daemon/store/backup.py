@@ -200,6 +200,17 @@ def restore_advice(data_dir: Path) -> str:
             "file is kept aside")
 
 
+def migration_advice(taken: Sequence[Backup]) -> str:
+    """What to do about an upgrade that failed (the database is unchanged): keep the earlier
+    version, with the copy taken before the upgrade to fall back on."""
+    if not taken:
+        return "run the earlier BrainCue version until this one is fixed"
+    before = taken[-1]
+    return (f"run the earlier BrainCue version until this one is fixed; a copy of the database "
+            f"from before the upgrade is {before.path} (`braincue backup restore {before.name}` "
+            "puts it back)")
+
+
 @dataclass(frozen=True)
 class Recovered:
     aside: Path  # the damaged file, kept

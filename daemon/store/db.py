@@ -12,9 +12,10 @@ key is already 256 random (or scrypt-stretched) bits, so the cipher's own key de
 one round. A wrong key, a missing key or a damaged file is an error naming the cause, before
 anything is written: never a new empty database in the file's place.
 
-Migrations are an ordered list of small functions, each applied once in its own transaction and
-recorded by name in the ``migrations`` table (the sqlite-utils / llm style). They only go forward:
-a database that records a migration this code does not know was written by a newer version.
+Migrations are an ordered list of small functions, each applied once and recorded by name in the
+``migrations`` table (the sqlite-utils / llm style); those a database has not seen run together in
+one transaction, so an upgrade is whole or not at all. They only go forward: a database that
+records a migration this code does not know was written by a newer version.
 """
 
 from __future__ import annotations
@@ -280,8 +281,14 @@ def pending_migrations(conn: apsw.Connection, migrations: Sequence[Migration]) -
     return [m.__name__ for m in migrations if m.__name__ not in applied]
 
 
+class MigrationFailed(StoreError):
+    """An upgrade of the schema failed: the database is as it was before it."""
+
+
 def migrate(conn: apsw.Connection, migrations: Sequence[Migration]) -> list[str]:
-    """Apply the migrations ``conn`` has not seen, in order; return the names applied."""
+    """Apply the migrations ``conn`` has not seen, in order, in one transaction (an upgrade
+    that fails or is killed midway leaves the database as the earlier version wrote it, never
+    half-migrated); return the names applied."""
     conn.execute(
         "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
     )
@@ -294,23 +301,28 @@ def migrate(conn: apsw.Connection, migrations: Sequence[Migration]) -> list[str]
             f"{', '.join(sorted(unknown))})",
             fix="upgrade BrainCue",
         )
-    done: list[str] = []
-    for step in migrations:
-        if step.__name__ in applied:
-            continue
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+    pending = [step for step in migrations if step.__name__ not in applied]
+    if not pending:
+        return []
+    conn.execute("BEGIN IMMEDIATE")
+    step = pending[0]
+    try:
+        for step in pending:
             step(conn)
             conn.execute(
                 "INSERT INTO migrations (name, applied_at) VALUES (?, ?)",
                 (step.__name__, time.time()),
             )
-            conn.execute("COMMIT")
-        except BaseException:
+        conn.execute("COMMIT")
+    except BaseException as e:
+        if conn.in_transaction:
             conn.execute("ROLLBACK")
-            raise
-        log.info("applied database migration %s", step.__name__)
-        done.append(step.__name__)
+        if isinstance(e, Exception):
+            raise MigrationFailed(f"the upgrade of the database failed at {step.__name__} "
+                                  f"({e}); the database is unchanged") from e
+        raise
+    done = [step.__name__ for step in pending]
+    log.info("applied database migrations %s", ", ".join(done))
     return done
 
 

@@ -43,7 +43,7 @@ import trio
 from daemon.errors import InvalidInput, NotFound
 from daemon.sensitive.gate import mask_lines
 from daemon.store import backup, chunking, documents, fts, sql, writes
-from daemon.store.db import CorruptDatabase, Database, encryption_available
+from daemon.store.db import CorruptDatabase, Database, MigrationFailed, encryption_available
 from daemon.store.documents import DocumentText
 from daemon.store.indexing import LIVE_REEMBED_CHARS, Indexing
 from daemon.store.keys import DatabaseKey, KeyStore, key_for
@@ -116,16 +116,20 @@ class Store:
         self.key = key
         self._clock = clock
 
+        taken: list[backup.Backup] = []
+
         def before_migrating(conn: apsw.Connection, pending: list[str]) -> None:
             log.info("backing up the database before migrations %s", ", ".join(pending))
-            backup.make_backup(conn, data_dir, key, reason="before-migration",
-                               keep=backups_kept)
+            taken.append(backup.make_backup(conn, data_dir, key, reason="before-migration",
+                                            keep=backups_kept))
 
         try:
             self.db = Database(data_dir / DB_FILE, MIGRATIONS, key=key,
                                before_migrating=before_migrating)
         except CorruptDatabase as e:  # never written to: say what restores it
             raise CorruptDatabase(str(e), fix=backup.restore_advice(data_dir)) from e
+        except MigrationFailed as e:
+            raise MigrationFailed(e.message, fix=backup.migration_advice(taken)) from e
         try:
             self.index = Indexing(self.db, data_dir, embedder, key=key,
                                   live_reembed_chars=live_reembed_chars, clock=clock)
