@@ -72,6 +72,21 @@ class Passage(msgspec.Struct, frozen=True):
     text: str
     speaker: str = ""
     ref: str = ""  # the turn's external ref, where it has one (an imported transcript's)
+    start: float | None = None  # the turn's time, in seconds from its session's start
+
+
+class Item(msgspec.Struct, frozen=True, kw_only=True):
+    """A structured item a source stands for: a decision (what was chosen over what, why), a
+    commitment or task (who owes it, by when, its status), a fact."""
+
+    kind: str
+    text: str
+    chosen: str | None = None
+    alternatives: tuple[str, ...] = ()
+    reasoning: str | None = None
+    owner: str | None = None
+    due: str | None = None
+    status: str = ""  # open | done | dropped for a commitment or task
 
 
 class Source(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,6 +101,7 @@ class Source(msgspec.Struct, frozen=True, kw_only=True):
     document_id: int | None = None
     chunk_id: int | None = None
     label: str = ""  # what it is, in the prompt: "decision", "memory about you", ...
+    item: Item | None = None  # the structured item it stands for (an assertion's)
 
     def text(self, me: str = ME) -> str:
         """The passages, one a line, each turn after its speaker (the user's called ``me``)."""
@@ -307,6 +323,11 @@ def without_phatic(turn: Passage, names: Collection[str] = ()) -> Passage:
     if not kept or len(kept) == len(units):
         return turn
     return msgspec.structs.replace(turn, text=" ".join(kept))
+
+
+def sentence_units(text: str) -> list[str]:
+    """``text`` cut into its sentences, each stripped (empty ones left out)."""
+    return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
 
 
 def _only_phatic(said: set[str], names: Collection[str]) -> bool:
@@ -826,3 +847,98 @@ def _excerpt(text: str) -> str:
     if len(line) <= MAX_CITED_QUOTE_CHARS:
         return line
     return line[: MAX_CITED_QUOTE_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
+# -- only what a cited source supports -----------------------------------------------------------
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def keep_supported(text: str, sources: Sequence[Source], question: str = "") -> tuple[str, int]:
+    """``text`` with only its sentences that a source they cite supports
+    (:func:`supports`); a sentence that cites nothing is not given. Returns the text and how
+    many sentences were dropped."""
+    by_n = {s.n: s for s in sources}
+    people = speakers_of(sources)
+    kept: list[str] = []
+    dropped = 0
+    for piece in sentences(text):
+        if not piece.strip():
+            continue
+        cited = [by_n[n] for n in cited_numbers(piece) if n in by_n]
+        if cited and supports(piece, cited, question, people):
+            kept.append(piece.strip())
+        else:
+            dropped += 1
+    return " ".join(kept), dropped
+
+
+def speakers_of(sources: Sequence[Source]) -> dict[str, str]:
+    """The people who speak in ``sources`` (not the user), by each word of their names in
+    content-word form ("maria" -> "Maria Lopez")."""
+    people: dict[str, str] = {}
+    for source in sources:
+        for passage in source.passages:
+            if passage.speaker and not _is_me(passage.speaker):
+                for word in content_words(passage.speaker):
+                    people.setdefault(word, passage.speaker)
+    return people
+
+
+def supports(sentence: str, cited: Sequence[Source], question: str = "",
+             people: dict[str, str] | None = None) -> bool:
+    """Whether the sources ``cited`` support ``sentence``: of its content words that the
+    question did not give (nor "said", "discussed"), at least half are in them (of all its
+    words, when the question gave every one); every number in it is in them; and when it
+    names a person who speaks in the sources (``people``), what supports it is said by that
+    person or of them — a passage they say, or one that names them — not only a passage of
+    someone else's."""
+    body = _CITE.sub(" ", sentence).replace(UNVERIFIED, " ")
+    words = content_words(body)
+    if not words:
+        return False
+    people = speakers_of(cited) if people is None else people
+    named = {people[w] for w in words if w in people}
+    passages = [p for s in cited for p in s.passages
+                if not named or _of_person(p, named)
+                or (not p.speaker and s.item is not None and _item_of(s.item, named))]
+    if not passages:
+        return False
+    raw = " ".join([*(p.text for p in passages), *(s.title for s in cited),
+                    *(_day(s.date) for s in cited if s.date)])
+    have = content_words(raw)
+    asked = content_words(question)
+    # the words it adds to the question ("said", "discussed" add nothing)
+    novel = [w for w in words if not shares_word({w}, asked | _REPORTING_WORDS)] or list(words)
+    shared = sum(1 for w in novel if shares_word({w}, have))
+    if shared < max(1, math.ceil(len(novel) / 2)):
+        return False
+    numbers = set(_NUMBER.findall(raw))
+    return all(n in numbers for n in _NUMBER.findall(body))
+
+
+def _of_person(passage: Passage, named: set[str]) -> bool:
+    """Whether ``passage`` is said by one of ``named`` or names one of them."""
+    if passage.speaker in named:
+        return True
+    said = content_words(passage.text)
+    return any(content_words(name) & said for name in named)
+
+
+def _item_of(item: Item, named: set[str]) -> bool:
+    owner = content_words(item.owner or "")
+    return any(content_words(name) & owner for name in named)
+
+
+def nothing_says(question: str) -> str:
+    """The reply when no sentence of an answer is supported by a source it cites: the
+    evidence shown before it is what memory holds."""
+    asked = " ".join(question.split()).rstrip("?").strip()
+    words = asked.split()
+    if words and words[0].lower().strip(",") in _QUESTION_WORDS and words[0].lower() not in (
+            "do", "does", "did", "is", "are", "was", "were", "can", "could", "would", "will",
+            "should", "shall", "may", "might", "have", "has", "had"):
+        said = f"{asked[0].lower()}{asked[1:]}"
+    else:
+        said = f"whether: “{asked}”"
+    return f"Nothing in memory says {said}. The evidence above is what memory holds."
