@@ -68,12 +68,16 @@ def evidence_for(question: str, sources: Sequence[Source], always: Collection[in
         if source.item is not None and (source.n in always
                                         or _shared(wanted, source.item.text, source.title)):
             found.append(_piece(source, Passage(source.item.text), wanted, source.item))
-        scored = [(_shared(wanted, p.text, p.speaker), -i, p)
+        # a name shared is no evidence alone (most turns of a chat name someone), but of two
+        # passages that say as much, the one said by whom the question names comes first
+        names = {w for p in source.passages for w in content_words(p.speaker)}
+        about = wanted - names
+        scored = [(_shared(about, p.text), _shared(wanted & names, p.speaker), -i, p)
                   for i, p in enumerate(source.passages)
                   if source.item is None or p.text != _body_of(source)]
-        best = sorted((s for s in scored if s[0]), key=lambda s: (s[0], s[1]), reverse=True)
-        kept = sorted(best[:PASSAGES_PER_SOURCE], key=lambda s: -s[1])
-        found += [_piece(source, p, wanted) for _, _, p in kept]
+        best = sorted((s for s in scored if s[0]), key=lambda s: s[:3], reverse=True)
+        kept = sorted(best[:PASSAGES_PER_SOURCE], key=lambda s: -s[2])
+        found += [_piece(source, p, wanted) for _, _, _, p in kept]
     return found[:max(limit, len(always))]
 
 
@@ -88,8 +92,8 @@ def cut(text: str, wanted: set[str], limit: int = MAX_EVIDENCE_CHARS) -> str:
     return " ".join(p.text for p in kept)[:limit]
 
 
-def _shared(wanted: set[str], text: str, speaker: str = "") -> int:
-    have = content_words(f"{speaker} {text}")
+def _shared(wanted: set[str], text: str, title: str = "") -> int:
+    have = content_words(f"{title} {text}")
     return sum(1 for w in wanted if shares_word({w}, have))
 
 
