@@ -94,6 +94,7 @@ class _Plan(msgspec.Struct, kw_only=True):
     session_id: int | None  # the grounding session
     turns: int  # how many turns it had
     relevant: bool
+    stated: bool  # the sources are the items a question over items selected: stated, no model
     opening: list[ChatMessage]
     messages: list[ChatMessage]
 
@@ -165,6 +166,12 @@ class Asker:
             return msgspec.structs.replace(answer, text=text, nothing_found=True, declined=True)
         if stop.is_set():
             return msgspec.structs.replace(answer, cancelled=True)
+        if plan.stated:  # the items answer it: what they hold is stated, not paraphrased
+            text = grounding.items_answer(answer.sources)
+            on_token(text)
+            checked = grounding.check_answer(text, answer.sources, asked)
+            return msgspec.structs.replace(answer, text=checked.text,
+                                           citations=checked.citations)
         generator = self._generator()
         if plan is not ahead:  # (a question read ahead is in the model's state already)
             await _read_ahead(generator, plan.opening)
@@ -204,6 +211,8 @@ class Asker:
         return _Plan(answer=answer, session_id=None if current is None else current.id,
                      turns=len(turns),
                      relevant=grounding.relevant(asked, sources, always=forced),
+                     stated=bool(forced) and all(s.item is not None for s in sources
+                                                 if s.n in forced),
                      opening=grounding.prompt_prefix(framing, context),
                      messages=grounding.build_prompt(framing, asked, sources,
                                                        source_budget(settings, asked), forced))

@@ -942,3 +942,22 @@ def nothing_says(question: str) -> str:
     else:
         said = f"whether: “{asked}”"
     return f"Nothing in memory says {said}. The evidence above is what memory holds."
+
+
+def items_answer(sources: Sequence[Source]) -> str:
+    """The answer to a question over items, stated from the items themselves, one sentence
+    each with its number: what it says, its owner, due date and status (a decision: what was
+    chosen over what, and why)."""
+    said = []
+    for source in sources:
+        item = source.item
+        if item is None:
+            continue
+        facts = [f"owner {item.owner}" if item.owner else "", f"due {item.due}" if item.due
+                 else "", item.status, f"chosen: {item.chosen}" if item.chosen else "",
+                 "over " + ", ".join(item.alternatives) if item.alternatives else "",
+                 f"because {item.reasoning}" if item.reasoning else ""]
+        held = "; ".join(f for f in facts if f)
+        text = item.text.strip().rstrip(".")
+        said.append(f"{text}{f' ({held})' if held else ''} [{source.n}].")
+    return " ".join(said)
