@@ -9,7 +9,14 @@ import pytest
 
 from daemon.memory.evidence import MAX_EVIDENCE_CHARS, cut, evidence_for
 from daemon.memory.extract import content_words
-from daemon.memory.grounding import Item, Passage, Source, keep_supported, nothing_says
+from daemon.memory.grounding import (
+    Item,
+    Passage,
+    Source,
+    keep_supported,
+    nothing_says,
+    spoken_numbers,
+)
 from daemon.memory.relative_time import resolve
 
 MAY_8 = dt.datetime(2023, 5, 8, 13, 56, tzinfo=dt.UTC).timestamp()  # a Monday
@@ -88,6 +95,9 @@ def test_a_claim_about_a_person_must_come_from_what_they_said_or_what_is_said_of
         Passage("That sounds great!", "Caroline")))
     assert keep_supported("Caroline realized self-care is important [1].", [other],
                           question) == ("", 1)
+    # naming nobody, it is about whom the question names: Caroline said none of it
+    assert keep_supported("It made me realize self-care is important [1].", [other],
+                          question) == ("", 1)
 
 
 def test_a_number_no_cited_source_holds_drops_its_sentence() -> None:
@@ -119,3 +129,15 @@ def test_with_nothing_supported_the_reply_says_nothing_in_memory_says_it() -> No
     assert nothing_says("Did Tom agree?") == (
         "Nothing in memory says whether: “Did Tom agree”. The evidence above is what memory "
         "holds.")
+
+
+def test_numbers_said_in_words_support_an_answer_that_writes_them_in_digits() -> None:
+    said = "The target price is twenty five Euros, the cost twelve point five, profit fifty million."
+    assert {"25", "12.5", "50", "50000000"} <= spoken_numbers(said)
+    meeting = Source(n=1, kind="transcript", title="Kick-off", passages=(
+        Passage(said, "Project Manager"),))
+    kept, dropped = keep_supported("The target price is 25 Euros and the cost 12.5 [1].",
+                                   [meeting], "What are the target price and cost?")
+    assert (kept, dropped) == ("The target price is 25 Euros and the cost 12.5 [1].", 0)
+    assert keep_supported("The target price is 30 Euros [1].", [meeting],
+                          "What is the target price?") == ("", 1)

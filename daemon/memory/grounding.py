@@ -890,15 +890,17 @@ def supports(sentence: str, cited: Sequence[Source], question: str = "",
     """Whether the sources ``cited`` support ``sentence``: of its content words that the
     question did not give (nor "said", "discussed"), at least half are in them (of all its
     words, when the question gave every one); every number in it is in them; and when it
-    names a person who speaks in the sources (``people``), what supports it is said by that
-    person or of them — a passage they say, or one that names them — not only a passage of
-    someone else's."""
+    names a person who speaks in the sources (``people``) — or names none and the question
+    does —, what supports it is said by that person or of them — a passage they say, or one
+    that names them — not only a passage of someone else's."""
     body = _CITE.sub(" ", sentence).replace(UNVERIFIED, " ")
     words = content_words(body)
     if not words:
         return False
     people = speakers_of(cited) if people is None else people
-    named = {people[w] for w in words if w in people}
+    # whom it is about: the people it names, else the one the question asks about ("What
+    # motivated Melanie ...?" answered "It made me realize ..." is a claim about Melanie)
+    named = _named(body, people) or _named(question, people)
     passages = [p for s in cited for p in s.passages
                 if not named or _of_person(p, named)
                 or (not p.speaker and s.item is not None and _item_of(s.item, named))]
@@ -913,8 +915,61 @@ def supports(sentence: str, cited: Sequence[Source], question: str = "",
     shared = sum(1 for w in novel if shares_word({w}, have))
     if shared < max(1, math.ceil(len(novel) / 2)):
         return False
-    numbers = set(_NUMBER.findall(raw))
+    numbers = set(_NUMBER.findall(raw)) | spoken_numbers(raw)
     return all(n in numbers for n in _NUMBER.findall(body))
+
+
+def _named(text: str, people: dict[str, str]) -> set[str]:
+    """Who of ``people`` ``text`` names: every word of their name ("Project Manager"), or its
+    first word capitalised inside the sentence ("then Sarah said")."""
+    words = content_words(text)
+    inner = {w.lower() for w in re.findall(r"(?<=\S )([A-Z][\w'-]+)", text)}
+    named = set()
+    for name in set(people.values()):
+        parts = content_words(name)
+        first = name.split()[0].lower() if name.split() else ""
+        if (parts and parts <= words) or first in inner:
+            named.add(name)
+    return named
+
+
+_UNIT_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+               "fourteen fifteen sixteen seventeen eighteen nineteen")
+_UNITS = {w: i for i, w in enumerate(_UNIT_WORDS.split())}
+_TENS_WORDS = "twenty thirty forty fifty sixty seventy eighty ninety"
+_TENS = {w: 10 * i for i, w in enumerate(_TENS_WORDS.split(), 2)}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+
+
+def spoken_numbers(text: str) -> set[str]:
+    """The numbers said in words in ``text`` ("twenty five" -> "25", "twelve point five" ->
+    "12.5", "fifteen million" -> "15" and "15000000"), as digits: a transcript says them so
+    and an answer writes them in digits."""
+    found: set[str] = set()
+    words = re.findall(r"[a-z]+", text.lower().replace("-", " "))
+    i = 0
+    while i < len(words):
+        if words[i] not in _UNITS and words[i] not in _TENS:
+            i += 1
+            continue
+        total, part = 0, 0
+        while i < len(words) and (words[i] in _UNITS or words[i] in _TENS
+                                  or words[i] in _SCALES or words[i] == "and"):
+            word = words[i]
+            if word in _SCALES:
+                found.add(str(part or 1))
+                part = (part or 1) * _SCALES[word]
+                if _SCALES[word] >= 1000:
+                    total, part = total + part, 0
+            elif word != "and":
+                part += _UNITS.get(word, 0) + _TENS.get(word, 0)
+            i += 1
+        whole = total + part
+        found.add(str(whole))
+        if i + 1 < len(words) and words[i] == "point" and words[i + 1] in _UNITS:
+            found.add(f"{whole}.{_UNITS[words[i + 1]]}")
+            i += 2
+    return found
 
 
 def _of_person(passage: Passage, named: set[str]) -> bool:
