@@ -95,6 +95,12 @@ def test_a_claim_about_a_person_must_come_from_what_they_said_or_what_is_said_of
         Passage("That sounds great!", "Caroline")))
     assert keep_supported("Caroline realized self-care is important [1].", [other],
                           question) == ("", 1)
+    # a greeting names her, but says nothing of her
+    greeted = Source(n=1, kind="transcript", title="t", passages=(
+        Passage("Hey Caroline! I ran a charity race. It made me realize self-care is important.",
+                "Melanie"), Passage("Wow, good for you!", "Caroline")))
+    assert keep_supported("Caroline realized self-care is important [1].", [greeted],
+                          question) == ("", 1)
     # naming nobody, it is about whom the question names: Caroline said none of it
     assert keep_supported("It made me realize self-care is important [1].", [other],
                           question) == ("", 1)
@@ -141,3 +147,10 @@ def test_numbers_said_in_words_support_an_answer_that_writes_them_in_digits() ->
     assert (kept, dropped) == ("The target price is 25 Euros and the cost 12.5 [1].", 0)
     assert keep_supported("The target price is 30 Euros [1].", [meeting],
                           "What is the target price?") == ("", 1)
+
+
+def test_an_initial_does_not_end_a_sentence() -> None:
+    from daemon.memory.grounding import sentences
+
+    assert sentences("Tim likes a J. K. Rowling quote [1]. It helps [2].") == [
+        "Tim likes a J. K. Rowling quote [1].", " ", "It helps [2]."]

@@ -753,7 +753,9 @@ def check_answer(text: str, sources: Sequence[Source], question: str = "") -> Ch
 
 # A sentence ends at its punctuation, with the citations that follow it ("… euros. [1]"), or
 # at a line break.
-_SENTENCE_END = re.compile(r"[.!?…]+(?:\s*\[\d+(?:\s*,\s*\d+)*\])*(?=\s|$)|(?=\n)")
+# (an initial is no end: "J. K. Rowling")
+_SENTENCE_END = re.compile(
+    r"(?<!\b[A-Z])[.!?…]+(?:\s*\[\d+(?:\s*,\s*\d+)*\])*(?=\s|$)|(?=\n)")
 _TRAILING_PUNCT = re.compile(r"^(.*?)([.!?…]*)$", re.DOTALL)
 
 
@@ -973,10 +975,12 @@ def spoken_numbers(text: str) -> set[str]:
 
 
 def _of_person(passage: Passage, named: set[str]) -> bool:
-    """Whether ``passage`` is said by one of ``named`` or names one of them."""
+    """Whether ``passage`` is said by one of ``named`` or names one of them (not only to greet
+    or thank them: "Hey Jon!" says nothing of Jon)."""
     if passage.speaker in named:
         return True
-    said = content_words(passage.text)
+    names = {w for name in named for w in content_words(name)}
+    said = content_words(without_phatic(passage, names).text)
     return any(content_words(name) & said for name in named)
 
 
