@@ -106,6 +106,12 @@ def test_a_claim_about_a_person_must_come_from_what_they_said_or_what_is_said_of
                           question) == ("", 1)
 
 
+def test_a_sentence_citing_the_wrong_source_is_kept_citing_the_one_that_says_it() -> None:
+    kept, dropped = keep_supported("Caroline went to a LGBTQ support group [2].",
+                                   [CHAT, DECISION], "Where did Caroline go?")
+    assert (kept, dropped) == ("Caroline went to a LGBTQ support group [1].", 0)
+
+
 def test_a_number_no_cited_source_holds_drops_its_sentence() -> None:
     kept, dropped = keep_supported("Tom shipped the Atlas beta on Friday, 14 June [2].",
                                    [DECISION], "When was the Atlas beta shipped?")
@@ -154,3 +160,17 @@ def test_an_initial_does_not_end_a_sentence() -> None:
 
     assert sentences("Tim likes a J. K. Rowling quote [1]. It helps [2].") == [
         "Tim likes a J. K. Rowling quote [1].", " ", "It helps [2]."]
+
+
+def test_a_copy_of_the_prompts_layout_is_taken_out_of_the_answer() -> None:
+    from daemon.memory.grounding import unlabelled
+
+    meeting = Source(n=1, kind="transcript", title="Design, meeting C", date=MAY_8,
+                     label="transcript", passages=(
+                         Passage("Environment friendly.", "Industrial Designer"),
+                         Passage("Okay.", "Project Manager")))
+    assert unlabelled("[1] 8 May 2023 · Design, meeting C (transcript) Industrial Designer: "
+                      "Environment friendly. Project Manager: Okay [1].", [meeting]) == (
+        "Industrial Designer said: Environment friendly [1]. Project Manager said: Okay [1].")
+    assert unlabelled("They want it environment friendly [1].", [meeting]) == (
+        "They want it environment friendly [1].")

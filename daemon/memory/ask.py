@@ -431,11 +431,12 @@ def gated(store: Store, answer: Answer) -> Answer:
 
 
 def _checked(raw: str, sources: Sequence[Source], asked: str) -> tuple[grounding.Checked, int]:
-    """The model's answer checked: each sentence uncited that a source supports cited, each
+    """The model's answer checked: what it copied of the prompt's layout taken out
+    (``grounding.unlabelled``), each sentence uncited that a source supports cited, each
     that no source it cites supports dropped (and counted), relative times resolved against
     the day of the source it cites, quotes verified."""
-    supported, dropped = grounding.keep_supported(grounding.attribute(raw, sources)[0],
-                                                  sources, asked)
+    answer = grounding.attribute(grounding.unlabelled(raw, sources), sources)[0]
+    supported, dropped = grounding.keep_supported(answer, sources, asked)
     return grounding.check_answer(_resolved(supported, sources), sources, asked), dropped
 
 

@@ -858,8 +858,9 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 def keep_supported(text: str, sources: Sequence[Source], question: str = "") -> tuple[str, int]:
     """``text`` with only its sentences that a source they cite supports
-    (:func:`supports`); a sentence that cites nothing is not given. Returns the text and how
-    many sentences were dropped."""
+    (:func:`supports`) — or, citing one that does not, another single source does (its
+    citation is corrected) —; a sentence that cites nothing is not given. Returns the text and
+    how many sentences were dropped."""
     by_n = {s.n: s for s in sources}
     people = speakers_of(sources)
     kept: list[str] = []
@@ -870,8 +871,15 @@ def keep_supported(text: str, sources: Sequence[Source], question: str = "") -> 
         cited = [by_n[n] for n in cited_numbers(piece) if n in by_n]
         if cited and supports(piece, cited, question, people):
             kept.append(piece.strip())
-        else:
+            continue
+        # a small model often cites the source next to the one that says it: the sentence
+        # is kept, its citation corrected, when one other source supports it
+        other = next((s for s in sources if s.kind != "context" and s not in cited
+                      and supports(piece, [s], question, people)), None) if cited else None
+        if other is None:
             dropped += 1
+        else:
+            kept.append(_CITE.sub("", piece).strip().rstrip(".!?") + f" [{other.n}].")
     return " ".join(kept), dropped
 
 
@@ -1020,3 +1028,27 @@ def items_answer(sources: Sequence[Source]) -> str:
         text = item.text.strip().rstrip(".")
         said.append(f"{text}{f' ({held})' if held else ''} [{source.n}].")
     return " ".join(said)
+
+
+def unlabelled(text: str, sources: Sequence[Source]) -> str:
+    """``text`` without what a small model copies of the prompt's layout instead of answering:
+    a source's heading ("[1] 4 March 2026 · Design meeting (transcript)") and a speaker's
+    label opening a line of the transcript ("Marketing: we ..." becomes "Marketing said: we
+    ..."); a number it opened with is cited after its first sentence instead."""
+    for source in sources:
+        when = f"{_day(source.date)} · " if source.date else ""
+        label = f" ({source.label})" if source.label else ""
+        text = text.replace(f"{when}{source.title}{label}", " ")
+    opening = re.match(r"\s*\[(\d+)\]\s*", text)
+    if opening:
+        text = text[opening.end():]
+        first = _SENTENCE_END.search(text)
+        at = first.start() if first else len(text)
+        if not cited_numbers(text[:first.end() if first else len(text)]):
+            text = f"{text[:at].rstrip()} [{opening[1]}]{text[at:]}"
+    names = sorted({p.speaker for s in sources for p in s.passages
+                    if p.speaker and not _is_me(p.speaker)}, key=len, reverse=True)
+    for name in names:
+        text = re.sub(rf"(^|(?<=[.!?\]]\s)|(?<=\n)){re.escape(name)}:\s", f"{name} said: ",
+                      text)
+    return " ".join(text.split(" ")).strip()
