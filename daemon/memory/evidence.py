@@ -27,8 +27,8 @@ from daemon.memory.grounding import (
 from daemon.store.records import Assertion
 
 MAX_EVIDENCE_CHARS = 240
-PASSAGES_PER_SOURCE = 2
-MAX_EVIDENCE = 8
+PASSAGES_PER_SOURCE = 3
+MAX_EVIDENCE = 10
 
 
 class Evidence(msgspec.Struct, frozen=True, kw_only=True):
