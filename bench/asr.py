@@ -1,6 +1,6 @@
 """Speech recognition: real-time factor and word error rate, today's decoding beside the new.
 
-    .venv/bin/python -m bench.asr [--models-dir DIR] [--models a,b] [--threads 1,2]
+    .venv/bin/python -m bench.asr --audio DIR [--models-dir DIR] [--models a,b] [--threads 1,2]
                                   [--part speed,fleurs] [--languages en,de,fr,es]
                                   [--decodings window,leveled,fit,auto]
 
@@ -17,7 +17,7 @@ Two ways of decoding, side by side on the same audio in the same run:
 and the same dialogue cut into its utterances (as live capture does), each with its real-time
 factor and WER. Model load time is excluded (one warm-up call per model and thread count).
 
-``fleurs``: ../shared/audio/fleurs/ (real read speech, 4-20 s, levels from -2 to -49 dBFS peak):
+``fleurs``: FLEURS excerpts in ``DIR/fleurs`` (real read speech, 4-20 s, -2 to -49 dBFS peak):
 WER per file and the mean per language, with the file's speech level. English-only models
 are run on English only; the multilingual model with the file's language given, and with
 language detection (``auto``, fit decoding).
@@ -42,8 +42,6 @@ from daemon.asr.level import speech_level_db
 from daemon.audio import load_audio
 from daemon.audio.format import SAMPLE_RATE
 from daemon.models.registry import model_path
-
-SHARED_AUDIO = Path(__file__).resolve().parents[2] / "shared" / "audio"  # the data beside us
 
 DIALOGUE = [
     ("en-us", "Good morning. Shall we start with the launch plan for next month?"),
@@ -87,7 +85,6 @@ def synthesise_dialogue(
 
 
 OLD_SILENCE_RMS = 1e-3  # the engine's gate before leveling: -60 dBFS RMS was "silence"
-FLEURS = SHARED_AUDIO / "fleurs"
 
 
 @dataclass(frozen=True)
@@ -102,17 +99,17 @@ class Decoding:
         return " ".join(s.text for s in transcriber.transcribe_sync(audio))
 
 
-WINDOW = Decoding("window", fit_context=False, leveled=False)  # until issue 19
+WINDOW = Decoding("window", fit_context=False, leveled=False)  # the old full-window decoding
 LEVELED = Decoding("leveled", fit_context=False, leveled=True)  # the window, audio leveled
 FIT = Decoding("fit", fit_context=True, leveled=True)  # the default now
 
 
-def transcriber_for(path: Path, decoding: Decoding, threads: int,
+def transcriber_for(path: Path, decoding: Decoding, threads: int, warm_up: Path,
                     language: str = "en") -> WhisperTranscriber:
     transcriber = WhisperTranscriber(path, threads=threads, language=language,
                                      fit_context=decoding.fit_context,
                                      leveled=decoding.leveled)
-    transcriber.transcribe_sync(load_audio(SHARED_AUDIO / "jfk.wav")[:SAMPLE_RATE])  # load it
+    transcriber.transcribe_sync(load_audio(warm_up)[:SAMPLE_RATE])  # load it
     return transcriber
 
 
@@ -120,7 +117,7 @@ def speed(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         dialogue, dialogue_text, turns = synthesise_dialogue(args.dialogue_seconds, Path(tmp))
     clips: dict[str, list[tuple[np.ndarray, str]]] = {
-        "jfk.wav": [(load_audio(SHARED_AUDIO / "jfk.wav"), (SHARED_AUDIO / "jfk.txt").read_text())],
+        "jfk.wav": [(load_audio(args.audio / "jfk.wav"), (args.audio / "jfk.txt").read_text())],
         "dialogue": [(dialogue, dialogue_text)],
         "turns": turns,
     }
@@ -132,7 +129,7 @@ def speed(args: argparse.Namespace) -> None:
         path = model_path(name, args.models_dir)
         for threads in (int(t) for t in args.threads.split(",")):
             for decoding in (WINDOW, FIT):
-                transcriber = transcriber_for(path, decoding, threads)
+                transcriber = transcriber_for(path, decoding, threads, args.audio / "jfk.wav")
                 for clip, pieces in clips.items():
                     started = time.perf_counter()
                     heard = [decoding.transcribe(transcriber, audio) for audio, _ in pieces]
@@ -146,7 +143,7 @@ def speed(args: argparse.Namespace) -> None:
 
 
 def fleurs(args: argparse.Namespace) -> None:
-    files = sorted(p for p in FLEURS.glob("fleurs-*.ogg")
+    files = sorted(p for p in (args.audio / "fleurs").glob("fleurs-*.ogg")
                    if p.stem.split("-")[1] in args.languages.split(","))
     threads = int(args.threads.split(",")[-1])
     for name in args.models.split(","):
@@ -176,7 +173,8 @@ def fleurs(args: argparse.Namespace) -> None:
                 cells = []
                 for i, (language, decoding) in enumerate(settings):
                     transcriber = transcribers(path, decoding, threads,
-                                               lang if language == "given" else "auto")
+                                               lang if language == "given" else "auto",
+                                               args.audio / "jfk.wav")
                     text = decoding.transcribe(transcriber, audio)
                     wer = word_error_rate(reference, text)
                     results.setdefault(lang, [[] for _ in settings])[i].append(wer)
@@ -196,11 +194,11 @@ def fleurs(args: argparse.Namespace) -> None:
 _open: dict[tuple[Path, Decoding, int, str], WhisperTranscriber] = {}
 
 
-def transcribers(path: Path, decoding: Decoding, threads: int, language: str
+def transcribers(path: Path, decoding: Decoding, threads: int, language: str, warm_up: Path
                  ) -> WhisperTranscriber:
     key = (path, decoding, threads, language)
     if key not in _open:
-        _open[key] = transcriber_for(path, decoding, threads, language)
+        _open[key] = transcriber_for(path, decoding, threads, warm_up, language)
     return _open[key]
 
 
@@ -212,6 +210,8 @@ def close_transcribers() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--audio", type=Path, required=True,
+                        help="the folder holding jfk.wav, jfk.txt and fleurs/")
     parser.add_argument("--models-dir", type=Path, default=default_models_dir(),
                         help="models directory (default: BRAINCUE_MODELS or the user's)")
     parser.add_argument("--models", default="whisper-tiny.en,whisper-base")

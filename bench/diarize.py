@@ -1,6 +1,6 @@
 """Speaker diarisation figures on real meeting audio (AMI excerpts with an RTTM reference).
 
-    .venv/bin/python -m bench.diarize --data ../shared/audio/ami-excerpts [--models DIR]
+    .venv/bin/python -m bench.diarize --data AMI_DIR [--models DIR]
         [--cache segments.json] [--voice campplus-zh-en|resemblyzer]
         [--speech whisper|vad|reference]
         [--detect silero|silero-cuts|loudness]
@@ -381,7 +381,7 @@ def tune(encoder: CachedEmbedder, recordings: dict[str, Recording],
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/audio/ami-excerpts"))
+    parser.add_argument("--data", type=Path, required=True, help="the AMI excerpts")
     parser.add_argument("--models", type=Path, default=None)
     # the thresholds: each one not given is the voice model's own, as the daemon runs it
     # (daemon.voices.service.ENCODERS)

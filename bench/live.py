@@ -17,14 +17,14 @@ default output, 0.8 s between turns; replies of 1-2 s, sentences of 3-5 s and mo
 - the daemon's CPU use over the whole run (% of one core) and its peak RSS;
 - dropped blocks, and the word error rate of everything heard against the script.
 
-``--compare`` first runs each model the way the daemon decoded before issue 19 (whisper's full
+``--compare`` first runs each model the way the daemon once decoded (whisper's full
 30 s window, one thread: ``asr_fit_context = false``, ``asr_threads = 1``), then with the
 settings given (default: the daemon's), so both stand side by side from the same run.
 ``--set NAME=VALUE`` adds a line to the daemon's config.toml (a TOML value: ``--set
 asr_threads=2``); that is also how a setting such as diarisation is switched on for a run.
 
 ``--with-keep FILE`` adds, for each model, a run with a keep of the transcript FILE (e.g.
-../shared/bench/qmsum-dev/ES2006/ES2006a.json) going on in the same daemon — imported into a
+a QMSum meeting such as ``ES2006/ES2006a.json``) going on in the same daemon — imported into a
 Space, kept, and the call started once the keep's model is working — beside the run without,
 with the keep's state at the end of the call and the daemon's threads by CPU priority (the
 keep's llama.cpp threads run at nice 19). By default a keep waits between its model calls while
@@ -196,7 +196,7 @@ STAGE_NAMES = {  # the daemon's stages (LiveStatus.stages_p50_s), as the report 
     "stored": "store + index + event",
     "total": "end -> stored (daemon clock)",
 }
-BEFORE = ["asr_fit_context = false", "asr_threads = 1"]  # how the daemon decoded until issue 19
+BEFORE = ["asr_fit_context = false", "asr_threads = 1"]  # the old full-window, one-thread decoding
 
 
 @dataclass

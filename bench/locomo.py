@@ -243,7 +243,7 @@ def within_budget(results: Sequence[Found], budget: int) -> list[Found]:
     return taken
 
 
-# Rows of the report: the legs alone, the seed's fusion as literally written, and the shipped
+# Rows of the report: the legs alone, plain fusion as first designed (RRF k=60), and the shipped
 # search. Raw legs are scored as the store ranks them (no caps); ``rrf`` rows fuse them with
 # plain RRF (k=60, equal weights, no caps), as a reference for what the shipped search changed.
 SYSTEMS = {

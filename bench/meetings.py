@@ -1,11 +1,11 @@
 """What `keep` writes on real meetings: archive quality, decision coverage, hygiene, speed.
 
-    .venv/bin/python -m bench.meetings --data ../shared/bench/qmsum-dev
+    .venv/bin/python -m bench.meetings --data QMSUM_DIR
         [--model NAME ...] [--models-dir DIR ...] [--only ES2006c ...] [--context TOKENS]
         [--threads N] [--json FILE]
-    .venv/bin/python -m bench.meetings --data ../shared/bench/qmsum-dev --decisions-only
+    .venv/bin/python -m bench.meetings --data QMSUM_DIR --decisions-only
 
-The data is QMSum-shaped (``../shared/bench/README.md``): one directory per series, each meeting
+The data is QMSum-shaped (``docs/benchmarks/keep.md``): one directory per series, each meeting
 in BrainCue's transcript import format, and ``queries.json`` with the gold general summary and
 specific queries per meeting. Each series is imported into its own Space (activity ``project``)
 of a fresh store, and its meetings are kept in order with the real language and embedding

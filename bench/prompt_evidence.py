@@ -1,7 +1,7 @@
 """Which LoCoMo evidence turns reach the model's prompt: the real search and the ask's sources,
 fitted to the budget as the prompt holds them (pure but for the search: no language model).
 
-    PYTHONPATH=$PWD python -m bench.prompt_evidence --locomo ../shared/bench/locomo-dev.json \\
+    PYTHONPATH=$PWD python -m bench.prompt_evidence --locomo LOCOMO_JSON \\
         --home H [--sample 200] [--offset 0] [--seed 7] [--json FILE]
 
 ``H`` is a home ``bench.qa --locomo ... --home H`` imported into (the daemon stopped): the same
@@ -10,7 +10,7 @@ ask gathers its sources as the daemon does (``Asker._gather`` with the daemon's 
 fusion search, k = ``search_k``) and fits them to the question's budget
 (``grounding.fit_sources``); an evidence turn is in the prompt when a passage of a fitted source
 is that turn (its ref). Printed per category: the mean over the questions of the share of
-each one's evidence turns in the prompt (README, "evidence in the prompt"), the share of all
+each one's evidence turns in the prompt (docs/benchmarks/ask.md), the share of all
 their evidence turns, the share of questions with all / any of theirs there; and the time the
 sources took (the search included).
 

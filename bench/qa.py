@@ -1,7 +1,7 @@
 """Answer quality and latency side by side, through a real daemon: QMSum meetings and LoCoMo chats.
 
-    .venv/bin/python -m bench.qa --qmsum ../shared/bench/qmsum-dev [--series ES2006 ...] [--keep]
-    .venv/bin/python -m bench.qa --locomo ../shared/bench/locomo-dev.json --sample 200
+    .venv/bin/python -m bench.qa --qmsum QMSUM_DIR [--series ES2006 ...] [--keep]
+    .venv/bin/python -m bench.qa --locomo LOCOMO_JSON --sample 200
         [--sample N] [--offset N] [--seed 7] [--json FILE]
 
 A daemon subprocess runs with its own home; everything goes through the protocol, the way
@@ -75,7 +75,7 @@ from daemon.memory.grounding import echoes_question
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
                      5: "never said"}
 NEVER_SAID = 5  # LoCoMo's adversarial questions: about things nobody said; declining is right
-# Published figures to read ours against (shared/bench/README.md; the LoCoMo paper's table 3,
+# Published figures to read ours against (the QMSum paper; the LoCoMo paper's table 3,
 # F1 with retrieval; A-Mem, Xu et al. 2025, for small models)
 QMSUM_PUBLISHED = [
     ("BART, whole transcript", 29.2, 6.4, 25.5),

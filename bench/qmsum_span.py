@@ -1,7 +1,7 @@
 """QMSum with the gold span as the only source: what the language model writes when the search
 finds exactly the right place, scored as ``bench.qa`` scores the daemon's answers.
 
-    .venv/bin/python -m bench.qmsum_span --qmsum ../shared/bench/qmsum-dev [--series ES2006 ...]
+    .venv/bin/python -m bench.qmsum_span --qmsum QMSUM_DIR [--series ES2006 ...]
         [--models DIR --model qwen2.5-coder-1.5b] [--source compact|first:1500]
 
 Each ``specific`` query gets one transcript source holding only the turns of its gold span:

@@ -9,7 +9,7 @@ names match are turned into Q4_0 (gguf's numpy quantizer) and the rest are copie
 llama.cpp's CPU backend repacks Q4_0 weights into interleaved rows for its fastest matrix
 kernels; the Qwen2.5-Coder 0.5B file the registry carries is mostly Q5_0, which it does not
 repack. A file made here goes into a models directory of its own, never the daemon's
-(README, "Ask benchmark": what Q4_0 gains in speed and loses in answers).
+(docs/benchmarks/ask.md: what Q4_0 gains in speed and loses in answers).
 """
 
 from __future__ import annotations

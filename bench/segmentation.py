@@ -1,6 +1,6 @@
 """Who the segmentation model hears on real meeting audio (AMI excerpts with an RTTM reference).
 
-    .venv/bin/python -m bench.segmentation --data ../shared/audio/ami-excerpts [--models DIR]
+    .venv/bin/python -m bench.segmentation --data AMI_DIR [--models DIR]
         [--step 5] [--min-active 0.3] [--threshold P]
 
 pyannote segmentation-3.0 (``daemon.voices.segmentation``) runs over 10 s chunks every

@@ -70,7 +70,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     loopback_device: str = ""  # empty: the monitor of the default output
     auto_start: bool = True
     auto_end_silence_min: float = 5.0
-    # what is remembered (seed 000 §14: two independent switches)
+    # what is remembered (two independent switches)
     session_archive_enabled: bool = True
     memory_enabled: bool = False
     # who among "them" spoke: voices told apart per session ("Them 1", "Them 2"); a voiceprint
@@ -93,7 +93,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # ask: how many characters of recalled text the model reads for an answer (~4 a token; the
     # best sources first, the rest left out) and the most tokens it may write: the first token
     # waits for the reading (2,400: 4.0 s measured on two idle cores; 500: ~1.2 s expected),
-    # the whole answer for the writing too; on real meetings 2,400 answered no better (README)
+    # the whole answer for the writing too; on real meetings 2,400 answered no better
     ask_source_chars: Annotated[int, msgspec.Meta(ge=1)] = 500
     # ... and for a question asking for an account of an exchange (a summary, what was
     # discussed or decided: grounding.question_kind), told in four or five sentences

@@ -56,7 +56,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 find_links=()
 # A portable prebuilt llama-cpp-python wheel saves a ~14 minute compile where one is at hand.
-for d in "$here/../shared/wheels" "${BRAINCUE_PREBUILT_WHEELS:-}"; do
+for d in "${BRAINCUE_PREBUILT_WHEELS:-}"; do
   [ -n "$d" ] && [ -d "$d" ] && find_links+=(--find-links "$d")
 done
 # llama.cpp compiled for this machine's CPU (with AVX-512 and VNNI where it has them) reads a
@@ -66,7 +66,7 @@ done
 # then finds it in place). BRAINCUE_LLAMA_BUILD=portable skips it: a prebuilt wheel where one
 # is at hand, else pip's own build.
 # Never AMX: on a Sapphire Rapids VM that reports amx_int8, every answer crashed in llama.cpp's
-# ggml_backend_amx_mul_mat (its issue 20824), and a build for this CPU (ours, or pip's own,
+# ggml_backend_amx_mul_mat (llama.cpp#20824), and a build for this CPU (ours, or pip's own,
 # which is native by default) turns AMX on.
 no_amx=""
 if grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then

@@ -60,6 +60,18 @@ def short_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.fixture
+def small_models_home(short_home: Path, monkeypatch: pytest.MonkeyPatch, models_dir: Path) -> Path:
+    """A :func:`short_home` whose daemon runs the real default small models (Qwen2.5-Coder 0.5B,
+    MiniLM) on two threads, with memories about the person enabled."""
+    monkeypatch.setenv("BRAINCUE_MODELS", str(models_dir))
+    config = Paths.resolve("default").config_file
+    config.parent.mkdir(parents=True)
+    config.write_text('llm_model = "qwen2.5-coder-0.5b"\nembed_model = "all-minilm-l6-v2"\n'
+                      "memory_enabled = true\nllm_threads = 2\n")
+    return short_home
+
+
+@pytest.fixture
 def bare_home(short_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A :func:`short_home` whose models directory is empty: nothing real loads (without an
     embedding model the store keeps text and full-text search only)."""

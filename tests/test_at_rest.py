@@ -1,4 +1,4 @@
-"""Private at rest and nothing lost (issue 15): permissions, encryption, backups, forgetting."""
+"""Private at rest and nothing lost: permissions, encryption, backups, forgetting."""
 
 from __future__ import annotations
 

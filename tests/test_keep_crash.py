@@ -1,4 +1,4 @@
-"""A daemon killed in the middle of a keep finishes it at the next start (issue 13, item 2).
+"""A daemon killed in the middle of a keep finishes it at the next start.
 
 A real daemon subprocess (tests/keep_crash_daemon.py: the daemon with scripted models) on a real
 database file: `braincue keep` starts a keep, the model signals that it is working (a file the

@@ -1,4 +1,4 @@
-"""A keep cannot be lost and never gets in the way of a call (issue 13, items 2 and 6).
+"""A keep cannot be lost and never gets in the way of a call.
 
 Against a real database file with scripted models: where a keep stands is recorded
 (pending -> running -> done | failed, with the reason), a keep cut short is finished by the next

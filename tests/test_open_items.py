@@ -1,4 +1,4 @@
-"""Open items (issue 17): commitments and tasks open until a later session of their Space says
+"""Open items: commitments and tasks open until a later session of their Space says
 they are done (or no longer needed) or the user closes them; carried forward to the next
 session; and questions over a person and a period answered from every matching assertion.
 

@@ -1,4 +1,4 @@
-"""Does memory actually persist? (seed 000 §14)
+"""Does memory actually persist? (the memory rules of docs/architecture.md)
 
 The real pipeline — remember (file, archive, extract, anchor, gate, reconcile, write), review,
 recall — against a real database file, with only the model providers scripted. Each test pins
@@ -254,7 +254,7 @@ async def test_the_sensitive_gate_redacts_what_the_model_wrote(world: World) -> 
 
 
 async def test_the_gate_follows_a_secret_the_model_paraphrased(world: World) -> None:
-    """The leak of issue 15: the model drops the word "password" and keeps the value."""
+    """A known leak: the model drops the word "password" and keeps the value."""
     said = ("The user is deploy and the password is Tangerine-Walrus-4417, and the API key "
             "is sk-live-9f8a7b6c5d4e3f2a1b0c.")
     world.script.archive = archive_answer(
@@ -542,7 +542,7 @@ async def test_a_decision_said_again_is_one_assertion_with_a_restatement(world: 
     assert restatements(world) == [(COMMITMENT["text"], third)]
 
 
-# -- seed 000 §14, row by row --------------------------------------------------------------------
+# -- the memory rules, row by row ---------------------------------------------------------------
 
 
 async def test_another_space_sees_neither_the_archive_nor_the_memory(world: World) -> None:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from daemon.memory.sensitive import (
+import pytest
+from storekit import open_store, recorded_session
+
+from daemon.sensitive.gate import (
     Gate,
+    Secret,
     find_sensitive,
     iban_valid,
     luhn_valid,
     mask_lines,
     redact,
 )
+from daemon.store import sql
 
 # Each secret sentence holds exactly one secret: the value in the second element.
 SECRETS: list[tuple[str, str]] = [
@@ -248,3 +253,69 @@ def test_mask_lines_masks_a_secret_named_in_another_turn() -> None:
     lines = ["me: the staging password is Tangerine-Walrus-4417", "them: so tangerine walrus 4417, got it"]
     masked = mask_lines(lines)
     assert all("4417" not in line for line in masked), masked
+
+
+# -- spoken forms a scanner of code cannot know ----------------------------------------------
+
+SPOKEN: list[tuple[str, str, str]] = [  # (the turn before, the turn, the value in it)
+    ("", "Log in as ops-admin with Kestrel-Quarry-5521 and check the queue.", "Kestrel-Quarry-5521"),
+    ("", "Sign in as maria.lopez, using SunnyDays!88, on the portal.", "SunnyDays!88"),
+    ("", "Use Copper7Lantern to log in to the NAS.", "Copper7Lantern"),
+    ("", "The token for the deploy bot is ghp_Q7w2Lk9XbR4mTz8NcV1pY6sJd3Hf5Ga0Ue2K.",
+     "ghp_Q7w2Lk9XbR4mTz8NcV1pY6sJd3Hf5Ga0Ue2K"),
+    ("And the door code?", "It's 4417-2291.", "4417-2291"),
+    ("What's the PIN for the card?", "Uh, two six zero nine, three three one five.",
+     "two six zero nine, three three one five"),
+    ("What was the old password again?", "Hmm, hunter2? No, Hunter2024.", "Hunter2024"),
+    ("", "The alarm code's six one six one.", "six one six one"),
+]
+
+SPOKEN_LOOK_ALIKES: list[tuple[str, str]] = [
+    ("And the room number?", "It's 301."),
+    ("What's the error code?", "It's 5003."),
+    ("Is the code ready?", "Yes, it passed 240 tests."),
+    ("Did the token expire?", "Yes, at 14:00."),
+    ("", "Log in as admin with your SSO account."),
+    ("", "My extension is 4417, call me if it breaks."),
+    ("", "The access key was revoked yesterday."),
+    ("", "The key takeaway is that Q3 was strong."),
+]
+
+
+@pytest.mark.parametrize(("before", "text", "value"), SPOKEN)
+def test_a_spoken_credential_is_masked(before: str, text: str, value: str) -> None:
+    masked = mask_lines([text], before)[0]
+    assert value not in masked and "[redacted" in masked
+
+
+@pytest.mark.parametrize(("before", "text"), SPOKEN_LOOK_ALIKES)
+def test_a_spoken_look_alike_stays(before: str, text: str) -> None:
+    assert mask_lines([text], before) == [text]
+
+
+def test_an_answer_is_a_secret_only_after_its_question() -> None:
+    assert mask_lines(["It's 4417-2291."]) == ["It's 4417-2291."]
+    assert mask_lines(["And the door code?", "It's 4417-2291."])[1] == "It's [redacted password]."
+    # the same value repeated later in the passage is masked too
+    masked = mask_lines(["And the door code?", "It's 4417-2291.", "So 4417-2291, thanks."])
+    assert "4417" not in masked[2]
+
+
+def test_a_chunk_that_opens_with_the_answer_reads_its_question(tmp_path: Path) -> None:
+    with open_store(tmp_path / "profile") as store:
+        store.chunk_limit = 40  # every turn a chunk of its own
+        recorded_session(store, ["Rita here. And the door code?", "It's 4417-2291."])
+        bodies = [r[0] for r in store.db.read(lambda c: sql.rows(
+            c, "SELECT body FROM chunks ORDER BY id"))]
+        assert bodies[1:] == ["me: It's [redacted password]."]
+        turn = store.turns(1)[1]
+        assert "4417" not in " ".join(t.text for t in store.turns_of_chunk(2))
+        assert turn.text == "It's 4417-2291."  # the turn keeps the words as said
+
+
+def test_a_marker_copied_from_a_masked_source_is_left_whole() -> None:
+    copied = "The deploy bot's token is [redacted token]."
+    assert mask_lines([copied]) == [copied]
+    gate = Gate([Secret("password", "redacted")])  # a secret that is a marker's own word
+    assert gate.redact("It was [redacted password], redacted.").text == (
+        "It was [redacted password], [redacted password].")

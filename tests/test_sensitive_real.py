@@ -1,4 +1,4 @@
-"""The credential of issue 15, kept with the real default model: it reaches nothing retrievable.
+"""A spoken credential, kept with the real default model: it reaches nothing retrievable.
 
 A seven-turn meeting in which "me" reads out a login and an API key is imported, kept (archive,
 assertions, memory candidates) by a real daemon with Qwen2.5-Coder 0.5B and MiniLM, then
@@ -18,7 +18,6 @@ from typing import Any
 import msgspec
 import pytest
 
-from daemon.config import Paths
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     AddSpace,
@@ -59,13 +58,8 @@ def leaks(text: str) -> list[str]:
 
 
 @pytest.fixture
-def home(short_home: Path, monkeypatch: pytest.MonkeyPatch, models_dir: Path) -> Path:
-    monkeypatch.setenv("BRAINCUE_MODELS", str(models_dir))
-    config = Paths.resolve("default").config_file
-    config.parent.mkdir(parents=True)
-    config.write_text('llm_model = "qwen2.5-coder-0.5b"\nembed_model = "all-minilm-l6-v2"\n'
-                      "memory_enabled = true\nllm_threads = 2\n")
-    return short_home
+def home(small_models_home: Path) -> Path:
+    return small_models_home
 
 
 def test_a_spoken_credential_reaches_no_archive_assertion_search_or_answer(

@@ -1,6 +1,6 @@
 """The assertion layer and every deletion and scope rule, on a real database file.
 
-Seed 000 §14's table, as far as the store decides it: another Space, another profile,
+The memory rules' table, as far as the store decides it: another Space, another profile,
 profile-wide memory, re-scoping, consent, pending/rejected/archived, edits, expiry, model change,
 Space deleted, session discarded.
 """

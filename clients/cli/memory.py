@@ -109,7 +109,7 @@ def assertion_details(a: AssertionInfo) -> list[str]:
 
 
 def switch_lines(archive_enabled: bool, memory_enabled: bool) -> list[str]:
-    """The two independent switches of what is remembered, side by side (seed 000 §14)."""
+    """The two independent switches of what is remembered, side by side (independent)."""
 
     def state(on: bool) -> str:
         return "on " if on else "off"

@@ -1,4 +1,4 @@
-""""Keep this conversation?" on the desktop (seed 000 §3, §11, §15).
+""""Keep this conversation?" on the desktop.
 
 When a session ends the daemon publishes SessionEnded; the tray asks with a desktop
 notification whose buttons are *Keep it*, *Discard* and *Decide later*. Where to keep it is the

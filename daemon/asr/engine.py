@@ -28,7 +28,7 @@ from daemon.worker import WorkerThread
 
 # whisper's encoder sees 30 s as 1500 positions (50 a second). An utterance needs only its own
 # positions plus a margin: cut tight, the decoder loses track of the end and repeats itself
-# (whisper.cpp issues 1855, 1951), hence 128 positions (2.6 s) of margin. And never fewer than
+# (whisper.cpp#1855, #1951), hence 128 positions (2.6 s) of margin. And never fewer than
 # 500 (10 s): fitted to a short utterance alone, whisper drops its first words and invents
 # (the bench.live script's 37 utterances, base: 13.8% WER with the full window, 16.8-20.2%
 # with the utterance plus the margin, 11.6% with at least 10 s; tiny.en: 18.1% fitted tight,
@@ -103,7 +103,7 @@ OVERRUN_S = 5.0
 
 def looks_looped(segments: list[Segment], duration: float) -> bool:
     """Signs that a decoder given a shortened encoder context lost track of the end and went
-    on inventing (whisper.cpp issues 1855, 1951): a segment that repeats the start of an
+    on inventing (whisper.cpp#1855, #1951): a segment that repeats the start of an
     earlier one, one that starts after the audio, or one that runs on well past it."""
     seen: list[list[str]] = []
     for segment in segments:

@@ -44,7 +44,7 @@ from daemon.memory.evidence import Evidence
 from daemon.memory.grounding import Cited
 from daemon.memory.open_items import CARRIED_MAX, OpenItem
 from daemon.memory.remember import Remembered
-from daemon.memory.sensitive import mask_lines
+from daemon.sensitive.gate import mask_lines
 from daemon.store.records import (
     Assertion,
     Deleted,

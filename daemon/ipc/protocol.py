@@ -190,7 +190,7 @@ class StatusReply(Reply):
 class StartReply(Reply):
     session_id: int
     started_at: float  # unix time
-    message: str  # what will survive the session (seed 000 §15)
+    message: str  # what will survive the session
     space: str | None = None
     activity: str = ""
     title: str = ""
@@ -631,7 +631,7 @@ class HistoryReply(Reply):
 class MemoryListReply(Reply):
     memories: list[AssertionInfo]  # newest first
     memory_enabled: bool  # consent: without it nothing here is recalled
-    session_archive_enabled: bool  # the other switch, shown beside it (seed 000 §14)
+    session_archive_enabled: bool  # the other switch, shown beside it
 
 
 class MemoryReply(Reply):

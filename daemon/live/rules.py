@@ -12,7 +12,7 @@ What is kept: listening is always on, but nothing is stored outside a session. S
 while no session is live is held in memory for :data:`START_WINDOW_S` only, so that the words
 that started a session belong to it, and is otherwise forgotten.
 
-What survives a session (seed 000 §15): only a session filed into a Space is summarised or
+What survives a session: only a session filed into a Space is summarised or
 remembered, and starting says so. An interview (activity ``job``) cannot start without a Space:
 its value is entirely cumulative, so "no Space" there is a mistake rather than a choice.
 """
@@ -45,7 +45,7 @@ def check_start(activity: str, space: str | None) -> None:
 
 
 def capture_summary(space: str | None, space_remembered: bool = True) -> str:
-    """What will survive the session, in one line (seed 000 §15 ``captureSummary``)."""
+    """What will survive the session, in one line."""
     if space is None:
         return "nothing is summarised or remembered — pick a Space for that"
     if not space_remembered:

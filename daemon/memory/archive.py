@@ -1,11 +1,11 @@
 """Archive formats: one structured summary per kept session, shaped by its activity.
 
-The format of an activity (seed 000 §12) generates both the JSON schema the summariser is
+The format of an activity generates both the JSON schema the summariser is
 constrained to and the prompt that asks for it, so the keys asked for and the keys kept cannot
 drift apart. :func:`take_sections` is the real validator: it keeps only the format's keys, in
 the format's order, each capped; anything else the model wrote is dropped. Key quotes are kept
 only when they are (case- and whitespace-normalised) inside one real turn, and their speaker
-is read off that turn, never off the model (seed 000 §10).
+is read off that turn, never off the model.
 
 Participants are the transcript's speakers, never the model's list; every section item must
 be a statement (:mod:`daemon.memory.validate`), appears in one section only, and nothing of

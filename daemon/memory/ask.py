@@ -48,7 +48,7 @@ from daemon.memory import grounding, open_items, relative_time
 from daemon.memory.evidence import Evidence, evidence_for, item_of
 from daemon.memory.grounding import Cited, Framing, Passage, Said, Source
 from daemon.memory.person import recall_memories
-from daemon.memory.sensitive import Gate, mask_lines
+from daemon.sensitive.gate import Gate, mask_lines
 from daemon.store.fusion import ItemKey
 from daemon.store.records import Assertion, Chunk, Document, Session, Space, Turn
 from daemon.store.scope import Scope
@@ -201,9 +201,8 @@ class Asker:
         settings = self._settings()
         scope = Scope(space_id=None if where is None else where.id,
                       person_memory=settings.memory_enabled)
-        recent = turns[grounding.context_window(len(turns)):]
         sources, forced = await self.store.run(
-            lambda: self._gather(asked, scope, framing, settings, current, recent))
+            lambda: self._gather(asked, scope, framing, settings, current, turns))
         answer = Answer(question=asked, text="", citations=[], sources=sources, framing=framing,
                         space=None if where is None else where.name,
                         evidence=evidence_for(asked, sources, forced))
@@ -253,9 +252,8 @@ class Asker:
         turns = await self.store.run(lambda: self.store.turns(current.id))
         where = await self._space(None, current)
         framing = grounding.framing_for(current.activity or (where.activity if where else ""))
-        recent = turns[grounding.context_window(len(turns)):]
-        context = None if not recent else msgspec.structs.replace(
-            _context(current, recent, live=current.status == "live"), n=1)
+        context = None if not turns else msgspec.structs.replace(
+            _context(current, turns, live=current.status == "live"), n=1)
         async with self._reading:  # never between an ask's reading and its writing
             await _read_ahead(self._generator(), grounding.prompt_prefix(framing, context), stop)
         return len(turns)
@@ -277,7 +275,7 @@ class Asker:
         framing: Framing,
         settings: Settings,
         current: Session | None,
-        recent: Sequence[Turn],
+        turns: Sequence[Turn],
     ) -> tuple[list[Source], list[int]]:
         """The numbered sources of an answer, and the numbers of the forced ones."""
         # a question over items ("what did Sarah commit to this month?", "what's still
@@ -293,8 +291,8 @@ class Asker:
             story = self._story(question, scope, k, keys)
             forced = [] if story is None else [story]
         drafts: list[Source] = []
-        if current is not None and recent:  # first: the prompt opens with it (build_prompt)
-            drafts.append(_context(current, recent, live=current.status == "live"))
+        if current is not None and turns:  # first: the prompt opens with it (build_prompt)
+            drafts.append(_context(current, turns, live=current.status == "live"))
         seen_assertions: set[int] = set()
         for key in [*keys, *forced]:
             draft = self._source_of(key, question, scope, seen_assertions)
@@ -471,12 +469,14 @@ def _memory(assertion: Assertion) -> Source:
                   date=assertion.occurred_at, passages=(Passage(assertion_body(assertion)),))
 
 
-def _context(session: Session, recent: Sequence[Turn], *, live: bool) -> Source:
+def _context(session: Session, turns: Sequence[Turn], *, live: bool) -> Source:
     """The conversation going on (or the grounding session's latest turns), as the model reads
     it whatever the question: each turn cut at the same length, so it stays a cached prefix.
     A secret said in them is masked, as in everything recall hands out: the model cannot
     stream what it never read (the checked answer is gated again, ``daemon.handlers.ask``)."""
-    texts = mask_lines([t.text for t in recent])
+    start = grounding.context_window(len(turns))
+    recent = turns[start:]
+    texts = mask_lines([t.text for t in recent], turns[start - 1].text if start else "")
     return Source(n=0, kind="context", title=session.title or f"session {session.id}",
                   label="the conversation now" if live else "its latest turns",
                   date=session.started_at, session_id=session.id,

@@ -3,10 +3,10 @@
 The model proposes typed assertions (decision {chosen, alternatives[], reasoning}, fact,
 commitment {owner, due}, preference, task); each is anchored to the chunk that supports it —
 the chunk sharing the most of its content words — and dropped when no chunk shares enough
-(seed 002: nothing enters anonymously). New assertions are reconciled against similar current
+(nothing enters anonymously). New assertions are reconciled against similar current
 ones: the model rules duplicate / supersedes / separate. Person-memory candidates are
 suppressed when the user has already answered the same sentence in a visible scope
-(`already_known`, seed 000 §14).
+(`already_known`).
 
 Pure: the model calls and the database live in ``daemon.memory.remember``.
 """

@@ -1,6 +1,6 @@
 """Grounded answers: the pure rules of ``ask`` (no model, no database, no sockets).
 
-- **Framing** (seed 000 §9). An answer is framed by the activity it is asked in: ``interview``
+- **Framing**. An answer is framed by the activity it is asked in: ``interview``
   for the job family, where the model answers as the candidate, on their behalf; otherwise
   ``conversation``: the same shared rules (speakable, cited, never fabricated), a different
   role, and nobody is assessing the user, so never sell, never perform credentials, never pitch
@@ -190,17 +190,17 @@ USER_LABELS: dict[Framing, str] = {"interview": "Me (the candidate)", "conversat
 # - **other** (why, how, what someone thought, felt, said or proposed).
 # A fact and other are answered in two or three sentences: asked for "a few words" or "one
 # short sentence" instead, the 0.5B answered LoCoMo's facts worse (it wrote a source's
-# heading for the few words more often; README, "Ask benchmark"). An account's sentences are
+# heading for the few words more often; docs/benchmarks/ask.md). An account's sentences are
 # not asked to be short: asked for "three or four short sentences", the 0.5B wrote hardly
 # more than before (a median 30 words against 27; without "short", 40; the gold's are 64).
 # Asked for "four or five" rather than "three or four", it wrote hardly longer (a median 45
 # words against 44 given QMSum's gold span) but better: ROUGE-1 28.4 against 27.7, higher in
-# each of the five series (README, "Ask benchmark").
+# each of the five series (docs/benchmarks/ask.md).
 QuestionKind = Literal["account", "fact", "other"]
 
 # Repeated last, right before the answer: a small model follows the instruction it read last.
 # Each as long as the others, and none with an example to copy: the 0.5B writes the words of
-# an instruction into its answer (README, "Ask benchmark").
+# an instruction into its answer (docs/benchmarks/ask.md).
 ANSWER_FORMATS: dict[QuestionKind, str] = {
     "account": "Answer in four or five sentences, citing the sources as [1].",
     "fact": "Answer in two or three short sentences, citing the sources as [1].",

@@ -1,4 +1,4 @@
-"""Open items: the commitments and tasks not yet done or dropped (seed 000 §7, issue 17).
+"""Open items: the commitments and tasks not yet done or dropped.
 
 A commitment or task is open while its current version has no closure. It is closed — done,
 or dropped (no longer needed) — by a new version that supersedes it (the open one stays in its

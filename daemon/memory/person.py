@@ -1,4 +1,4 @@
-"""Memory about the person: the review of what was proposed, and its recall (seed 000 §2, §13, §14).
+"""Memory about the person: the review of what was proposed, and its recall.
 
 A memory is an assertion with ``about_person``: a standing claim about the user, proposed from
 a kept session as a *pending* candidate. Nothing about it is recalled until the user approves

@@ -1,4 +1,4 @@
-"""Remembering a session: the user's answer to "Keep this conversation?" (seed 000 §3, §11, §15).
+"""Remembering a session: the user's answer to "Keep this conversation?".
 
 Only :meth:`Rememberer.remember` sends a transcript to a model, and only after the user said
 *Keep it*. It files the session first — into the Space chosen, out of every Space, or where it
@@ -109,8 +109,8 @@ from daemon.memory.pieces import (
     split_even,
     transcript_budget,
 )
-from daemon.memory.sensitive import Gate
 from daemon.memory.validate import FILLER, fluent, words
+from daemon.sensitive.gate import Gate
 from daemon.store.records import (
     Assertion,
     Chunk,
@@ -613,7 +613,7 @@ class Rememberer:
 
     async def _refuse_unfiling_what_is_remembered(self, session: Session) -> None:
         """Out of every Space, an archive and assertions would be recalled everywhere — the
-        leak that "no Space, nothing kept" exists to prevent (seed 000 §15)."""
+        leak that "no Space, nothing kept" exists to prevent."""
         archived = await self.store.run(self.store.archive, session.id)
         extracted = await self.store.run(self.store.list_assertions, session_id=session.id,
                                    about_person=False)
@@ -679,7 +679,7 @@ class Rememberer:
         failed = []
         context = settings.llm_context
         # what the model writes is checked for the secrets said in the session, however it
-        # phrases them (seed 000 §4.1): one gate for the archive, assertions and candidates
+        # phrases them: one gate for the archive, assertions and candidates
         gate = Gate.of(t.text for t in turns)
         # the assertions first: in a long transcript they state the archive's decisions and
         # action items (:func:`summarise`)

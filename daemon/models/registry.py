@@ -489,8 +489,8 @@ PREFERENCE: dict[Role, tuple[str, ...]] = {
     "embed": ("all-minilm-l6-v2", "bge-small-en-v1.5"),
     "segmentation": ("pyannote-segmentation-3.0",),
     "vad": ("silero-vad-v6",),
-    # CAM++ separates voices far better (bench.diarize: DER 23.2% against GE2E's 28.1%, README
-    # "Speakers"); each runs with its own thresholds (daemon.voices.service.ENCODERS)
+    # CAM++ separates voices far better (bench.diarize: DER 23.2% against GE2E's 28.1%,
+    # docs/benchmarks/speakers.md); each has its own thresholds (voices.service.ENCODERS)
     "voice": ("campplus-zh-en", "resemblyzer"),
 }
 

@@ -10,7 +10,7 @@ Live sessions grow with :func:`grow`: the newest chunk stays open while turns fi
 chunk never changes. Folding :func:`grow` over turns gives exactly what :func:`chunk_turns` gives.
 
 A chunk's body is what search and ask hand out (to other programs too, through MCP): a secret
-said in its turns is masked there (:func:`daemon.memory.sensitive.mask_lines`), while the turns
+said in its turns is masked there (:func:`daemon.sensitive.gate.mask_lines`), while the turns
 keep the words as said.
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from daemon.memory.sensitive import Gate, mask_lines
+from daemon.sensitive.gate import Gate, mask_lines
 
 DEFAULT_LIMIT = 1400
 
@@ -37,6 +37,7 @@ class ChunkTurn(msgspec.Struct, frozen=True):
     speaker: str
     start: float
     text: str
+    before: str = ""  # the turn said just before, read with this one by the sensitive-data gate
 
 
 class ChunkContext(msgspec.Struct, frozen=True):
@@ -177,7 +178,7 @@ def _cut_point(text: str, limit: int) -> int:
 def _split_turn(turn: ChunkTurn, ctx: ChunkContext, limit: int) -> list[ChunkDraft]:
     prefix = f"{_one_line(turn.speaker)}: "
     head = header(ctx, turn.speaker, turn.start)
-    gate = Gate.of([turn.text])
+    gate = Gate.of([turn.text], turn.before)
     return [
         ChunkDraft(
             header=head,
@@ -195,7 +196,7 @@ def _draft(turns: Sequence[ChunkTurn], ctx: ChunkContext) -> ChunkDraft:
     first = turns[0]
     return ChunkDraft(
         header=header(ctx, first.speaker, first.start),
-        body="\n".join(mask_lines([turn_line(t) for t in turns])),
+        body="\n".join(mask_lines([turn_line(t) for t in turns], turns[0].before)),
         first_turn_id=first.id,
         last_turn_id=turns[-1].id,
         start=first.start,

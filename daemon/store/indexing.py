@@ -206,8 +206,8 @@ class Indexing:
         rows = self.db.read(
             lambda conn: sql.rows(
                 conn,
-                "SELECT t.id, t.speaker, t.start_s, t.text, s.started_at, s.title, s.participants"
-                " FROM turns t JOIN sessions s ON s.id = t.session_id"
+                f"SELECT t.id, t.speaker, t.start_s, t.text, {sql.SAID_BEFORE}, s.started_at,"
+                " s.title, s.participants FROM turns t JOIN sessions s ON s.id = t.session_id"
                 " LEFT JOIN embeddings e ON e.owner_kind = 'turn' AND e.owner_id = t.id"
                 " AND e.model_id = ? WHERE t.id IN (SELECT value FROM json_each(?))"
                 " AND e.id IS NULL ORDER BY t.id",
@@ -224,10 +224,11 @@ class Indexing:
                         title=title,
                         participants=tuple(json.loads(participants)),
                     ),
-                    chunking.ChunkTurn(id=turn_id, speaker=speaker, start=start, text=text),
+                    chunking.ChunkTurn(id=turn_id, speaker=speaker, start=start, text=text,
+                                       before=before),
                 ),
             )
-            for turn_id, speaker, start, text, started_at, title, participants in rows
+            for turn_id, speaker, start, text, before, started_at, title, participants in rows
         ]
         if not todo:
             return 0

@@ -27,6 +27,7 @@ from __future__ import annotations
 import apsw
 
 from daemon.store.db import Migration
+from daemon.store.remask import remask
 
 
 def m001_spaces_sessions_turns(conn: apsw.Connection) -> None:
@@ -253,6 +254,12 @@ def m009_voices(conn: apsw.Connection) -> None:
     )
 
 
+def m010_remask_secrets(conn: apsw.Connection) -> None:
+    """What was stored before the gate knew a scanner's token formats and the spoken forms
+    (logins, answers to a question, digits said in words) is masked as it would be now."""
+    remask(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_spaces_sessions_turns,
     m002_documents_chunks,
@@ -263,4 +270,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     m007_keep_state,
     m008_item_closures,
     m009_voices,
+    m010_remask_secrets,
 )

@@ -1,6 +1,6 @@
 """What a search may see: the scope rule as SQL (pure: builds text and parameters, no I/O).
 
-The rule (seed 000 §6, §14): the current Space plus profile-wide memory, never another Space
+The rule: the current Space plus profile-wide memory, never another Space
 (and never another profile, which is another database). Assertions must also be approved and
 unexpired, current or believed at ``as_of``; memories about the person only with consent and only
 when the current embedding model has embedded them (a model change drops them from recall

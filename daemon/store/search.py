@@ -1,6 +1,6 @@
-"""Fusion search over one profile's store (seed 002, "Fusion search").
+"""Fusion search over one profile's store.
 
-The seed's four searches run concurrently, each on a worker thread with its own read connection:
+Four searches run concurrently, each on a worker thread with its own read connection:
 full-text (FTS5 BM25, header 2x) and vector search over chunks, and the same over assertions.
 Vector search over chunks is two legs: transcript chunks ranked by their best-matching turn
 (each turn is embedded on its own — a 1,400-character chunk embedded whole dilutes its turns),
@@ -56,7 +56,7 @@ LEGS: tuple[LegName, ...] = (
 WHOLE_TEXT_KINDS: tuple[ChunkKind, ...] = ("session", "document")
 
 
-# Measured on LoCoMo (bench/locomo.py, docs/benchmark.md): with equal weights the vector leg
+# Measured on LoCoMo (bench/locomo.py, docs/benchmarks/search.md): with equal weights the vector leg
 # pulls BM25 down, so full text counts twice; and RRF's k=60 flattens the top ranks that decide
 # a top 5, so k=10.
 LEG_WEIGHTS: dict[str, float] = {

@@ -20,6 +20,12 @@ SESSION_COLUMNS = (
 )
 
 TURN_COLUMNS = "id, session_id, seq, speaker, source, start_s, end_s, text, ref"
+# the text of the turn said just before turn ``t`` in its session ('' for the first): the
+# sensitive-data gate reads an answer with its question
+SAID_BEFORE = (
+    "coalesce((SELECT p.text FROM turns p WHERE p.session_id = t.session_id AND p.seq < t.seq"
+    " ORDER BY p.seq DESC LIMIT 1), '')"
+)
 
 CHUNK_COLUMNS = (
     "c.id, c.kind, c.session_id, c.document_id, c.space_id, c.header, c.body, c.occurred_at,"

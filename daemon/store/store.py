@@ -5,7 +5,7 @@ indexes beside it. Every method is synchronous and thread-safe: writes are queue
 writer thread, reads run on the calling thread. From trio, call them through
 ``await store.run(fn, *args)``, the one seam between the event loop and the store.
 
-Two layers (seed 002). The verbatim layer — sessions, turns and the chunks built from them,
+Two layers. The verbatim layer — sessions, turns and the chunks built from them,
 session archives, documents — is canonical. The assertion layer — decisions, facts,
 commitments, preferences, tasks, and reviewed memories about the person — is bitemporal:
 corrections supersede (``invalidated_at`` + ``superseded_by``), nothing is overwritten.
@@ -41,7 +41,7 @@ import numpy as np
 import trio
 
 from daemon.errors import InvalidInput, NotFound
-from daemon.memory.sensitive import mask_lines
+from daemon.sensitive.gate import mask_lines
 from daemon.store import backup, chunking, documents, fts, sql, writes
 from daemon.store.db import CorruptDatabase, Database, encryption_available
 from daemon.store.documents import DocumentText
@@ -623,15 +623,15 @@ class Store:
         rows = self.db.read(
             lambda conn: sql.rows(
                 conn,
-                f"SELECT {sql.TURN_COLUMNS} FROM turns WHERE session_id = (SELECT session_id"
-                " FROM chunks WHERE id = :c AND kind = 'transcript') AND id BETWEEN (SELECT"
-                " first_turn FROM chunks WHERE id = :c) AND (SELECT last_turn FROM chunks"
-                " WHERE id = :c) ORDER BY seq",
+                f"SELECT {sql.TURN_COLUMNS}, {sql.SAID_BEFORE} FROM turns t WHERE session_id ="
+                " (SELECT session_id FROM chunks WHERE id = :c AND kind = 'transcript') AND id"
+                " BETWEEN (SELECT first_turn FROM chunks WHERE id = :c) AND (SELECT last_turn"
+                " FROM chunks WHERE id = :c) ORDER BY seq",
                 {"c": chunk_id},
             )
         )
-        turns = [sql.turn_from(r) for r in rows]
-        masked = mask_lines([t.text for t in turns])
+        turns = [sql.turn_from(r[:-1]) for r in rows]
+        masked = mask_lines([t.text for t in turns], rows[0][-1] if rows else "")
         return [t if t.text == text else msgspec.structs.replace(t, text=text)
                 for t, text in zip(turns, masked, strict=True)]
 
@@ -680,7 +680,7 @@ class Store:
         """Store a session's rendered archive as ``session`` chunks in the session's Space,
         replacing any earlier archive. Embedded first: a model failure raises and changes
         nothing. Refused (InvalidInput) for a session in no Space, in a Space whose memory is
-        off, or a practice session: those are never summarised (seed 000 §4, §15)."""
+        off, or a practice session: those are never summarised."""
         self.db.read(lambda conn: writes.check_archivable(conn, session_id))
         session = self.get_session(session_id)
         ctx = chunking.ChunkContext(

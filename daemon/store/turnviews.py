@@ -10,11 +10,12 @@ its best-matching turn. A turn never changes once stored, so it is embedded exac
 
 from __future__ import annotations
 
-from daemon.memory.sensitive import mask_lines
+from daemon.sensitive.gate import mask_lines
 from daemon.store.chunking import ChunkContext, ChunkTurn, header, turn_line
 
 
 def turn_view(ctx: ChunkContext, turn: ChunkTurn) -> str:
     """The text embedded for ``turn``: its own context header, then its ``speaker: text`` line
     with any secret in it masked (a vector can be inverted towards its text)."""
-    return f"{header(ctx, turn.speaker, turn.start)}\n{mask_lines([turn_line(turn)])[0]}"
+    line = mask_lines([turn_line(turn)], turn.before)[0]
+    return f"{header(ctx, turn.speaker, turn.start)}\n{line}"

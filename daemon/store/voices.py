@@ -149,15 +149,7 @@ def _rewrite_session(conn: apsw.Connection, changes: writes.IndexChanges, r: Rel
         " WHERE session_id = ? AND kind = 'transcript'",
         (r.session_id,),
     ):
-        covered = [
-            chunking.ChunkTurn(id=t[0], speaker=t[1], start=t[2], text=t[3])
-            for t in sql.rows(
-                conn,
-                "SELECT id, speaker, start_s, text FROM turns WHERE session_id = ?"
-                " AND id BETWEEN ? AND ? ORDER BY seq",
-                (r.session_id, first, last),
-            )
-        ]
+        covered = writes.chunk_turns_between(conn, r.session_id, first, last)
         if not covered:
             continue
         if len(covered) == 1:  # maybe one piece of a long turn: keep the piece, new speaker

@@ -166,14 +166,7 @@ def append_turns(
     open_turns: list[chunking.ChunkTurn] = []
     if open_row is not None:
         open_id = open_row[0]
-        open_turns = [
-            chunking.ChunkTurn(id=r[0], speaker=r[1], start=r[2], text=r[3])
-            for r in conn.execute(
-                "SELECT id, speaker, start_s, text FROM turns"
-                " WHERE session_id = ? AND id BETWEEN ? AND ? ORDER BY seq",
-                (session_id, open_row[1], open_row[2]),
-            )
-        ]
+        open_turns = chunk_turns_between(conn, session_id, open_row[1], open_row[2])
 
     def put(row_id: int | None, draft: chunking.ChunkDraft, closed: bool) -> int:
         fields = {
@@ -192,10 +185,13 @@ def append_turns(
         return row_id
 
     touched: list[int] = []
+    before = "" if not stored else sql.row(
+        conn, f"SELECT {sql.SAID_BEFORE} FROM turns t WHERE t.id = ?", (stored[0].id,))[0]
     for added in stored:
         new = chunking.ChunkTurn(
-            id=added.id, speaker=added.speaker, start=added.start, text=added.text
+            id=added.id, speaker=added.speaker, start=added.start, text=added.text, before=before
         )
+        before = added.text
         growth = chunking.grow(open_turns, new, ctx, limit)
         closed = list(growth.closed)
         if closed and open_turns:  # the chunk that was open is the first one closed
@@ -207,6 +203,21 @@ def append_turns(
     if draft is not None:
         touched.append(put(open_id, draft, closed=False))
     return stored, touched
+
+
+def chunk_turns_between(
+    conn: apsw.Connection, session_id: int, first: int, last: int
+) -> list[chunking.ChunkTurn]:
+    """The turns of a session from turn id ``first`` to ``last``, as chunking reads them."""
+    return [
+        chunking.ChunkTurn(id=r[0], speaker=r[1], start=r[2], text=r[3], before=r[4])
+        for r in sql.rows(
+            conn,
+            f"SELECT t.id, t.speaker, t.start_s, t.text, {sql.SAID_BEFORE} FROM turns t"
+            " WHERE t.session_id = ? AND t.id BETWEEN ? AND ? ORDER BY t.seq",
+            (session_id, first, last),
+        )
+    ]
 
 
 def insert_chunk(

@@ -35,7 +35,7 @@ class WindowEmbedder(Protocol):
 
 @dataclass(frozen=True)
 class DiarizeConfig:
-    # tuned on the AMI excerpts (bench.diarize; README "Speakers")
+    # tuned on the AMI excerpts (bench.diarize; docs/benchmarks/speakers.md)
     hop_s: float = 0.4  # a window every this often
     change_below: float = 0.70  # neighbouring pieces whose voices are less alike are apart
     min_piece_s: float = 0.8  # shorter pieces join their more alike neighbour

@@ -58,7 +58,7 @@ class VoiceModel:
 
 # by registry name (the ``voice_model`` setting); which one an empty setting runs:
 # registry.PREFERENCE["voice"], CAM++ first. Thresholds chosen on the AMI excerpts
-# (bench.diarize, README "Speakers"): GE2E's are DiarizeConfig's defaults; CAM++'s voices are
+# (docs/benchmarks/speakers.md): GE2E's are DiarizeConfig's defaults; CAM++'s voices are
 # less alike to each other (two speakers' 1.6 s windows: equal error rate 4.0% against 17.7%),
 # so its cuts and matches sit lower (DER 23.2%, leave-one-out over the thresholds 23.9%)
 ENCODERS: dict[str, VoiceModel] = {

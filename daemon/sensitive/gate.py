@@ -1,20 +1,26 @@
-"""The sensitive-data gate: nothing a model wrote is stored before this has run over it.
+"""The sensitive-data gate: nothing a model wrote is stored before this has run over it, and
+nothing said leaves the store without it.
 
 A summary can repeat a credential someone read aloud, and unlike a transcript an archive or a
-memory is retrievable (seed 000 §4). Detected spans are replaced by a marker naming the kind,
+memory is retrievable. Detected spans are replaced by a marker naming the kind,
 and counted so the user is told.
 
 Detectors, each precise by construction rather than by a guess:
-- tokens with a known prefix (cloud, VCS, chat, payment and AI providers), JWTs, bearer tokens;
-- PEM private-key blocks;
-- a spoken secret: "the password is …", "my PIN is …", "passcode: …";
+- a secret scanner's vendor token formats and entropy check (:mod:`daemon.sensitive.scanner`),
+  plus the few prefixed formats its list lacks, and bearer tokens;
+- PEM private-key blocks, whole;
+- a secret said aloud (:mod:`daemon.sensitive.spoken`): after a cue, in a login, as the answer
+  to the turn before, spelled out or grouped;
 - card numbers (13–19 digits, Luhn-valid), IBANs (mod-97 valid), national ids (US SSN, UK NI);
-- other high-entropy strings (letters and digits mixed, long, near-random), excluding
-  hexadecimal ids such as commit hashes and UUIDs unless a secret word stands right before them.
+- other long tokens labelled by a secret word right before them.
+
+A detector sees one turn and the turn said before it (``before``): an answer is a secret only
+after its question.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -22,14 +28,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from daemon.sensitive.finding import Finding
+from daemon.sensitive.scanner import high_entropy, looks_random, vendor_tokens
+from daemon.sensitive.spoken import spoken
+
+__all__ = ["MARKER", "Finding", "Gate", "Redacted", "clear_cache", "find_sensitive", "mask_lines",
+           "redact"]
+
 MARKER = "[redacted {kind}]"
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str
-    start: int
-    end: int
+_MARKER = re.compile(r"\[redacted [a-z ]+\]")
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,7 @@ class Redacted:
         return dict(Counter(f.kind for f in self.findings))
 
 
+# prefixed formats the scanner's list lacks, or takes in one length only
 _PREFIXED = re.compile(
     r"""(?<![A-Za-z0-9])(?:
         (?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}            # AWS access key ids
@@ -59,6 +67,7 @@ _PREFIXED = re.compile(
       | npm_[A-Za-z0-9]{36}                               # npm
       | SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}        # SendGrid
       | hf_[A-Za-z0-9]{30,}                               # Hugging Face
+      | \d{8,10}:AA[0-9A-Za-z_-]{30,35}                   # Telegram bots (any documented length)
       | eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}   # JWT
     )""",
     re.VERBOSE,
@@ -72,18 +81,10 @@ _SECRET_WORDS = (
     r"(?:password|passwd|passphrase|pass\s?code|pin(?:\s?code)?|secret|api\s?key"
     r"|access\s?key|token|security\s?code|cvv|cvc)"
 )
-_SPOKEN = re.compile(
-    rf"""(?ix)\b{_SECRET_WORDS}\b
-        (?:\s+(?:for|to|of|on)\s+[\w.@-]+(?:\s+[\w.@-]+)?)?      # "password for the vpn"
-        \s*(?:is|was|will\s+be|=|:|reads|it's)\s*(?:now\s+)?
-        (?P<value>"[^"\n]{{1,80}}"|'[^'\n]{{1,80}}'|[^\s,;"']+)""",
-)
 _CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 _SSN = re.compile(r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b")
 _UK_NI = re.compile(r"\b(?![DFIQUV])[A-Z](?![DFIOQUV])[A-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")
-_TOKEN = re.compile(r"(?<![\w/.@-])[A-Za-z0-9+/_=-]{20,}(?![\w/.@-])")
-_HEX = re.compile(r"[0-9a-fA-F-]+")
 _SECRET_BEFORE = re.compile(rf"(?i)\b{_SECRET_WORDS}\b[^.\n]{{0,24}}$")
 
 _IBAN_LENGTHS = {
@@ -119,20 +120,8 @@ def shannon_entropy(text: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
-def _looks_random(token: str) -> bool:
-    has_digit = any(c.isdigit() for c in token)
-    has_upper = any(c.isupper() for c in token)
-    has_lower = any(c.islower() for c in token)
-    if not (has_digit and (has_upper or has_lower)):
-        return False
-    if _HEX.fullmatch(token):
-        return False  # commit hashes, UUIDs, checksums: ids, not secrets (unless labelled)
-    if not (has_upper and has_lower) and len(token) < 32:
-        return False
-    return shannon_entropy(token) >= 4.0
-
-
 def _prefixed(text: str) -> Iterator[Finding]:
+    yield from vendor_tokens(text)
     for m in _PREFIXED.finditer(text):
         yield Finding("token", m.start(), m.end())
     for m in _BEARER.finditer(text):
@@ -142,20 +131,6 @@ def _prefixed(text: str) -> Iterator[Finding]:
 def _private_keys(text: str) -> Iterator[Finding]:
     for m in _PRIVATE_KEY.finditer(text):
         yield Finding("private key", m.start(), m.end())
-
-
-def _spoken(text: str) -> Iterator[Finding]:
-    for m in _SPOKEN.finditer(text):
-        value = m.group("value").rstrip(".!?:)")
-        if not value or value.lower() in _NOT_A_VALUE:
-            continue
-        yield Finding("password", m.start("value"), m.start("value") + len(value))
-
-
-_NOT_A_VALUE = {
-    "a", "an", "the", "not", "that", "this", "it", "required", "set", "wrong", "correct",
-    "expired", "missing", "changed", "reset",
-}
 
 
 def _cards(text: str) -> Iterator[Finding]:
@@ -178,26 +153,46 @@ def _national_ids(text: str) -> Iterator[Finding]:
 
 
 def _high_entropy(text: str) -> Iterator[Finding]:
-    for m in _TOKEN.finditer(text):
-        token = m.group()
-        labelled = bool(_SECRET_BEFORE.search(text[: m.start()]))
-        if _looks_random(token) or (labelled and len(token) >= 16):
-            yield Finding("secret", m.start(), m.end())
+    for start, end, random in high_entropy(text):
+        labelled = bool(_SECRET_BEFORE.search(text[:start]))
+        if random or labelled:
+            yield Finding("secret", start, end)
 
 
-DETECTORS: tuple[Callable[[str], Iterator[Finding]], ...] = (
-    _private_keys, _prefixed, _spoken, _cards, _ibans, _national_ids, _high_entropy,
+DETECTORS: tuple[Callable[[str, str], Iterator[Finding]], ...] = (
+    lambda text, _: _private_keys(text),
+    lambda text, _: _prefixed(text),
+    spoken,
+    lambda text, _: _cards(text),
+    lambda text, _: _ibans(text),
+    lambda text, _: _national_ids(text),
+    lambda text, _: _high_entropy(text),
 )
 
 
-def find_sensitive(text: str) -> list[Finding]:
-    """Non-overlapping findings in text order; an earlier detector wins an overlap."""
-    taken: list[Finding] = []
+def find_sensitive(text: str, before: str = "") -> list[Finding]:
+    """Non-overlapping findings in text order; an earlier detector wins an overlap.
+    ``before`` is the turn said just before ``text`` (context only: nothing in it is found)."""
+    return list(_find(text, before))
+
+
+def clear_cache() -> None:
+    """Forget the turns read (for measuring the detectors from cold)."""
+    _find.cache_clear()
+
+
+@functools.lru_cache(maxsize=4096)
+def _find(text: str, before: str) -> tuple[Finding, ...]:
+    """Cached: a live turn re-masks the open chunk it grows, whose other turns were read.
+    A marker already in the text ("[redacted token]", copied by a model from a masked source)
+    is no value to find."""
+    markers = [Finding("", m.start(), m.end()) for m in _MARKER.finditer(text)]
+    taken: list[Finding] = list(markers)
     for detector in DETECTORS:
-        for f in detector(text):
+        for f in detector(text, before):
             if not any(f.start < t.end and t.start < f.end for t in taken):
                 taken.append(f)
-    return sorted(taken, key=lambda f: f.start)
+    return tuple(sorted((f for f in taken if f.kind), key=lambda f: f.start))
 
 
 def redact(text: str) -> Redacted:
@@ -251,20 +246,33 @@ def _patterns(secret: Secret) -> list[re.Pattern[str]]:
         wanted += [a + b for a, b in itertools.pairwise(parts)
                    if min(len(a), len(b)) >= 3]
     # one part alone when it cannot be an ordinary word: random-looking, or long with digits
-    wanted += [p for p in parts if (len(p) >= 6 and _looks_random(p))
+    wanted += [p for p in parts if (len(p) >= 6 and looks_random(p))
                or (len(p) >= 8 and any(c.isdigit() for c in p))]
     return [re.compile(rf"(?i)(?<![A-Za-z0-9]){_spelled(w)}(?![A-Za-z0-9])")
             for w in dict.fromkeys(wanted)]
 
 
-def secrets_in(texts: Iterable[str]) -> list[Secret]:
-    """The secret values the detectors find in ``texts`` (the source turns), each once."""
-    found: dict[str, Secret] = {}
+def secrets_in(texts: Iterable[str], before: str = "") -> list[Secret]:
+    """The secret values the detectors find in ``texts`` (consecutive source turns, ``before``
+    the one said before the first), each once."""
+    return _secrets(_findings(texts, before))
+
+
+def _findings(texts: Iterable[str], before: str) -> list[tuple[str, list[Finding]]]:
+    found = []
     for text in texts:
-        for f in find_sensitive(text):
+        found.append((text, find_sensitive(text, before)))
+        before = text
+    return found
+
+
+def _secrets(found: Iterable[tuple[str, list[Finding]]]) -> list[Secret]:
+    secrets: dict[str, Secret] = {}
+    for text, findings in found:
+        for f in findings:
             value = text[f.start : f.end].strip("\"'")
-            found.setdefault(value.lower(), Secret(f.kind, value))
-    return list(found.values())
+            secrets.setdefault(value.lower(), Secret(f.kind, value))
+    return list(secrets.values())
 
 
 class Gate:
@@ -276,15 +284,19 @@ class Gate:
         self._patterns = [(s.kind, p) for s in self.secrets for p in _patterns(s)]
 
     @classmethod
-    def of(cls, source_texts: Iterable[str]) -> Gate:
-        return cls(secrets_in(source_texts))
+    def of(cls, source_texts: Iterable[str], before: str = "") -> Gate:
+        return cls(secrets_in(source_texts, before))
 
-    def find(self, text: str) -> list[Finding]:
-        taken = find_sensitive(text)
+    def find(self, text: str, found: list[Finding] | None = None) -> list[Finding]:
+        """The findings in ``text``: the detectors' (``found``, when already run on it), plus
+        every secret value of this gate's source however it is phrased."""
+        taken = list(find_sensitive(text) if found is None else found)
+        blocked = [*taken, *(Finding("", m.start(), m.end()) for m in _MARKER.finditer(text))]
         for kind, pattern in self._patterns:
             for m in pattern.finditer(text):
-                if not any(m.start() < t.end and t.start < m.end() for t in taken):
+                if not any(m.start() < t.end and t.start < m.end() for t in blocked):
                     taken.append(Finding(kind, m.start(), m.end()))
+                    blocked.append(taken[-1])
         return sorted(taken, key=lambda f: f.start)
 
     def holds_secret(self, text: str) -> bool:
@@ -294,8 +306,9 @@ class Gate:
         return _replace(text, self.find(text))
 
 
-def mask_lines(texts: Sequence[str]) -> list[str]:
-    """``texts`` (the turns of one passage) as retrieval shows them: every secret found in any
-    of them masked in all of them."""
-    gate = Gate.of(texts)
-    return [gate.redact(t).text for t in texts]
+def mask_lines(texts: Sequence[str], before: str = "") -> list[str]:
+    """``texts`` (consecutive turns of one passage; ``before`` the turn said just before the
+    first) as retrieval shows them: every secret found in any of them masked in all of them."""
+    found = _findings(texts, before)
+    gate = Gate(_secrets(found))
+    return [_replace(text, gate.find(text, findings)).text for text, findings in found]

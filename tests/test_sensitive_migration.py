@@ -1,0 +1,59 @@
+"""Sessions stored before the gate learnt the spoken forms are masked after the upgrade."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from storekit import open_store, recorded_session
+
+from daemon.store.records import NewAssertion
+from daemon.store.schema import MIGRATIONS, m010_remask_secrets
+from daemon.store.scope import Scope
+
+SAID = [
+    "Before you go: log in to the console as ops-admin with Kestrel-Quarry-5521.",
+    "Got it. And the door code?",
+    "It's 4417-2291, the keypad by the loading bay.",
+    "We'll go with the loading bay instead of the front door because it is closer.",
+]
+VALUES = ["Kestrel", "Quarry", "5521", "4417", "2291"]
+
+
+def test_a_session_stored_before_the_change_is_masked_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data_dir = tmp_path / "profile"
+    with monkeypatch.context() as older:
+        # an older build: no re-masking step, and a gate that found none of these
+        older.setattr("daemon.store.store.MIGRATIONS",
+                      tuple(m for m in MIGRATIONS if m is not m010_remask_secrets))
+        older.setattr("daemon.store.chunking.mask_lines", lambda texts, before="": list(texts))
+        with open_store(data_dir) as store:
+            space = store.create_space("Ops")
+            session_id = recorded_session(store, SAID, space_id=space.id)
+            store.put_archive(session_id, "Handover. The console login is ops-admin / "
+                              "Kestrel-Quarry-5521; the door code is 4417-2291.")
+            anchor = store.chunks(session_id=session_id, kind="transcript")[0].id
+            fact = store.add_assertion(NewAssertion(
+                kind="fact", text="The loading bay door opens with 4417-2291.",
+                source="extracted", anchor_chunk_id=anchor, session_id=session_id,
+                space_id=space.id))
+            bodies = " ".join(c.body for c in store.chunks(session_id=session_id))
+            assert "Kestrel-Quarry-5521" in bodies and "4417-2291" in bodies  # as it was
+    with open_store(data_dir) as store:
+        chunks = store.chunks(session_id=session_id)
+        assert {c.kind for c in chunks} == {"transcript", "session"}
+        for chunk in chunks:
+            assert not [v for v in VALUES if v in chunk.body], chunk.body
+            assert "[redacted" in chunk.body
+        transcript = next(c for c in chunks if c.kind == "transcript")
+        assert "loading bay instead of the front door" in transcript.body  # the rest as said
+        scope = Scope(space_id=space.id)
+        for value in VALUES:
+            assert store.fts_chunks(value, scope) == []
+            assert store.fts_assertions(value, scope) == []
+        assert store.fts_chunks("keypad loading bay", scope) != []
+        assert (store.get_assertion(fact.id).text
+                == "The loading bay door opens with [redacted password].")
+        # the turns keep the words as said (behind the encryption)
+        assert [t.text for t in store.turns(session_id)] == SAID
