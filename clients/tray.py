@@ -37,6 +37,7 @@ from clients.desktop.keep import KeepPrompter
 from clients.desktop.link import DaemonLink, Down
 from clients.desktop.notify import Notifications
 from clients.desktop.qt import MainThread, application, dot_icon, exec_until_interrupted
+from clients.window import MemoryWindow
 from daemon.config import Paths
 from daemon.errors import BrainCueError
 from daemon.ipc.protocol import (
@@ -149,6 +150,7 @@ class Tray:
         self.icon = QSystemTrayIcon()
         self.menu = QMenu()
         self.settings_dialog: SettingsDialog | None = None
+        self.window: MemoryWindow | None = None
         self._build_menu()
         self.icon.setContextMenu(self.menu)
         self.view = tray_view(None)
@@ -158,6 +160,9 @@ class Tray:
                          on_down=self._on_down, topics=[TOPIC_SESSIONS, TOPIC_STATUS])
 
     def close(self) -> None:
+        if self.window is not None:
+            self.window.close_link()
+            self.window.close()
         self.link.stop()
         self.icon.hide()
         if self.notifications is not None:
@@ -225,6 +230,7 @@ class Tray:
         self.recent_menu = self.menu.addMenu("Recent sessions")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
         self.menu.addSeparator()
+        self.menu.addAction("Open BrainCue…").triggered.connect(self.open_window)
         self.menu.addAction("Settings…").triggered.connect(self.open_settings)
         self.menu.addAction("Quit").triggered.connect(self._quit)
 
@@ -283,6 +289,14 @@ class Tray:
 
     def pause(self, paused: bool) -> None:
         self.link.submit(Pause(paused=paused), lambda _: self.refresh(), self._failed)
+
+    def open_window(self) -> None:
+        """The memory window (one per tray; raised when it is open already)."""
+        if self.window is None:
+            self.window = MemoryWindow(self.link.paths)
+        self.window.show()
+        self.window.raise_()
+        self.window.activateWindow()
 
     def open_settings(self) -> None:
         def loaded(reply: SettingsReply) -> None:

@@ -17,11 +17,14 @@ from queue import Queue
 from typing import Any, TypeVar
 
 import trio
+from daemonkit import running_daemon
 from jeepney import DBusAddress, MatchRule, message_bus, new_method_return, new_signal
 from jeepney.io.threading import DBusRouter, Proxy, open_dbus_connection
 from jeepney.low_level import HeaderFields, Message
 
-from daemon.config import Paths
+from daemon.app import Daemon
+from daemon.config import Config, Paths
+from daemon.engines import Engines
 from daemon.ipc.dispatch import Handlers, Publish
 from daemon.ipc.protocol import (
     AnswerDone,
@@ -226,7 +229,39 @@ EVIDENCE = [EvidenceInfo(n=1, kind="transcript", title="Launch review", session_
                          text="So, let's ship the beta on Friday.")]
 
 
-class FakeDaemon:
+class TrioThread:
+    """A trio run on a thread of its own, from :meth:`start` until :meth:`stop`: a subclass's
+    ``_serve`` starts what it runs, calls ``ready.set()``, then awaits ``self._stop``."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stop: trio.Event | None = None
+
+    def start(self, timeout: float = 15.0) -> None:
+        ready = threading.Event()
+        self._thread = threading.Thread(target=trio.run, args=(self._main, ready), daemon=True)
+        self._thread.start()
+        assert ready.wait(timeout), f"{type(self).__name__} did not start"
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        assert self._token is not None and self._stop is not None
+        trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+        self._thread.join(timeout=30)
+        self._thread = None
+
+    async def _main(self, ready: threading.Event) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._stop = trio.Event()
+        await self._serve(ready)
+
+    async def _serve(self, ready: threading.Event) -> None:
+        raise AssertionError("a TrioThread serves something")
+
+
+class FakeDaemon(TrioThread):
     """The real IPC server on a profile's sockets, answering from a script.
 
     Every request is recorded (:meth:`wait_for`); Ask streams ``ANSWER_TOKENS``, stopping after
@@ -242,30 +277,11 @@ class FakeDaemon:
         self.sessions: list[SessionInfo] = []
         self.release_answer = threading.Event()
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
         self._server: IpcServer | None = None
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._stop: trio.Event | None = None
+        super().__init__()
 
-    # -- running -------------------------------------------------------------------------------
-
-    def start(self) -> None:
-        ready = threading.Event()
-        self._thread = threading.Thread(target=trio.run, args=(self._main, ready), daemon=True)
-        self._thread.start()
-        assert ready.wait(15), "the fake daemon did not start"
-
-    def stop(self) -> None:
-        if self._thread is None:
-            return
-        assert self._token is not None and self._stop is not None
-        trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
-        self._thread.join(timeout=15)
-        self._thread = None
-
-    async def _main(self, ready: threading.Event) -> None:
-        self._token = trio.lowlevel.current_trio_token()
-        self._stop = trio.Event()
+    async def _serve(self, ready: threading.Event) -> None:
+        assert self._stop is not None
         async with trio.open_nursery() as nursery:
             self._server = await nursery.start(serve_ipc, self.paths, self._handlers())
             ready.set()
@@ -336,3 +352,22 @@ class FakeDaemon:
 
         handlers.add_streaming(Ask, ask)
         return handlers
+
+
+class ThreadedDaemon(TrioThread):
+    """The real daemon (``daemon.app.serve`` on the profile of ``BRAINCUE_HOME``) in a trio
+    run on a thread of its own, so that a Qt client can run on the main thread against its
+    sockets; ``engines``: the models it uses instead of the installed ones."""
+
+    def __init__(self, engines: Engines, config: Config) -> None:
+        super().__init__()
+        self.engines = engines
+        self.config = config
+        self.daemon: Daemon | None = None
+
+    async def _serve(self, ready: threading.Event) -> None:
+        assert self._stop is not None
+        async with running_daemon(self.engines, self.config) as daemon:
+            self.daemon = daemon
+            ready.set()
+            await self._stop.wait()

@@ -356,10 +356,12 @@ def samples(session_id: int) -> list[Request[Any]]:
         p.Ask(question="When do we ship Atlas?"), p.AskCancel(request_id="no-such-ask"),
         p.ListAssertions(kinds=["decision"]),
         p.OpenItems(), p.SelectItems(owner="Sarah", period="this month"),
-        p.CloseItem(item_id=99, status="done"),
+        p.CloseItem(item_id=99, status="done"), p.CorrectItem(item_id=99, owner="Sarah"),
+        p.RetractItem(item_id=99), p.ReopenItem(item_id=99),
         p.Search(query="when do we ship Atlas", explain=True),
         p.VoicesList(), p.VoiceName(voice="Them 9", name="Sarah"),
         p.VoiceMerge(keep="98", other="99"), p.VoiceForget(voice="99"),
+        p.RenameSpeaker(session_id=session_id, speaker="Nobody", name="Sarah"),
         p.RemoveSpace(name="Work"),
     ]
 

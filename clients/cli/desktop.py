@@ -1,4 +1,5 @@
-"""`braincue service ...`, `braincue tray`, `braincue hotkey`: BrainCue on the desktop.
+"""`braincue service ...`, `braincue tray`, `braincue hotkey`, `braincue window`: BrainCue on the
+desktop.
 
 The tray and hotkey clients need the `desktop` extra (Qt, D-Bus, X11 bindings); they are
 imported only when their command runs, so the rest of the CLI works without it.
@@ -108,6 +109,23 @@ def hotkey(mode: str | None, space: str | None) -> None:
     sys.exit(hotkey_client.run(config.paths, config.settings, run_mode, space))
 
 
+@click.command()
+def window() -> None:
+    """See, correct and review what BrainCue remembers, in a window.
+
+    Sessions by Space with their archives, decisions, commitments, quotes and transcripts
+    (and search); corrections of decisions, owners and speakers; the review of memories
+    about you; the open items of a Space. The tray menu opens it too.
+    """
+    context = _pass_context()
+    _log_to_stderr()
+    try:
+        from clients import window as window_client
+    except ImportError as e:
+        raise _desktop_missing(e) from None
+    sys.exit(window_client.run(context.config.paths))
+
+
 def _log_to_stderr() -> None:
     logging.basicConfig(level=logging.INFO, format="braincue: %(message)s", stream=sys.stderr)
 
@@ -117,4 +135,4 @@ def _desktop_missing(e: ImportError) -> ConfigError:
                        fix="pip install 'braincue[desktop]' (scripts/setup.sh --dev installs it)")
 
 
-COMMANDS: list[click.Command] = [service, tray, hotkey]
+COMMANDS: list[click.Command] = [service, tray, hotkey, window]

@@ -1,5 +1,6 @@
 """Handlers for open items: OpenItems (what is still open), SelectItems (every assertion of a
-kind, owner and period), CloseItem (done / dropped by hand)."""
+kind, owner and period), CloseItem (done / dropped by hand); and the user's corrections of a
+decision, commitment or task: CorrectItem, RetractItem, ReopenItem."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ from daemon.handlers.wire import history_reply, item_infos
 from daemon.ipc.dispatch import Handlers
 from daemon.ipc.protocol import (
     CloseItem,
+    CorrectItem,
     HistoryReply,
     ItemsReply,
     OpenItems,
+    ReopenItem,
+    RetractItem,
     SelectItems,
 )
-from daemon.memory import open_items
+from daemon.memory import corrections, open_items
 from daemon.memory.item_questions import ITEM_KINDS, ItemQuestion, period
 from daemon.store.scope import Scope
 from daemon.store.store import Store
@@ -67,6 +71,33 @@ def register_open_items(handlers: Handlers, store: Store,
 
         return await store.run(write)
 
+    async def correct(request: CorrectItem) -> HistoryReply:
+        def write() -> HistoryReply:
+            corrected = corrections.correct(
+                store, request.item_id, text=request.text, chosen=request.chosen,
+                alternatives=request.alternatives, reasoning=request.reasoning,
+                owner=request.owner, due=request.due)
+            return history_reply(store, store.chain(corrected.id))
+
+        return await store.run(write)
+
+    async def retract(request: RetractItem) -> HistoryReply:
+        def write() -> HistoryReply:
+            return history_reply(store, store.chain(
+                corrections.retract(store, request.item_id).id))
+
+        return await store.run(write)
+
+    async def reopen(request: ReopenItem) -> HistoryReply:
+        def write() -> HistoryReply:
+            return history_reply(store, store.chain(
+                corrections.reopen(store, request.item_id).id))
+
+        return await store.run(write)
+
+    handlers.add(CorrectItem, correct)
+    handlers.add(RetractItem, retract)
+    handlers.add(ReopenItem, reopen)
     handlers.add(OpenItems, list_open)
     handlers.add(SelectItems, select)
     handlers.add(CloseItem, close)

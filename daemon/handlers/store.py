@@ -41,6 +41,7 @@ from daemon.ipc.protocol import (
     ListSpaces,
     RemoveDocument,
     RemoveSpace,
+    RenameSpeaker,
     SessionEnded,
     SessionInfo,
     SessionReply,
@@ -52,6 +53,8 @@ from daemon.ipc.protocol import (
 )
 from daemon.live.rules import gist
 from daemon.llm.embed import EmbedProgress
+from daemon.memory import open_items
+from daemon.store import voices
 from daemon.store.chunking import format_offset
 from daemon.store.documents import extract_text
 from daemon.store.export import render
@@ -89,19 +92,27 @@ async def register(daemon: Context) -> None:
 
         return await db(work)
 
+    def session_reply(session_id: int) -> SessionReply:
+        session = store.get_session(session_id)
+        turns = store.turns(session.id)
+        archive = "\n".join(c.body for c in store.archive(session.id))
+        said = store.list_assertions(session_id=session.id, include_invalidated=True)
+        return SessionReply(
+            session=session_info(session, space_names(store), store.keep_state(session.id)),
+            turns=turn_infos(turns),
+            archive=archive or None,
+            assertions=assertion_infos(store, sorted(said, key=lambda a: (a.occurred_at,
+                                                                           a.id))),
+            evidence=open_items.said_in(store, said),
+        )
+
     async def show_session(request: ShowSession) -> SessionReply:
+        return await db(session_reply, request.session_id)
+
+    async def rename_speaker(request: RenameSpeaker) -> SessionReply:
         def work() -> SessionReply:
-            session = store.get_session(request.session_id)
-            turns = store.turns(session.id)
-            archive = "\n".join(c.body for c in store.archive(session.id))
-            said = store.list_assertions(session_id=session.id, include_invalidated=True)
-            return SessionReply(
-                session=session_info(session, space_names(store), store.keep_state(session.id)),
-                turns=turn_infos(turns),
-                archive=archive or None,
-                assertions=assertion_infos(store, sorted(said, key=lambda a: (a.occurred_at,
-                                                                               a.id))),
-            )
+            voices.rename_speaker(store, request.session_id, request.speaker, request.name)
+            return session_reply(request.session_id)
 
         return await db(work)
 
@@ -215,6 +226,7 @@ async def register(daemon: Context) -> None:
     handlers = daemon.handlers
     handlers.add(ListSessions, list_sessions)
     handlers.add(ShowSession, show_session)
+    handlers.add(RenameSpeaker, rename_speaker)
     handlers.add(ExportSession, export_session)
     handlers.add_streaming(ImportTranscript, import_transcript_)
     handlers.add(ListSpaces, list_spaces)

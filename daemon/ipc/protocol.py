@@ -294,6 +294,8 @@ class SessionReply(Reply):
     turns: list[TurnInfo]  # in order
     archive: str | None = None  # the rendered archive of a kept session
     assertions: list[AssertionInfo] = []  # what its keep extracted, in the order said
+    # the turns each of those assertions was said in, by assertion id
+    evidence: dict[int, list[int]] = {}
 
 
 class ExportReply(Reply):
@@ -770,6 +772,35 @@ class CloseItem(Request[HistoryReply]):
     status: Literal["done", "dropped"]
 
 
+class CorrectItem(Request[HistoryReply]):
+    """Correct a decision, commitment or task by hand: a new version (source ``user``, said
+    now) with the fields given supersedes the current one, which stays in the history and in
+    what as-of reads return. A field left None stays as it is; "" clears owner, due, chosen or
+    reasoning. A closed item stays closed."""
+
+    item_id: int
+    text: str | None = None
+    chosen: str | None = None
+    alternatives: list[str] | None = None
+    reasoning: str | None = None
+    owner: str | None = None
+    due: str | None = None
+
+
+class RetractItem(Request[HistoryReply]):
+    """Delete a decision, commitment or task as wrong: it stops being current now, with no
+    new version; its history and as-of reads still hold it."""
+
+    item_id: int
+
+
+class ReopenItem(Request[HistoryReply]):
+    """Open again a commitment or task closed by mistake: a new open version (source ``user``)
+    supersedes the closed one."""
+
+    item_id: int
+
+
 # ---------------------------------------------------------------------------------------------
 # Asking
 
@@ -914,6 +945,16 @@ class VoiceName(Request[VoiceReply]):
     voice: str
     name: str
     session_id: int | None = None
+
+
+class RenameSpeaker(Request[SessionReply]):
+    """Call ``speaker`` of one session ``name``: its turns, the transcript's headers, the
+    archive and the owners and texts of the session's assertions follow (as a voice's name
+    does). The reply is the session as it is now."""
+
+    session_id: int
+    speaker: str
+    name: str
 
 
 class VoiceMerge(Request[VoiceReply]):

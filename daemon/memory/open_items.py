@@ -81,6 +81,22 @@ def evidence_turn(statement: str, turns: Sequence[Turn]) -> Turn | None:
     return None if best is None else best[1]
 
 
+def said_in(store: Store, assertions: Sequence[Assertion]) -> dict[int, list[int]]:
+    """The turns each assertion was said in, by assertion id: the turn of its anchor chunk
+    that best supports it (its text, choice and reason), else all the chunk's turns."""
+    out: dict[int, list[int]] = {}
+    chunks: dict[int, list[Turn]] = {}
+    for a in assertions:
+        if a.anchor_chunk_id is None:
+            continue
+        if a.anchor_chunk_id not in chunks:
+            chunks[a.anchor_chunk_id] = store.turns_of_chunk(a.anchor_chunk_id)
+        turns = chunks[a.anchor_chunk_id]
+        best = evidence_turn(" ".join(filter(None, (a.text, a.chosen, a.reasoning))), turns)
+        out[a.id] = [best.id] if best is not None else [t.id for t in turns]
+    return out
+
+
 def closing_version(statement: NewAssertion, item: Assertion) -> NewAssertion:
     """The closed version of ``item`` made from the statement that closes it: what was said,
     as the item's kind, with its owner (unless the statement names one) and due date."""

@@ -869,13 +869,15 @@ class Store:
         return self.add_assertions([new])[0]
 
     def supersede(
-        self, old_id: int, new: NewAssertion | int, *, closure: ItemClosure | None = None
+        self, old_id: int, new: NewAssertion | int, *, closure: ItemClosure | None = None,
+        reopen: bool = False,
     ) -> Assertion:
         """Replace a current assertion: ``new`` (written now, or an existing current id) takes
         its place and the old one gets ``invalidated_at`` (when the new one was said, never
         before the old one was) and ``superseded_by``, all in one transaction. Returns the new
         assertion. With ``closure`` the old one is an open commitment or task and the new one
-        is its closed version (see :meth:`close_item`)."""
+        is its closed version (see :meth:`close_item`); otherwise the new one stays closed
+        where the old one was, unless ``reopen``."""
         vectors = None
         if isinstance(new, NewAssertion):
             _check_assertion(new)
@@ -916,7 +918,8 @@ class Store:
                     is not None
                 ):
                     raise InvalidInput(f"assertion {new_id} is no longer current")
-            writes.carry_closure(conn, old_id, new_id, closure)
+            if not reopen:
+                writes.carry_closure(conn, old_id, new_id, closure)
             said = conn.execute("SELECT occurred_at FROM assertions WHERE id = ?", (new_id,)).get
             conn.execute(
                 "UPDATE assertions SET invalidated_at = ?, superseded_by = ? WHERE id = ?",
@@ -993,6 +996,23 @@ class Store:
                     self.index.put_vector(
                         conn, changes, "assertion", assertion_id, vectors[0], len(body)
                     )
+
+        self._write(txn)
+        return self.get_assertion(assertion_id)
+
+    def retract(self, assertion_id: int) -> Assertion:
+        """End a current assertion now with no new version (the user says it is wrong): it
+        keeps its history, and as-of reads before now still find it."""
+        now = self._clock()
+
+        def txn(conn: apsw.Connection, _: writes.IndexChanges) -> None:
+            said = sql.require(conn, "assertions", assertion_id, "assertion", "occurred_at")
+            if sql.require(conn, "assertions", assertion_id, "assertion",
+                           "invalidated_at") is not None:
+                raise InvalidInput(f"assertion {assertion_id} is no longer current",
+                                   fix="see its history; the current version can be deleted")
+            conn.execute("UPDATE assertions SET invalidated_at = ? WHERE id = ?",
+                         (max(said, now), assertion_id))
 
         self._write(txn)
         return self.get_assertion(assertion_id)

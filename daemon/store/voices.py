@@ -276,6 +276,25 @@ def join_session_voice(store: Store, session_id: int, old: str, label: str, spea
     _reembed(store, store._write(txn))
 
 
+def rename_speaker(store: Store, session_id: int, speaker: str, name: str) -> int:
+    """Call ``speaker`` of one session ``name`` (an imported transcript's "Marketing", or a
+    voice heard only there); returns how many turns now show the name."""
+    name = _clean_name(name)
+    speaker = " ".join(speaker.split())
+
+    def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> _ToEmbed:
+        sql.require(conn, "sessions", session_id, "session")
+        if not sql.row(conn, "SELECT 1 FROM turns WHERE session_id = ? AND speaker = ?"
+                       " AND source != 'mic'", (session_id, speaker)):
+            raise NotFound(f"no speaker {speaker!r} in session {session_id}",
+                           fix="`braincue show` lists who spoke (\"me\" is you: not renamed)")
+        return _relabel(conn, changes, [by_speaker(session_id, speaker, name)], None)
+
+    found = store._write(txn)
+    _reembed(store, found)
+    return len(found.turns)
+
+
 def _sessions_of(conn: apsw.Connection, voice_id: int) -> list[int]:
     return sql.column(conn, "SELECT DISTINCT session_id FROM turns WHERE voice_id = ?",
                       (voice_id,))
