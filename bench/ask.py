@@ -4,10 +4,11 @@
 
 Imports synthetic transcripts through the protocol (ImportTranscript, into one Space), then asks
 questions as `braincue ask` does — subscribed to the answer's topic, the request sent from a
-thread — and prints, per question, the time to the first token and to the checked reply, and
+thread — and prints, per question, the time to its evidence (the first event: what memory
+holds, before the model writes), to the first token and to the checked reply, and
 their medians, beside how long the same question's Search alone takes (the rest of the first
 token's wait is the model reading its prompt). The first question also pays for loading the
-model; it is reported apart. First-token and whole-answer p50 and p95 close the table; it
+model; it is reported apart. Evidence, first-token and whole-answer p50 and p95 close the table; it
 opens with what llama.cpp alone reads and writes per second on the host right now.
 
 With ``--live`` the questions are asked during a call: a private PulseAudio server (null
@@ -46,6 +47,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import msgspec
+
 from bench.common import default_models_dir, machine, model_speed, percentile
 from bench.live import PAUSE_S, SCRIPT
 from daemon.audio.testing import ME_SINK, THEM_SINK, PulseServer, speak
@@ -54,6 +57,7 @@ from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     AddSpace,
     AnswerDone,
+    AnswerEvidence,
     AnswerToken,
     Ask,
     AskReply,
@@ -106,9 +110,19 @@ def transcript(i: int, rng: random.Random) -> dict[str, object]:
             "activity": "meeting", "turns": turns}
 
 
-def ask_timed(request: Ask) -> tuple[float, float, AskReply]:
-    """(seconds to the first token, seconds to the reply, the reply), measured as a client."""
-    first: list[float] = []
+class Timed(msgspec.Struct, kw_only=True):
+    """One answer as a client saw it: seconds from the request to its evidence (the first
+    event), to its first token and to the checked reply."""
+
+    evidence_s: float
+    first_s: float
+    total_s: float
+    reply: AskReply
+
+
+def ask_timed(request: Ask) -> Timed:
+    """``request`` asked as a client asks it, timed (see :class:`Timed`)."""
+    seen: dict[str, float] = {}
     outcome: list[AskReply | BaseException] = []
     with Client(timeout=30) as client, client.subscribe([answer_topic(request.id)]) as events:
         began = time.perf_counter()
@@ -124,8 +138,10 @@ def ask_timed(request: Ask) -> tuple[float, float, AskReply]:
         sender.start()
         while True:
             event = events.receive(600)
-            if isinstance(event, AnswerToken) and not first:
-                first.append(time.perf_counter() - began)
+            if isinstance(event, AnswerEvidence):
+                seen.setdefault("evidence", time.perf_counter() - began)
+            if isinstance(event, AnswerToken):
+                seen.setdefault("first", time.perf_counter() - began)
             if isinstance(event, AnswerDone) or event is None:
                 break
         sender.join()
@@ -133,7 +149,8 @@ def ask_timed(request: Ask) -> tuple[float, float, AskReply]:
     reply = outcome[0]
     if isinstance(reply, BaseException):
         raise reply
-    return (first[0] if first else total), total, reply
+    return Timed(evidence_s=seen.get("evidence", total), first_s=seen.get("first", total),
+                 total_s=total, reply=reply)
 
 
 def prompt_reads(daemon: DaemonProcess) -> list[str]:
@@ -181,7 +198,7 @@ def call_in_progress(pulse: PulseServer, voices: list[Path]) -> Iterator[None]:
 
 
 def hotkey_call(pulse: PulseServer, questions: list[str], press_after: float,
-                firsts: list[float], totals: list[float], folder: Path,
+                timed: list[Timed], folder: Path,
                 daemon: DaemonProcess) -> None:
     """A live session in which "them" asks each of ``questions``; ``press_after`` seconds after
     each is spoken, the hotkey asks (no question: the last one heard)."""
@@ -198,16 +215,17 @@ def hotkey_call(pulse: PulseServer, questions: list[str], press_after: float,
         pulse.play(THEM_SINK, voices[i])
         time.sleep(press_after)
         read = len(prompt_reads(daemon))
-        first, total, reply = ask_timed(Ask(id=uuid.uuid4().hex))
+        one = ask_timed(Ask(id=uuid.uuid4().hex))
+        reply = one.reply
         counted = not reply.nothing_found and i > 1  # the first loads the model
         if counted:
-            firsts.append(first)
-            totals.append(total)
+            timed.append(one)
         label = "warm-up (loads the model)" if i == 1 else f"question {i - 1}"
         note = "" if counted else "  (not counted: " + (
             "nothing relevant recalled)" if reply.nothing_found else "the warm-up)")
         prompt = next(iter(prompt_reads(daemon)[read:]), "no prompt read")
-        print(f"{label:<26} first token {first:6.2f} s   answer {total:6.2f} s   asked "
+        print(f"{label:<26} evidence {one.evidence_s:5.2f} s   first token {one.first_s:6.2f} s"
+              f"   answer {one.total_s:6.2f} s   asked "
               f"{question!r}, heard {reply.question!r}{note}\n{'':<26} {prompt}")
         pulse.play(ME_SINK, voices[0])  # the user carries on with the next project
     with Client(timeout=120) as client:
@@ -291,30 +309,26 @@ def main() -> None:
         questions = [QUESTIONS[i % len(QUESTIONS)].format(
             p=rng.choice(PROJECTS), t=rng.choice(TOPICS), n=rng.choice(PEOPLE))
             for i in range(args.questions + 1)]
-        firsts: list[float] = []
-        totals: list[float] = []
+        timed: list[Timed] = []
         recalls: list[float] = []
         if args.vary:
             vary(args.vary, questions, daemon)
         elif args.hotkey and pulse is not None:
-            hotkey_call(pulse, questions, args.press_after, firsts, totals, Path(folder.name),
-                        daemon)
+            hotkey_call(pulse, questions, args.press_after, timed, Path(folder.name), daemon)
         else:
             during = (call_in_progress(pulse, voices) if pulse is not None
                       else contextlib.nullcontext())
             with during:
-                ask_all(questions, firsts, totals, recalls, daemon)
+                ask_all(questions, timed, recalls, daemon)
         if recalls:
-            print(f"median over {len(firsts)}: first token {statistics.median(firsts):.2f} s, "
-                  f"whole answer {statistics.median(totals):.2f} s, the search in it "
+            print(f"median over {len(timed)}: first token "
+                  f"{statistics.median(t.first_s for t in timed):.2f} s, whole answer "
+                  f"{statistics.median(t.total_s for t in timed):.2f} s, the search in it "
                   f"{statistics.median(recalls):.2f} s; load average now {os.getloadavg()[0]:.2f}")
-        if firsts:
+        if timed:
             case = (f"the hotkey, pressed {args.press_after:g} s after their question"
                     if args.hotkey else "during a live call" if args.live else "idle")
-            print(f"{case}: first token p50 "
-                  f"{statistics.median(firsts):.2f} s / p95 {percentile(firsts, 0.95):.2f} s, "
-                  f"whole answer p50 {statistics.median(totals):.2f} s / p95 "
-                  f"{percentile(totals, 0.95):.2f} s")
+            print(f"{case}: {latencies(timed)}")
     finally:
         code = daemon.stop()
         if code != 0:
@@ -335,35 +349,43 @@ def vary(spec: str, questions: list[str], daemon: DaemonProcess) -> None:
         with Client(timeout=120) as client:
             client.request(SettingsSet(key=name, value=value))
         print(f"-- {name} = {value}")
-        firsts: list[float] = []
-        totals: list[float] = []
-        ask_all(questions if round_ == 0 else questions[1:], firsts, totals, [], daemon,
+        timed: list[Timed] = []
+        ask_all(questions if round_ == 0 else questions[1:], timed, [], daemon,
                 warm_up=round_ == 0)
-        summary.append(f"{name} = {value}: first token p50 {statistics.median(firsts):.2f} s / "
-                       f"p95 {percentile(firsts, 0.95):.2f} s, whole answer p50 "
-                       f"{statistics.median(totals):.2f} s / p95 {percentile(totals, 0.95):.2f}"
-                       f" s (n={len(firsts)}; load average {os.getloadavg()[0]:.2f})")
+        summary.append(f"{name} = {value}: {latencies(timed)} (n={len(timed)}; load average "
+                       f"{os.getloadavg()[0]:.2f})")
     print("\n".join(summary))
 
 
-def ask_all(questions: list[str], firsts: list[float], totals: list[float],
-            recalls: list[float], daemon: DaemonProcess, *, warm_up: bool = True) -> None:
+def latencies(timed: list[Timed]) -> str:
+    """The evidence, first-token and whole-answer times of ``timed``, p50 / p95."""
+
+    def line(name: str, values: list[float]) -> str:
+        return (f"{name} p50 {statistics.median(values):.2f} s / p95 "
+                f"{percentile(values, 0.95):.2f} s")
+
+    return ", ".join([line("evidence", [t.evidence_s for t in timed]),
+                      line("first token", [t.first_s for t in timed]),
+                      line("whole answer", [t.total_s for t in timed])])
+
+
+def ask_all(questions: list[str], timed: list[Timed], recalls: list[float],
+            daemon: DaemonProcess, *, warm_up: bool = True) -> None:
     """Ask each question in turn, printing its figures and how much of its prompt the model
     read for it (the daemon's log); the first one is the warm-up (with ``warm_up``)."""
     for i, question in enumerate(questions, 0 if warm_up else 1):
         read = len(prompt_reads(daemon))
-        first, total, reply = ask_timed(Ask(id=uuid.uuid4().hex, question=question,
-                                            space=SPACE))
+        one = ask_timed(Ask(id=uuid.uuid4().hex, question=question, space=SPACE))
         recall = search_time(question)
-        words = len(reply.answer.split())
+        words = len(one.reply.answer.split())
         label = "warm-up (loads the model)" if i == 0 else f"question {i}"
         prompt = next(iter(prompt_reads(daemon)[read:]), "no prompt read")
-        print(f"{label:<26} first token {first:6.2f} s   answer {total:6.2f} s   "
-              f"(its search alone {recall:5.2f} s)   {words:3d} words, "
-              f"{len(reply.sources)} sources   {question}\n{'':<26} {prompt}")
+        print(f"{label:<26} evidence {one.evidence_s:5.2f} s   first token {one.first_s:6.2f} s"
+              f"   answer {one.total_s:6.2f} s   (its search alone {recall:5.2f} s)   "
+              f"{words:3d} words, {len(one.reply.evidence)} evidence, "
+              f"{len(one.reply.sources)} sources   {question}\n{'':<26} {prompt}")
         if i:
-            firsts.append(first)
-            totals.append(total)
+            timed.append(one)
             recalls.append(recall)
 
 

@@ -72,7 +72,9 @@ from daemon.ipc.protocol import (
 from daemon.ipc.testing import short_home, start_daemon
 from daemon.memory.grounding import echoes_question
 
-LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
+                     5: "never said"}
+NEVER_SAID = 5  # LoCoMo's adversarial questions: about things nobody said; declining is right
 # Published figures to read ours against (the QMSum paper; the LoCoMo paper's table 3,
 # F1 with retrieval; A-Mem, Xu et al. 2025, for small models)
 QMSUM_PUBLISHED = [
@@ -103,6 +105,9 @@ class Asked(msgspec.Struct, kw_only=True):
     in_span: float | None = None  # QMSum: share of the results' turns inside the gold span
     sources: int = 0
     nothing_found: bool = False
+    declined: bool = False  # the answer said memory holds nothing that answers it
+    evidence_gold: bool | None = None  # a gold turn among the evidence shown first
+    evidence_s: float = 0.0  # seconds to the evidence
     setting: str = ""  # with --vary: "NAME=VALUE" it was asked with
 
 
@@ -221,9 +226,18 @@ def import_into(client: Client, space: str, activity: str,
     return count
 
 
-def ask_one(space: str, question: str) -> tuple[float, float, str, int, bool]:
-    first, total, reply = ask_timed(Ask(id=uuid.uuid4().hex, question=question, space=space))
-    return first, total, reply.answer, len(reply.sources), reply.nothing_found
+def ask_one(dataset: str, space: str, question: str, gold: str, gold_refs: Iterable[str]
+            ) -> Asked:
+    """``question`` asked in ``space``, with what came back (not scored yet)."""
+    timed = ask_timed(Ask(id=uuid.uuid4().hex, question=question, space=space))
+    reply = timed.reply
+    prose = without_citations(reply.answer)
+    return Asked(dataset=dataset, space=space, question=question, gold=gold,
+                 answer=reply.answer, first_token_s=timed.first_s, answer_s=timed.total_s,
+                 evidence_s=timed.evidence_s, echo=echoes_question(prose, question),
+                 sources=len(reply.sources), nothing_found=reply.nothing_found,
+                 declined=reply.declined,
+                 evidence_gold=bool({e.ref for e in reply.evidence} & set(gold_refs)))
 
 
 def run_qmsum(client: Client, args: argparse.Namespace) -> list[Asked]:
@@ -241,16 +255,13 @@ def run_qmsum(client: Client, args: argparse.Namespace) -> list[Asked]:
         assert isinstance(found, SearchReply)
         hit, share = span_scores([r.refs or (r.anchor.refs if r.anchor else []) for r in
                                   found.results], query["refs"])
-        if args.no_ask:
-            first, total, answer, sources, nothing = 0.0, 0.0, "", 0, False
-        else:
-            first, total, answer, sources, nothing = ask_one(space, query["query"])
-        prose = without_citations(answer)
-        asked.append(Asked(
-            dataset="qmsum", space=space, question=query["query"], gold=query["answer"],
-            answer=answer, first_token_s=first, answer_s=total,
-            echo=echoes_question(prose, query["query"]), rouge=rouge_f1(prose, query["answer"]),
-            hit5=hit, in_span=share, sources=sources, nothing_found=nothing))
+        one = (Asked(dataset="qmsum", space=space, question=query["query"],
+                     gold=query["answer"], answer="", first_token_s=0.0, answer_s=0.0,
+                     echo=False) if args.no_ask
+               else ask_one("qmsum", space, query["query"], query["answer"], query["refs"]))
+        asked.append(msgspec.structs.replace(
+            one, rouge=rouge_f1(without_citations(one.answer), query["answer"]), hit5=hit,
+            in_span=share))
         progress(asked[-1], f"R-1 {asked[-1].rouge['rouge1']:5.1f}  hit@5 {hit:d}  "
                             f"in-span {100 * share:3.0f}%")
     return asked
@@ -266,27 +277,28 @@ def run_locomo(client: Client, args: argparse.Namespace) -> list[Asked]:
                         ((f"{space}-{i}.json", json.dumps(t).encode())
                          for i, t in enumerate(transcripts, 1)), args.keep)
         print(f"imported {space}: {n} sessions", flush=True)
-        questions += [(space, q) for q in locomo_questions(conversation)]
+        questions += [(space, q) for q in locomo_questions(conversation, never_said=True)]
     asked = []
     for space, q in sample(questions, args):
-        first, total, answer, sources, nothing = ask_one(space, q["question"])
-        prose = without_citations(answer)
-        gold = str(q["answer"])
-        asked.append(Asked(
-            dataset="locomo", space=space, question=q["question"], gold=gold, answer=answer,
-            first_token_s=first, answer_s=total, echo=echoes_question(prose, q["question"]),
-            category=LOCOMO_CATEGORIES[q["category"]],
-            f1=100 * locomo_f1(prose, gold, q["category"]), sources=sources,
-            nothing_found=nothing))
-        progress(asked[-1], f"F1 {asked[-1].f1:5.1f}  {asked[-1].category:<11}")
+        gold = str(q.get("answer", q.get("adversarial_answer", "")))
+        one = ask_one("locomo", space, q["question"], gold, q["evidence"])
+        f1 = None if q["category"] == NEVER_SAID else 100 * locomo_f1(
+            without_citations(one.answer), gold, q["category"])
+        asked.append(msgspec.structs.replace(one, category=LOCOMO_CATEGORIES[q["category"]],
+                                             f1=f1))
+        progress(asked[-1], f"F1 {asked[-1].f1 or 0:5.1f}  {asked[-1].category:<11}")
     return asked
 
 
-def locomo_questions(conversation: dict[str, Any]) -> list[dict[str, Any]]:
+def locomo_questions(conversation: dict[str, Any], *, never_said: bool = False
+                     ) -> list[dict[str, Any]]:
     """The questions of a LoCoMo conversation that are asked: categories 1-4, with evidence and
-    an answer."""
+    an answer; with ``never_said``, category 5 too (things nobody said: its
+    ``adversarial_answer`` is what an answer would invent)."""
+    wanted = set(LOCOMO_CATEGORIES) if never_said else set(LOCOMO_CATEGORIES) - {NEVER_SAID}
     return [q for q in conversation["qa"]
-            if q.get("category") in LOCOMO_CATEGORIES and q.get("evidence") and "answer" in q]
+            if q.get("category") in wanted and q.get("evidence")
+            and ("answer" in q or "adversarial_answer" in q)]
 
 
 def sample(items: list[tuple[str, dict[str, Any]]], args: argparse.Namespace
@@ -299,7 +311,10 @@ def sample(items: list[tuple[str, dict[str, Any]]], args: argparse.Namespace
 
 def progress(asked: Asked, score: str) -> None:
     echo = "  ECHO" if asked.echo else ""
-    print(f"  {score}  first {asked.first_token_s:5.2f} s  all {asked.answer_s:5.2f} s{echo}  "
+    declined = "  DECLINED" if asked.declined else ""
+    gold = "" if asked.evidence_gold is None else f"  evidence-gold {asked.evidence_gold:d}"
+    print(f"  {score}{gold}{declined}  first {asked.first_token_s:5.2f} s  all "
+          f"{asked.answer_s:5.2f} s{echo}  "
           f"{asked.question[:70]}\n      -> {' '.join(asked.answer.split())[:300]}", flush=True)
 
 
@@ -309,7 +324,9 @@ def progress(asked: Asked, score: str) -> None:
 def latency_line(asked: Sequence[Asked]) -> str:
     firsts = [a.first_token_s for a in asked]
     totals = [a.answer_s for a in asked]
-    return (f"first token p50 {statistics.median(firsts):.2f} s / p95 "
+    shown = [a.evidence_s for a in asked]
+    return (f"evidence p50 {statistics.median(shown):.2f} s / p95 {percentile(shown, 0.95):.2f} s;"
+            f" first token p50 {statistics.median(firsts):.2f} s / p95 "
             f"{percentile(firsts, 0.95):.2f} s; whole answer p50 {statistics.median(totals):.2f} s"
             f" / p95 {percentile(totals, 0.95):.2f} s (n={len(asked)}; load average now "
             f"{os.getloadavg()[0]:.2f})")
@@ -319,8 +336,9 @@ def qmsum_table(asked: Sequence[Asked]) -> str:
     def mean(name: str, rows: Sequence[Asked]) -> float:
         return statistics.fmean(a.rouge[name] for a in rows)
 
-    lines = ["| QMSum dev, specific queries | n | R-1 | R-2 | R-Lsum | hit@5 | in-span | echoes |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| QMSum dev, specific queries | n | R-1 | R-2 | R-Lsum | hit@5 | in-span | "
+             "evidence holds gold | declined | echoes |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     by_space: dict[str, list[Asked]] = defaultdict(list)
     for a in asked:
         by_space[a.space].append(a)
@@ -329,25 +347,37 @@ def qmsum_table(asked: Sequence[Asked]) -> str:
         share = statistics.fmean(a.in_span or 0.0 for a in rows)
         lines.append(f"| {name} | {len(rows)} | {mean('rouge1', rows):.1f} | "
                      f"{mean('rouge2', rows):.1f} | {mean('rougeLsum', rows):.1f} | "
-                     f"{100 * hits:.0f}% | {100 * share:.0f}% | {sum(a.echo for a in rows)} |")
+                     f"{100 * hits:.0f}% | {100 * share:.0f}% | {_share(rows, 'evidence_gold')} "
+                     f"| {_share(rows, 'declined')} | {sum(a.echo for a in rows)} |")
     for name, r1, r2, rl in QMSUM_PUBLISHED:
-        lines.append(f"| published (test): {name} | | {r1} | {r2} | {rl} | | | |")
+        lines.append(f"| published (test): {name} | | {r1} | {r2} | {rl} | | | | | |")
     return "\n".join(lines)
 
 
 def locomo_table(asked: Sequence[Asked]) -> str:
-    lines = ["| LoCoMo, categories 1-4 | n | F1 | echoes | nothing found |",
-             "| --- | --- | --- | --- | --- |"]
+    """F1 per category and over categories 1-4 ("all": the answerable ones), how often the
+    answer declined, how often the evidence shown first held a gold evidence turn."""
+    lines = ["| LoCoMo | n | F1 | declined | evidence holds gold | echoes | nothing found |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     by_category: dict[str, list[Asked]] = defaultdict(list)
     for a in asked:
         by_category[a.category].append(a)
+    never = LOCOMO_CATEGORIES[NEVER_SAID]
     for name in [*LOCOMO_CATEGORIES.values(), "all"]:
-        rows = list(asked) if name == "all" else by_category.get(name, [])
+        rows = ([a for a in asked if a.category != never] if name == "all"
+                else by_category.get(name, []))
         if rows:
-            lines.append(f"| {name} | {len(rows)} | {statistics.fmean(a.f1 or 0 for a in rows):.1f}"
-                         f" | {sum(a.echo for a in rows)} | {sum(a.nothing_found for a in rows)} |")
-    lines.append(f"| published: {LOCOMO_PUBLISHED} | | | | |")
+            f1 = "" if name == never else f"{statistics.fmean(a.f1 or 0 for a in rows):.1f}"
+            label = "all answerable (1-4)" if name == "all" else name
+            lines.append(f"| {label} | {len(rows)} | {f1} | {_share(rows, 'declined')} | "
+                         f"{_share(rows, 'evidence_gold')} | {sum(a.echo for a in rows)} | "
+                         f"{sum(a.nothing_found for a in rows)} |")
+    lines.append(f"| published: {LOCOMO_PUBLISHED} | | | | | | |")
     return "\n".join(lines)
+
+
+def _share(rows: Sequence[Asked], field: str) -> str:
+    return f"{100 * statistics.fmean(bool(getattr(a, field)) for a in rows):.0f}%"
 
 
 def ask_datasets(client: Client, args: argparse.Namespace, setting: str) -> list[Asked]:

@@ -23,13 +23,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from clients.cli.output import source_line
+from clients.cli.output import evidence_block, source_line
 from clients.desktop.link import DaemonLink
 from clients.desktop.qt import MainThread, application, exec_until_interrupted
 from clients.desktop.xkeys import X11Hotkeys, parse_hotkey
 from daemon.config import Paths, Settings
 from daemon.errors import BrainCueError
-from daemon.ipc.protocol import Ask, AskReply
+from daemon.ipc.protocol import Ask, AskReply, EvidenceInfo
 
 log = logging.getLogger("braincue.desktop")
 T = TypeVar("T")
@@ -39,7 +39,8 @@ THEM_PROMPT = "What they just asked…"
 
 
 class AskBox(QWidget):
-    """A small window: a question line, the streamed answer, its sources."""
+    """A small window: a question line, what memory holds for it (at once), the streamed
+    answer, its sources."""
 
     def __init__(self, link: DaemonLink, space: str | None = None) -> None:
         super().__init__()
@@ -52,12 +53,15 @@ class AskBox(QWidget):
         self.question = QLineEdit()
         self.question.setPlaceholderText(PLACEHOLDER)
         self.question.returnPressed.connect(self.submit)
+        self.evidence = QTextBrowser()  # what memory holds: shown before the answer
+        self.evidence.setOpenLinks(False)
         self.answer = QTextBrowser()
         self.answer.setOpenLinks(False)
         self.status = QLabel("")
         self.status.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.addWidget(self.question)
+        layout.addWidget(self.evidence, 1)
         layout.addWidget(self.answer, 1)
         layout.addWidget(self.status)
 
@@ -84,6 +88,7 @@ class AskBox(QWidget):
 
     def _ask(self, question: str | None) -> None:
         self._generation += 1
+        self.evidence.clear()
         self.answer.clear()
         self.status.setText("Thinking…")
         self._link.ask(
@@ -91,6 +96,7 @@ class AskBox(QWidget):
             on_token=self._if_current(self._on_token),
             on_reply=self._if_current(self._on_reply),
             on_error=self._if_current(self._on_error),
+            on_evidence=self._if_current(self._on_evidence),
         )
 
     def _if_current(self, callback: Callable[[T], None]) -> Callable[[T], None]:
@@ -102,6 +108,9 @@ class AskBox(QWidget):
                 callback(value)
 
         return guarded
+
+    def _on_evidence(self, evidence: list[EvidenceInfo]) -> None:
+        self.evidence.setPlainText(evidence_block(evidence).rstrip())
 
     def _on_token(self, token: str) -> None:
         cursor = self.answer.textCursor()

@@ -16,7 +16,7 @@ from typing import Any, ParamSpec, TypeVar
 import msgspec
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from daemon.errors import BrainCueError
 from daemon.ipc.client import Client
@@ -35,6 +35,7 @@ log = logging.getLogger("braincue.mcp")
 
 P = ParamSpec("P")
 R = TypeVar("R", bound=Reply)
+T = TypeVar("T")
 
 ASK_TIMEOUT_S = 300.0
 MAX_K = 50
@@ -54,11 +55,11 @@ def _json(value: object) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def _tool_errors(fn: Callable[P, str]) -> Callable[P, str]:
+def _tool_errors(fn: Callable[P, T]) -> Callable[P, T]:
     """A BrainCue error becomes a tool error the calling model can read (and act on)."""
 
     @functools.wraps(fn)
-    def call(*args: P.args, **kwargs: P.kwargs) -> str:
+    def call(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return fn(*args, **kwargs)
         except BrainCueError as e:
@@ -84,12 +85,18 @@ class Tools:
         reply = self._request(Search(query=query, space=space, k=max(1, min(k, MAX_K))))
         return _json(reply.results)
 
-    def ask(self, question: str, space: str | None = None) -> str:
-        """Ask the user's memory a question; the answer cites its sources as [n] (session
-        title, date, speaker, quote). It says plainly when nothing relevant is remembered."""
+    def ask(self, question: str, space: str | None = None) -> CallToolResult:
+        """Ask the user's memory a question. ``evidence``: what memory holds for it — structured
+        items (a decision's chosen / alternatives / reasoning, a commitment's owner and due) and
+        verbatim passages with their source (title, date, speaker, time), each numbered; then
+        the ``answer``, which keeps only what the sources it cites as [n] support. ``declined``:
+        nothing in memory answers it (the evidence is the closest it holds)."""
         reply = self._request(Ask(question=question, space=space), ASK_TIMEOUT_S)
-        return _json({"answer": reply.answer, "sources": reply.sources,
-                      "nothing_found": reply.nothing_found})
+        held = msgspec.to_builtins({
+            "answer": reply.answer, "evidence": reply.evidence, "sources": reply.sources,
+            "nothing_found": reply.nothing_found, "declined": reply.declined})
+        return CallToolResult(content=[TextContent(type="text", text=_json(held))],
+                              structured_content=held)
 
     def list_sessions(self, space: str | None = None, limit: int = 20) -> str:
         """The recorded conversations, newest first: id, title, activity, start time (unix),

@@ -28,11 +28,13 @@ from daemon.engines import Engines
 from daemon.ipc.dispatch import Handlers, Publish
 from daemon.ipc.protocol import (
     AnswerDone,
+    AnswerEvidence,
     AnswerToken,
     Ask,
     AskReply,
     Citation,
     Event,
+    EvidenceInfo,
     ListSessions,
     ListSpaces,
     LiveStatus,
@@ -222,6 +224,9 @@ def live_status(session_id: int | None = None, *, no_audio: bool = False) -> Liv
 ANSWER_TOKENS = ["We agreed ", "to ship the beta ", "on Friday [1]."]
 SOURCES = [Citation(n=1, title="Launch review", session_id=7, date=1_785_000_000.0,
                     speaker="them", quote="let's ship the beta on Friday")]
+EVIDENCE = [EvidenceInfo(n=1, kind="transcript", title="Launch review", session_id=7,
+                         date=1_785_000_000.0, speaker="them", start=95.0,
+                         text="So, let's ship the beta on Friday.")]
 
 
 class TrioThread:
@@ -333,6 +338,7 @@ class FakeDaemon(TrioThread):
 
         async def ask(request: Ask, publish: Publish) -> AskReply:
             self._record(request)
+            publish(AnswerEvidence(request_id=request.id, evidence=EVIDENCE))
             for i, token in enumerate(ANSWER_TOKENS):
                 if i == 2:
                     released = await trio.to_thread.run_sync(self.release_answer.wait, 15,
@@ -341,7 +347,8 @@ class FakeDaemon(TrioThread):
                 publish(AnswerToken(request_id=request.id, token=token))
             publish(AnswerDone(request_id=request.id))
             question = request.question or "When can you ship the beta?"
-            return AskReply(answer="".join(ANSWER_TOKENS), sources=SOURCES, question=question)
+            return AskReply(answer="".join(ANSWER_TOKENS), sources=SOURCES, question=question,
+                            evidence=EVIDENCE)
 
         handlers.add_streaming(Ask, ask)
         return handlers

@@ -189,14 +189,14 @@ async def test_citations_map_to_the_session_title_date_and_the_quoted_speaker(
 
 async def test_a_fabricated_quote_is_marked_and_a_verbatim_one_kept(store: Store) -> None:
     atlas_space(store)
-    text = ('They promised "a full refund for every customer" [1] and said "ship the Atlas beta '
+    text = ('They said "the Atlas beta goes out Friday" [1]. They said "ship the Atlas beta '
             'on Friday" [1].')
     generator = ScriptedGenerator([text])
 
     answer = await asker(store, generator).ask("When does the Atlas beta ship?", space="Atlas")
 
-    assert answer.text == ('They promised "a full refund for every customer" [unverified] [1] '
-                           'and said "ship the Atlas beta on Friday" [1].')
+    assert answer.text == ('They said "the Atlas beta goes out Friday" [unverified] [1]. '
+                           'They said "ship the Atlas beta on Friday" [1].')
     assert answer.unverified == 1
     assert answer.text.count(UNVERIFIED) == 1
 
@@ -226,7 +226,7 @@ async def test_an_answer_stops_when_asked_and_the_model_stops_with_it(store: Sto
                                                on_token=on_token, stop=stop)
 
     assert answer.cancelled
-    assert answer.text == "".join(tokens).strip()  # checked like a whole answer
+    assert answer.text == ""  # checked like a whole answer: no source supports those words
     assert len(tokens) == 5
     assert generator.streamed == 5  # the model was left there
 
@@ -247,12 +247,12 @@ async def test_an_answer_cut_at_its_length_limit_ends_at_its_last_whole_sentence
 
     assert generator.streamed == limit
     assert answer.text == "They ship the Atlas beta on Friday [1]."
-    whole = ScriptedGenerator(["It ships on Friday [1]. Support hears of it after"])
+    whole = ScriptedGenerator(["It ships on Friday [1]. You tell the support team after"])
     settings = Settings(ask_answer_tokens=100)  # not cut: the model's own ending stays
     ask = Asker(store, generator=lambda: whole, settings=lambda: settings,
                 recall=fts_recall(store))
     assert (await ask.ask("When does the Atlas beta ship?", space="Atlas")).text.endswith(
-        "after")
+        "support team after [1]")
 
 
 async def test_a_question_asking_for_an_account_reads_more_of_what_was_recalled(
@@ -403,7 +403,7 @@ async def test_the_live_conversation_read_ahead_is_what_the_question_prompt_open
     store: Store,
 ) -> None:
     live = atlas_call(store, THEY_ASK)
-    generator = ScriptedGenerator(["On Friday [2]."])
+    generator = ScriptedGenerator(["On Friday [3]."])
     ask_live = asker(store, generator, live=lambda: live.id)
 
     assert await ask_live.read_ahead(live.id) == 2
@@ -459,7 +459,7 @@ async def test_them_s_question_is_read_ahead_whole_and_the_hotkey_answer_only_wr
     store: Store,
 ) -> None:
     live = atlas_call(store, THEY_ASK)
-    generator = ScriptedGenerator(["On Friday [2]."])
+    generator = ScriptedGenerator(["On Friday [3]."])
     ask_live = asker(store, generator, live=lambda: live.id)
 
     assert await ask_live.read_question_ahead(live.id)
@@ -472,7 +472,7 @@ async def test_them_s_question_is_read_ahead_whole_and_the_hotkey_answer_only_wr
     assert "We will ship the Atlas beta on Friday" in call[0].content
     assert len(generator.prefills) == 1  # asking read nothing more
     assert answer.question == "So when does the Atlas beta ship?"
-    assert answer.text == "On Friday [2]." and answer.citations[0].source.n == 2
+    assert answer.text == "On Friday [3]." and answer.citations[0].source.n == 3
 
 
 async def test_a_question_read_ahead_is_read_again_as_the_call_goes_on_and_only_then(
@@ -543,7 +543,7 @@ async def test_the_hotkey_pressed_while_their_question_is_read_waits_for_that_re
 ) -> None:
     live = atlas_call(store, [
         NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=0)])
-    generator = SlowReader(["On Friday [2]."])
+    generator = SlowReader(["On Friday [3]."])
     ask_live = Asker(store, generator=lambda: generator, settings=Settings,
                      recall=fts_recall(store), live_session=lambda: live.id)
     answers: list[Answer] = []
@@ -562,4 +562,4 @@ async def test_the_hotkey_pressed_while_their_question_is_read_waits_for_that_re
         generator.release.set()
 
     assert generator.calls == generator.prefills  # and it is what was read: nothing again
-    assert answers[0].text == "On Friday [2]."
+    assert answers[0].text == "On Friday [3]."

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import qa
 from bench.common import percentile
 from bench.qa import locomo_f1, rouge_f1, span_scores, token_f1, without_citations
 
@@ -65,3 +66,27 @@ def test_the_daemon_runs_from_the_checkout_given(tmp_path: Path) -> None:
         assert (home / "ran-from").read_text() == str(other.resolve())
     finally:
         daemon.stop()
+
+
+def test_never_said_questions_are_asked_and_their_declines_counted_apart() -> None:
+    conversation = {"qa": [
+        {"question": "When?", "answer": "7 May 2023", "evidence": ["D1:3"], "category": 2},
+        {"question": "What did Caroline realize?", "evidence": ["D2:3"], "category": 5,
+         "adversarial_answer": "self-care is important"},
+        {"question": "No evidence?", "answer": "x", "evidence": [], "category": 4}]}
+    assert [q["category"] for q in qa.locomo_questions(conversation)] == [2]
+    assert [q["category"] for q in qa.locomo_questions(conversation, never_said=True)] == [2, 5]
+
+    def asked(category: str, f1: float | None, declined: bool, gold: bool) -> qa.Asked:
+        return qa.Asked(dataset="locomo", space="s", question="q", gold="g", answer="a",
+                        first_token_s=1.0, answer_s=2.0, echo=False, category=category, f1=f1,
+                        declined=declined, evidence_gold=gold)
+
+    table = qa.locomo_table([asked("temporal", 50.0, False, True),
+                             asked("temporal", 0.0, True, False),
+                             asked("never said", None, True, True)])
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines()}
+    assert rows["temporal"] == "| temporal | 2 | 25.0 | 50% | 50% | 0 | 0 |"
+    assert rows["never said"] == "| never said | 1 |  | 100% | 100% | 0 | 0 |"
+    # "all" is the answerable questions: the never-said ones are not scored by F1
+    assert rows["all answerable (1-4)"] == "| all answerable (1-4) | 2 | 25.0 | 50% | 50% | 0 | 0 |"

@@ -20,7 +20,7 @@ from askkit import SPACE, import_kept_sessions
 from clients.cli.ask import AnswerView
 from clients.cli.output import source_line
 from daemon.ipc.client import Client
-from daemon.ipc.protocol import Citation
+from daemon.ipc.protocol import Citation, EvidenceInfo
 from daemon.ipc.testing import DaemonProcess, start_daemon
 
 BRAINCUE = Path(sys.executable).parent / "braincue"
@@ -42,12 +42,14 @@ def braincue(*args: str) -> subprocess.CompletedProcess[str]:
 def test_nothing_kept_about_it_is_said_plainly(daemon: DaemonProcess) -> None:
     done = braincue("ask", "Who", "won", "the", "chess", "tournament?", "--space", SPACE)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == (
-        f"I don't know: I found nothing about this in your memory of {SPACE}.")
+    assert done.stdout.strip().splitlines() == [
+        "What memory holds: nothing that shares a word with the question.", "",
+        f"I don't know: I found nothing about this in your memory of {SPACE}."]
 
     as_json = json.loads(braincue("ask", "Who won the chess match?", "--space", SPACE,
                                   "--json").stdout)
     assert as_json["nothing_found"] and as_json["question"] == "Who won the chess match?"
+    assert as_json["declined"] and as_json["evidence"] == []
 
 
 def test_asking_nothing_with_no_live_session_is_a_one_line_error(daemon: DaemonProcess) -> None:
@@ -126,4 +128,84 @@ def test_braincue_ask_on_a_terminal_shows_its_answer_once(daemon: DaemonProcess)
                        stdout=out, stderr=subprocess.DEVNULL, timeout=120, check=True)
 
     shown = on_a_terminal(run, columns=100)
-    assert shown == [f"I don't know: I found nothing about this in your memory of {SPACE}."]
+    assert shown == ["What memory holds: nothing that shares a word with the question.",
+                     f"I don't know: I found nothing about this in your memory of {SPACE}."]
+
+
+# -- what memory holds, shown before the answer ----------------------------------------------
+
+EVIDENCE = [EvidenceInfo(n=1, kind="transcript", title="Orion planning", date=1_772_445_600.0,
+                         speaker="Tom", start=20.0,
+                         text="The Orion server budget is 48,000 euros for this year."),
+            EvidenceInfo(n=2, kind="assertion", title="Orion planning", date=1_772_445_600.0,
+                         text="Orion runs on rented servers", item_kind="decision",
+                         chosen="rented servers", alternatives=["own hardware"],
+                         reasoning="cheaper this year")]
+EVIDENCE_LINES = [
+    "What memory holds:",
+    "  [1] Orion planning · 2026-03-02 · Tom at 00:20: “The Orion server budget is 48,000 "
+    "euros for this year.”",
+    "  [2] decision · Orion planning · 2026-03-02: Orion runs on rented servers (chosen: rented "
+    "servers; over: own hardware; why: cheaper this year)"]
+
+
+def test_the_evidence_is_written_at_once_before_the_answer_in_a_pipe() -> None:
+    out = io.StringIO()
+    view = AnswerView(out)
+    view.evidence(EVIDENCE)
+    assert out.getvalue().splitlines() == [*EVIDENCE_LINES, ""]  # before any token
+    show(view, STREAMED, CHECKED)
+    assert out.getvalue().splitlines() == [*EVIDENCE_LINES, "", CHECKED]
+
+
+def test_on_a_terminal_the_evidence_stays_above_the_answer_replaced_in_place() -> None:
+    def write(out: IO[str]) -> None:
+        view = AnswerView(out, width=200)
+        view.evidence(EVIDENCE)
+        show(view, STREAMED, CHECKED)
+
+    assert on_a_terminal(write, columns=200) == [*EVIDENCE_LINES, CHECKED]
+
+
+@pytest.fixture
+def daemon_with_model(short_home: Path,
+                      installed_model: Callable[[str], Path]) -> Iterator[DaemonProcess]:
+    installed_model("qwen2.5-coder-0.5b")  # fails, never skips, when it is missing
+    installed_model("all-minilm-l6-v2")
+    started = start_daemon(short_home)
+    with Client(timeout=60) as client:
+        import_kept_sessions(client)
+    yield started
+    started.stop()
+
+
+ORION = "Orion planning · 2026-03-03 · Tom at 00:20: “The Orion server budget is 48,000 euros " \
+        "for this year.”"
+
+
+def test_braincue_ask_shows_what_memory_holds_before_the_real_models_answer(
+    daemon_with_model: DaemonProcess,
+) -> None:
+    question = ["ask", "What is the Orion server budget?", "--space", SPACE]
+    piped = braincue(*question)
+    assert piped.returncode == 0, piped.stderr
+    block, answer = piped.stdout.split("\n\n", 1)
+    lines = block.splitlines()
+    assert lines[0] == "What memory holds:"
+    (orion,) = [line for line in lines if line.endswith(ORION)]
+    n = orion.split("]")[0].strip(" [")
+    # the answer, after it, keeps what its cited source says
+    first = answer.splitlines()[0]
+    assert "48,000" in first and f"[{n}]" in first, piped.stdout
+
+    as_json = json.loads(braincue(*question, "--json").stdout)
+    assert any(e["text"] == "The Orion server budget is 48,000 euros for this year."
+               and e["speaker"] == "Tom" and e["n"] == int(n) for e in as_json["evidence"])
+
+    def run(out: IO[str]) -> None:
+        subprocess.run([str(BRAINCUE), *question], stdout=out, stderr=subprocess.DEVNULL,
+                       timeout=300, check=True)
+
+    shown = on_a_terminal(run, columns=200)
+    assert shown[:len(lines)] == [line.rstrip() for line in lines]
+    assert "48,000" in shown[len(lines)]

@@ -438,6 +438,10 @@ def test_the_hotkey_opens_the_ask_box_which_streams_the_answer(
     partial = "".join(ANSWER_TOKENS[:2])
     wait_until(lambda: box.answer.toPlainText() == partial, "the first tokens")
     assert box.status.text() == "Answering…"  # streamed: the reply has not come yet
+    # what memory holds is shown before the answer, with its source and number
+    assert box.evidence.isVisible() and box.evidence.toPlainText() == (
+        "What memory holds:\n"
+        "  [1] Launch review · 2026-07-25 · them at 01:35: “So, let's ship the beta on Friday.”")
     print("screenshot:", screenshot("ask-box-streaming"))
 
     daemon.release_answer.set()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +31,8 @@ def daemon(short_home: Path) -> Iterator[DaemonProcess]:
 
 def server(home: Path) -> StdioServerParameters:
     env = {"BRAINCUE_HOME": str(home), "BRAINCUE_MODELS": os.environ["BRAINCUE_MODELS"]}
+    if "PYTHONPATH" in os.environ:  # the code under test, where it is not the installed one
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return StdioServerParameters(command=str(BRAINCUE), args=["mcp"], env=env)
 
 
@@ -65,6 +67,8 @@ async def test_an_mcp_client_lists_the_tools_and_searches_and_asks(
                                             "space": SPACE})
         answer = json.loads(text(asked))
         assert answer["nothing_found"] and answer["answer"].startswith("I don't know")
+        assert asked.structured_content == answer and answer["declined"]
+        assert answer["evidence"] == []
 
         sessions = json.loads(text(await mcp.call_tool("list_sessions", {"space": SPACE})))
         assert {s["title"] for s in sessions} == set(ids)
@@ -77,3 +81,26 @@ async def test_an_mcp_client_lists_the_tools_and_searches_and_asks(
 
         missing = await mcp.call_tool("search", {"query": "budget", "space": "Nowhere"})
         assert missing.is_error and "Nowhere" in text(missing)
+
+
+async def test_mcp_ask_returns_what_memory_holds_as_structured_content(
+    short_home: Path, installed_model: Callable[[str], Path],
+) -> None:
+    installed_model("qwen2.5-coder-0.5b")  # fails, never skips, when it is missing
+    installed_model("all-minilm-l6-v2")
+    daemon = start_daemon(short_home)
+    try:
+        with Client(timeout=60) as client:
+            import_kept_sessions(client)
+        async with McpClient(server(daemon.home)) as mcp:
+            asked = await mcp.call_tool("ask", {"question": "What is the Orion server budget?",
+                                                "space": SPACE})
+    finally:
+        daemon.stop()
+    assert not asked.is_error
+    held = asked.structured_content
+    assert held is not None and held == json.loads(text(asked))
+    (orion,) = [e for e in held["evidence"]
+                if e["text"] == "The Orion server budget is 48,000 euros for this year."]
+    assert (orion["title"], orion["speaker"], orion["start"]) == (FACT_TITLE, "Tom", 20.0)
+    assert "48,000" in held["answer"] and f"[{orion['n']}]" in held["answer"]

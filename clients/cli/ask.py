@@ -17,15 +17,17 @@ import click
 import msgspec
 
 from clients.cli.context import Context
-from clients.cli.output import source_line
+from clients.cli.output import evidence_block, source_line
 from daemon.errors import NotFound
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     AnswerDone,
+    AnswerEvidence,
     AnswerToken,
     Ask,
     AskCancel,
     AskReply,
+    EvidenceInfo,
     answer_topic,
 )
 
@@ -33,9 +35,12 @@ ASK_TIMEOUT_S = 300.0  # a long answer on a slow machine; its tokens show progre
 POLL_S = 0.2
 
 
-def stream_answer(profile: str, request: Ask, on_token: Callable[[str], None]) -> AskReply:
-    """Send ``request`` from a thread and hand its tokens to ``on_token`` as they come; the
-    answer stops (AskCancel) when this is interrupted."""
+def stream_answer(profile: str, request: Ask, on_token: Callable[[str], None],
+                  on_evidence: Callable[[list[EvidenceInfo]], None] = lambda evidence: None
+                  ) -> AskReply:
+    """Send ``request`` from a thread and hand what memory holds to ``on_evidence`` (first,
+    before the model writes), then its tokens to ``on_token`` as they come; the answer stops
+    (AskCancel) when this is interrupted."""
     outcome: list[AskReply | BaseException] = []
 
     def send() -> None:
@@ -52,7 +57,9 @@ def stream_answer(profile: str, request: Ask, on_token: Callable[[str], None]) -
             done = False
             while sender.is_alive() or not done:
                 event = events.receive(POLL_S)
-                if isinstance(event, AnswerToken) and not done:
+                if isinstance(event, AnswerEvidence) and not done:
+                    on_evidence(event.evidence)
+                elif isinstance(event, AnswerToken) and not done:
                     on_token(event.token)
                 elif isinstance(event, AnswerDone):
                     done = True
@@ -74,9 +81,10 @@ def _cancel(client: Client, request_id: str) -> None:
 
 
 class AnswerView:
-    """The answer shown once. On a terminal the tokens show as they stream, and the checked
-    answer replaces them in place when it differs (a quote marked, a citation dropped or
-    added); elsewhere (a pipe, a file) only the checked answer is written."""
+    """What memory holds, shown at once (on a terminal and elsewhere), then the answer shown
+    once. On a terminal the tokens show as they stream, and the checked answer replaces them in
+    place when it differs (a sentence no source supports dropped, a quote marked, a citation
+    dropped or added); elsewhere (a pipe, a file) only the checked answer is written."""
 
     ERASE_BELOW = "\x1b[J"
 
@@ -86,6 +94,10 @@ class AnswerView:
         self.terminal = out.isatty() if terminal is None else terminal
         self.width = width
         self.streamed: list[str] = []
+
+    def evidence(self, evidence: list[EvidenceInfo]) -> None:
+        self.out.write(evidence_block(evidence) + "\n")
+        self.out.flush()
 
     def token(self, token: str) -> None:
         self.streamed.append(token)
@@ -124,10 +136,14 @@ class AnswerView:
 @click.pass_obj
 def ask(context: Context, question: tuple[str, ...], space: str | None, session_id: int | None,
         as_json: bool) -> None:
-    """Ask your memory a QUESTION; the answer streams, then its sources.
+    """Ask your memory a QUESTION: what memory holds for it at once, then the answer (streamed),
+    then its sources.
 
-    On a terminal the answer shows as it comes and is replaced in place by the checked one when
-    they differ; in a pipe or a file only the checked answer is written.
+    The evidence comes first: structured items (decisions, commitments) and verbatim passages,
+    numbered as the answer cites them. On a terminal the answer shows as it comes and is
+    replaced in place by the checked one when they differ; in a pipe or a file only the checked
+    answer is written. An answer keeps only what a cited source supports; when nothing is left
+    it says nothing in memory says it, and the evidence is what memory holds.
 
     Without a QUESTION, answers the last question heard from "them" in the live session.
     """
@@ -141,7 +157,7 @@ def ask(context: Context, question: tuple[str, ...], space: str | None, session_
     view = AnswerView(sys.stdout)
     if text is None:
         click.echo("(answering what they just asked)", err=True)
-    reply = stream_answer(context.profile, request, view.token)
+    reply = stream_answer(context.profile, request, view.token, view.evidence)
     view.final(reply.answer)
     if text is None and reply.question:
         click.echo(f"Question heard: {reply.question}", err=True)

@@ -10,7 +10,7 @@ import click
 import msgspec
 
 from daemon.errors import InvalidInput
-from daemon.ipc.protocol import MAX_CONTENT_BYTES, Citation
+from daemon.ipc.protocol import MAX_CONTENT_BYTES, Citation, EvidenceInfo
 
 
 def table(rows: Sequence[Sequence[str]]) -> None:
@@ -86,3 +86,35 @@ def source_line(citation: Citation) -> str:
     elif citation.speaker:
         parts.append(citation.speaker)
     return " · ".join(parts)
+
+
+EVIDENCE_HEADING = "What memory holds"
+
+
+def evidence_line(evidence: EvidenceInfo) -> str:
+    """``[1] Weekly sync · 2026-07-28 · them at 12:05: “we ship Friday”``; a structured item
+    with what it holds (``[2] decision · Weekly sync · 2026-07-28: Ship Friday (chosen: …)``)."""
+    kind = evidence.item_kind + (f" ({evidence.status})" if evidence.status else "")
+    parts = [f"[{evidence.n}] " + " · ".join(p for p in (kind, evidence.title or "untitled") if p)]
+    if evidence.date:
+        parts.append(f"{dt.datetime.fromtimestamp(evidence.date):%Y-%m-%d}")
+    if evidence.item_kind:
+        facts = [f"chosen: {evidence.chosen}" if evidence.chosen else "",
+                 "over: " + "; ".join(evidence.alternatives) if evidence.alternatives else "",
+                 f"why: {evidence.reasoning}" if evidence.reasoning else "",
+                 f"owner: {evidence.owner}" if evidence.owner else "",
+                 f"due: {evidence.due}" if evidence.due else ""]
+        held = "; ".join(f for f in facts if f)
+        return " · ".join(parts) + f": {evidence.text}" + (f" ({held})" if held else "")
+    who = evidence.speaker
+    if evidence.start is not None:
+        who = f"{who} at {offset(evidence.start)}".strip()
+    return " · ".join([*parts, who] if who else parts) + f": “{evidence.text}”"
+
+
+def evidence_block(evidence: Sequence[EvidenceInfo]) -> str:
+    """What memory holds, as shown before the answer (one line each); none: it says so."""
+    if not evidence:
+        return f"{EVIDENCE_HEADING}: nothing that shares a word with the question.\n"
+    return "\n".join([f"{EVIDENCE_HEADING}:", *(f"  {evidence_line(e)}" for e in evidence)]) \
+        + "\n"

@@ -29,10 +29,12 @@ from daemon.errors import BrainCueError
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     AnswerDone,
+    AnswerEvidence,
     AnswerToken,
     Ask,
     AskReply,
     Event,
+    EvidenceInfo,
     Reply,
     Request,
     Status,
@@ -125,11 +127,14 @@ class DaemonLink:
         on_token: Callable[[str], None],
         on_reply: Callable[[AskReply], None],
         on_error: Callable[[BrainCueError], None],
+        on_evidence: Callable[[list[EvidenceInfo]], None] = lambda evidence: None,
     ) -> str:
-        """Send ``request`` and stream its answer: ``on_token`` for each piece as it comes,
-        then ``on_reply`` with the whole answer and its sources. Returns the request id."""
+        """Send ``request`` and stream its answer: ``on_evidence`` with what memory holds for
+        it (first, before the model writes), ``on_token`` for each piece as it comes, then
+        ``on_reply`` with the whole answer and its sources. Returns the request id."""
         request = msgspec.structs.replace(request, id=request.id or uuid.uuid4().hex)
-        threading.Thread(target=self._ask, args=(request, on_token, on_reply, on_error),
+        threading.Thread(target=self._ask,
+                         args=(request, on_token, on_reply, on_error, on_evidence),
                          name="braincue-ask", daemon=True).start()
         return request.id
 
@@ -185,6 +190,7 @@ class DaemonLink:
         on_token: Callable[[str], None],
         on_reply: Callable[[AskReply], None],
         on_error: Callable[[BrainCueError], None],
+        on_evidence: Callable[[list[EvidenceInfo]], None],
     ) -> None:
         listening = threading.Event()
         finished = threading.Event()
@@ -197,7 +203,9 @@ class DaemonLink:
                     listening.set()
                     while not (finished.is_set() or self._stopping.is_set()):
                         event = events.receive(POLL_S)
-                        if isinstance(event, AnswerToken):
+                        if isinstance(event, AnswerEvidence):
+                            self._post(partial(on_evidence, event.evidence))
+                        elif isinstance(event, AnswerToken):
                             self._post(partial(on_token, event.token))
                         elif isinstance(event, AnswerDone):
                             return

@@ -13,16 +13,16 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from functools import partial
 
-import msgspec
 import trio
 
 from daemon.config import Settings
 from daemon.errors import BrainCueError, InvalidInput, ModelNotInstalled, NotFound
 from daemon.handlers.context import Context
-from daemon.handlers.wire import ask_reply, assertion_infos
+from daemon.handlers.wire import ask_reply, assertion_infos, evidence_infos
 from daemon.ipc.dispatch import Handlers, Publish
 from daemon.ipc.protocol import (
     AnswerDone,
+    AnswerEvidence,
     AnswerToken,
     Ask,
     AskCancel,
@@ -33,11 +33,9 @@ from daemon.ipc.protocol import (
     Ok,
     answer_topic,
 )
-from daemon.memory.ask import Answer, Asker
-from daemon.sensitive.gate import Gate
-from daemon.store.fusion import ItemKey
+from daemon.memory.ask import Asker, search_recall
+from daemon.memory.evidence import Evidence
 from daemon.store.scope import Scope
-from daemon.store.search import SearchOptions, search
 from daemon.store.store import Store
 
 WatchSubscribers = Callable[[str], AbstractContextManager[trio.Event]]
@@ -48,18 +46,14 @@ log = logging.getLogger(__name__)
 async def register(daemon: Context) -> None:
     """The daemon part: answers from the daemon's store, search and language model."""
 
-    def recall(question: str, scope: Scope, k: int) -> list[ItemKey]:
-        settings = daemon.settings
-        options = SearchOptions.from_settings(settings)
-        found = search(daemon.store, question, scope=scope, k=k, options=options)
-        return [result.key for result in found]
-
     def live_session() -> int | None:
         live = daemon.live
         return None if live is None or live.session is None else live.session.id
 
     asker = Asker(daemon.store, generator=daemon.engines.generator,
-                  settings=lambda: daemon.settings, recall=recall, live_session=live_session)
+                  settings=lambda: daemon.settings,
+                  recall=search_recall(daemon.store, lambda: daemon.settings),
+                  live_session=live_session)
     register_ask(daemon.handlers, daemon.store, asker, lambda: daemon.settings,
                  daemon.watch_subscribers)
     def live_to_read() -> int | None:
@@ -114,17 +108,6 @@ async def read_live_context_ahead(
         read = None if hearing() else (session, turns)
 
 
-def gate_answer(store: Store, answer: Answer) -> Answer:
-    """The answer with every secret said in its sources' sessions redacted, however the model
-    phrased it (the one call on the answer side of the sensitive-data gate; a blocking read).
-    The sources themselves are masked already (chunk bodies, ``Store.turns_of_chunk``), so the
-    streamed tokens carry a secret only if the model was handed one some other way."""
-    sessions = {s.session_id for s in answer.sources if s.session_id is not None}
-    said = [t.text for session_id in sorted(sessions) for t in store.turns(session_id)]
-    gated = Gate.of([*said, answer.question]).redact(answer.text)
-    return answer if not gated.count else msgspec.structs.replace(answer, text=gated.text)
-
-
 def register_ask(
     handlers: Handlers,
     store: Store,
@@ -143,6 +126,9 @@ def register_ask(
         def send(token: str) -> None:
             publish(AnswerToken(request_id=request.id, token=token))
 
+        def show(evidence: list[Evidence]) -> None:
+            publish(AnswerEvidence(request_id=request.id, evidence=evidence_infos(evidence)))
+
         try:
             with watch_subscribers(answer_topic(request.id)) as left:
                 async with trio.open_nursery() as nursery:
@@ -153,12 +139,12 @@ def register_ask(
 
                     nursery.start_soon(stop_when_nobody_listens)
                     answer = await asker.ask(request.question, request.space, request.session,
-                                             on_token=send, stop=stop)
+                                             on_token=send, stop=stop, on_evidence=show)
                     nursery.cancel_scope.cancel()
         finally:
             del streaming[request.id]
         publish(AnswerDone(request_id=request.id, cancelled=answer.cancelled))
-        return ask_reply(await store.run(gate_answer, store, answer))
+        return ask_reply(answer)
 
     async def cancel(request: AskCancel) -> Ok:
         stop = streaming.get(request.request_id)

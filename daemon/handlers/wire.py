@@ -16,6 +16,7 @@ from daemon.ipc.protocol import (
     ClosureInfo,
     DocumentInfo,
     Event,
+    EvidenceInfo,
     HistoryReply,
     ImportAudio,
     ImportAudioReply,
@@ -39,6 +40,7 @@ from daemon.ipc.protocol import (
 )
 from daemon.live import records as live
 from daemon.memory.ask import Answer
+from daemon.memory.evidence import Evidence
 from daemon.memory.grounding import Cited
 from daemon.memory.open_items import CARRIED_MAX, OpenItem
 from daemon.memory.remember import Remembered
@@ -299,5 +301,22 @@ def citation(cited: Cited) -> Citation:
 
 def ask_reply(answer: Answer) -> AskReply:
     return AskReply(answer=answer.text, sources=[citation(c) for c in answer.citations],
-                    question=answer.question, nothing_found=answer.nothing_found,
+                    question=answer.question, evidence=evidence_infos(answer.evidence),
+                    nothing_found=answer.nothing_found, declined=answer.declined,
                     cancelled=answer.cancelled)
+
+
+def evidence_infos(evidence: Sequence[Evidence]) -> list[EvidenceInfo]:
+    infos = []
+    for e in evidence:
+        item = e.item
+        infos.append(EvidenceInfo(
+            n=e.n, kind=e.kind, title=e.title, text=e.text, date=e.date, speaker=e.speaker,
+            start=e.start, ref=e.ref, session_id=e.session_id, chunk_id=e.chunk_id,
+            document_id=e.document_id, item_kind="" if item is None else item.kind,
+            chosen=None if item is None else item.chosen,
+            alternatives=[] if item is None else list(item.alternatives),
+            reasoning=None if item is None else item.reasoning,
+            owner=None if item is None else item.owner, due=None if item is None else item.due,
+            status="" if item is None else item.status))
+    return infos

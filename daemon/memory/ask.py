@@ -44,13 +44,15 @@ import trio
 from daemon.config import Settings
 from daemon.errors import EngineError, InvalidInput, NotFound
 from daemon.llm.generate import ChatMessage, Generator
-from daemon.memory import grounding, open_items
+from daemon.memory import grounding, open_items, relative_time
+from daemon.memory.evidence import Evidence, evidence_for, item_of
 from daemon.memory.grounding import Cited, Framing, Passage, Said, Source
 from daemon.memory.person import recall_memories
-from daemon.sensitive.gate import mask_lines
+from daemon.sensitive.gate import Gate, mask_lines
 from daemon.store.fusion import ItemKey
 from daemon.store.records import Assertion, Chunk, Document, Session, Space, Turn
 from daemon.store.scope import Scope
+from daemon.store.search import SearchOptions, search
 from daemon.store.store import Store
 from daemon.store.writes import assertion_body
 
@@ -76,7 +78,9 @@ class Answer(msgspec.Struct, kw_only=True):
     sources: list[Source]  # every source the model was given, by number
     framing: Framing
     space: str | None = None
+    evidence: list[Evidence] = []  # what memory holds for the question, shown first
     nothing_found: bool = False
+    declined: bool = False  # nothing a source supports was left: the answer says so
     cancelled: bool = False
     unverified: int = 0  # quotes marked as not found verbatim
 
@@ -90,6 +94,7 @@ class _Plan(msgspec.Struct, kw_only=True):
     session_id: int | None  # the grounding session
     turns: int  # how many turns it had
     relevant: bool
+    stated: bool  # the sources are the items a question over items selected: stated, no model
     opening: list[ChatMessage]
     messages: list[ChatMessage]
 
@@ -134,13 +139,15 @@ class Asker:
         *,
         on_token: Callable[[str], None] = lambda token: None,
         stop: trio.Event | None = None,
+        on_evidence: Callable[[list[Evidence]], None] = lambda evidence: None,
     ) -> Answer:
         # a question being read ahead is read to the end first: it may be this one
         async with self._reading:
-            return await self._ask(question, space, session, on_token, stop)
+            return await self._ask(question, space, session, on_token, stop, on_evidence)
 
     async def _ask(self, question: str | None, space: str | None, session: int | None,
-                   on_token: Callable[[str], None], stop: trio.Event | None) -> Answer:
+                   on_token: Callable[[str], None], stop: trio.Event | None,
+                   on_evidence: Callable[[list[Evidence]], None]) -> Answer:
         stop = trio.Event() if stop is None else stop
         grounding_id = session if session is not None else self._live_session()
         current = None if grounding_id is None else await self.store.run(
@@ -152,12 +159,19 @@ class Asker:
         if plan is None:
             plan = await self._plan(asked, space, current, turns)
         answer = plan.answer
+        on_evidence(answer.evidence)  # what memory holds, before any word of the model's
         if not plan.relevant:
             text = grounding.dont_know(answer.space)
             on_token(text)
-            return msgspec.structs.replace(answer, text=text, nothing_found=True)
+            return msgspec.structs.replace(answer, text=text, nothing_found=True, declined=True)
         if stop.is_set():
             return msgspec.structs.replace(answer, cancelled=True)
+        if plan.stated:  # the items answer it: what they hold is stated, not paraphrased
+            text = grounding.items_answer(answer.sources)
+            on_token(text)
+            checked = grounding.check_answer(text, answer.sources, asked)
+            return msgspec.structs.replace(answer, text=checked.text,
+                                           citations=checked.citations)
         generator = self._generator()
         if plan is not ahead:  # (a question read ahead is in the model's state already)
             await _read_ahead(generator, plan.opening)
@@ -166,18 +180,17 @@ class Asker:
         if cut:  # stopped at the length limit: the unfinished sentence is not an answer
             raw = grounding.whole_sentences(raw)
         # what came before a stop is checked too: it is shown as the answer so far
-        sources = answer.sources
-        checked = grounding.check_answer(raw, sources, asked)
-        if not stop.is_set() and grounding.echoes_question(checked.text, asked):
-            # the model only restated the question: the passages that match it say more
-            log.info("the answer only restated the question; answering with the passages")
-            checked = grounding.check_answer(grounding.passages_answer(asked, sources),
-                                             sources, asked)
-        if checked.unverified or checked.dropped:
-            log.info("answer checked: %d quote(s) marked unverified, %d citation(s) of no source "
-                     "dropped", checked.unverified, checked.dropped)
-        return msgspec.structs.replace(answer, text=checked.text, citations=checked.citations,
-                                       unverified=checked.unverified, cancelled=stop.is_set())
+        checked, dropped = _checked(raw, answer.sources, asked)
+        declined = not stop.is_set() and (
+            not checked.text.strip() or grounding.echoes_question(checked.text, asked))
+        if declined:  # nothing supported is left, or only the question restated
+            checked = grounding.Checked(text=grounding.nothing_says(asked), citations=[])
+        log.info("answer checked: %d sentence(s) no cited source supports dropped, %d quote(s) "
+                 "marked unverified, %d citation(s) of no source dropped%s", dropped,
+                 checked.unverified, checked.dropped, "; declined" if declined else "")
+        return await self.store.run(gated, self.store, msgspec.structs.replace(
+            answer, text=checked.text, citations=checked.citations,
+            unverified=checked.unverified, cancelled=stop.is_set(), declined=declined))
 
     async def _plan(self, asked: str, space: str | None, current: Session | None,
                     turns: Sequence[Turn]) -> _Plan:
@@ -191,11 +204,14 @@ class Asker:
         sources, forced = await self.store.run(
             lambda: self._gather(asked, scope, framing, settings, current, turns))
         answer = Answer(question=asked, text="", citations=[], sources=sources, framing=framing,
-                        space=None if where is None else where.name)
+                        space=None if where is None else where.name,
+                        evidence=evidence_for(asked, sources, forced))
         context = next((s for s in sources if s.kind == "context"), None)
         return _Plan(answer=answer, session_id=None if current is None else current.id,
                      turns=len(turns),
                      relevant=grounding.relevant(asked, sources, always=forced),
+                     stated=bool(forced) and all(s.item is not None for s in sources
+                                                 if s.n in forced),
                      opening=grounding.prompt_prefix(framing, context),
                      messages=grounding.build_prompt(framing, asked, sources,
                                                        source_budget(settings, asked), forced))
@@ -364,7 +380,8 @@ class Asker:
         return Source(n=0, kind="assertion", label=assertion.kind,
                       title=session.title if session is not None and session.title else "noted",
                       date=assertion.occurred_at, session_id=assertion.session_id,
-                      chunk_id=assertion.anchor_chunk_id, passages=tuple(passages))
+                      chunk_id=assertion.anchor_chunk_id, passages=tuple(passages),
+                      item=item_of(assertion))
 
     def _session(self, session_id: int | None) -> Session | None:
         if session_id is None:
@@ -387,6 +404,50 @@ def _question(question: str | None, current: Session | None, turns: Sequence[Tur
         raise InvalidInput(f"nobody but you has asked a question in session {current.id} yet",
                            fix="ask one yourself, e.g. `braincue ask \"what did we decide?\"`")
     return heard.text
+
+
+def search_recall(store: Store, settings: Callable[[], Settings]) -> Recall:
+    """The recall of ``Asker``: the fusion search over ``store`` with the current settings."""
+
+    def recall(question: str, scope: Scope, k: int) -> list[ItemKey]:
+        options = SearchOptions.from_settings(settings())
+        return [found.key for found in search(store, question, scope=scope, k=k,
+                                              options=options)]
+
+    return recall
+
+
+def gated(store: Store, answer: Answer) -> Answer:
+    """``answer`` with every secret said in its sources' sessions redacted, however the model
+    phrased it (the one call on the answer side of the sensitive-data gate; a blocking read).
+    The sources themselves are masked already (chunk bodies, ``Store.turns_of_chunk``), so the
+    streamed tokens carry a secret only if the model was handed one some other way."""
+    sessions = {s.session_id for s in answer.sources if s.session_id is not None}
+    said = [t.text for session_id in sorted(sessions) for t in store.turns(session_id)]
+    gate = Gate.of([*said, answer.question]).redact(answer.text)
+    return answer if not gate.count else msgspec.structs.replace(answer, text=gate.text)
+
+
+def _checked(raw: str, sources: Sequence[Source], asked: str) -> tuple[grounding.Checked, int]:
+    """The model's answer checked: what it copied of the prompt's layout taken out
+    (``grounding.unlabelled``), each sentence uncited that a source supports cited, each
+    that no source it cites supports dropped (and counted), relative times resolved against
+    the day of the source it cites, quotes verified."""
+    answer = grounding.attribute(grounding.unlabelled(raw, sources), sources)[0]
+    supported, dropped = grounding.keep_supported(answer, sources, asked)
+    return grounding.check_answer(_resolved(supported, sources), sources, asked), dropped
+
+
+def _resolved(text: str, sources: Sequence[Source]) -> str:
+    """``text`` with the relative times of each sentence ("yesterday") resolved against the
+    day its first cited dated source was said on."""
+    dates = {s.n: s.date for s in sources if s.date}
+    pieces = []
+    for piece in grounding.sentences(text):
+        day = next((dates[n] for n in grounding.cited_numbers(piece) if n in dates), None)
+        pieces.append(piece if day is None else
+                      relative_time.resolve(piece, dt.datetime.fromtimestamp(day).date()))
+    return "".join(pieces)
 
 
 def source_budget(settings: Settings, question: str) -> int:
@@ -424,7 +485,7 @@ def _context(session: Session, turns: Sequence[Turn], *, live: bool) -> Source:
 
 
 def _passages(turns: Sequence[Turn]) -> list[Passage]:
-    return [Passage(t.text, t.speaker, t.ref or "") for t in turns]
+    return [Passage(t.text, t.speaker, t.ref or "", t.start) for t in turns]
 
 
 def _clipped(text: str) -> str:

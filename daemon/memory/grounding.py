@@ -72,6 +72,21 @@ class Passage(msgspec.Struct, frozen=True):
     text: str
     speaker: str = ""
     ref: str = ""  # the turn's external ref, where it has one (an imported transcript's)
+    start: float | None = None  # the turn's time, in seconds from its session's start
+
+
+class Item(msgspec.Struct, frozen=True, kw_only=True):
+    """A structured item a source stands for: a decision (what was chosen over what, why), a
+    commitment or task (who owes it, by when, its status), a fact."""
+
+    kind: str
+    text: str
+    chosen: str | None = None
+    alternatives: tuple[str, ...] = ()
+    reasoning: str | None = None
+    owner: str | None = None
+    due: str | None = None
+    status: str = ""  # open | done | dropped for a commitment or task
 
 
 class Source(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,6 +101,7 @@ class Source(msgspec.Struct, frozen=True, kw_only=True):
     document_id: int | None = None
     chunk_id: int | None = None
     label: str = ""  # what it is, in the prompt: "decision", "memory about you", ...
+    item: Item | None = None  # the structured item it stands for (an assertion's)
 
     def text(self, me: str = ME) -> str:
         """The passages, one a line, each turn after its speaker (the user's called ``me``)."""
@@ -307,6 +323,11 @@ def without_phatic(turn: Passage, names: Collection[str] = ()) -> Passage:
     if not kept or len(kept) == len(units):
         return turn
     return msgspec.structs.replace(turn, text=" ".join(kept))
+
+
+def sentence_units(text: str) -> list[str]:
+    """``text`` cut into its sentences, each stripped (empty ones left out)."""
+    return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
 
 
 def _only_phatic(said: set[str], names: Collection[str]) -> bool:
@@ -732,7 +753,9 @@ def check_answer(text: str, sources: Sequence[Source], question: str = "") -> Ch
 
 # A sentence ends at its punctuation, with the citations that follow it ("… euros. [1]"), or
 # at a line break.
-_SENTENCE_END = re.compile(r"[.!?…]+(?:\s*\[\d+(?:\s*,\s*\d+)*\])*(?=\s|$)|(?=\n)")
+# (an initial is no end: "J. K. Rowling")
+_SENTENCE_END = re.compile(
+    r"(?<!\b[A-Z])[.!?…]+(?:\s*\[\d+(?:\s*,\s*\d+)*\])*(?=\s|$)|(?=\n)")
 _TRAILING_PUNCT = re.compile(r"^(.*?)([.!?…]*)$", re.DOTALL)
 
 
@@ -826,3 +849,206 @@ def _excerpt(text: str) -> str:
     if len(line) <= MAX_CITED_QUOTE_CHARS:
         return line
     return line[: MAX_CITED_QUOTE_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
+# -- only what a cited source supports -----------------------------------------------------------
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def keep_supported(text: str, sources: Sequence[Source], question: str = "") -> tuple[str, int]:
+    """``text`` with only its sentences that a source they cite supports
+    (:func:`supports`) — or, citing one that does not, another single source does (its
+    citation is corrected) —; a sentence that cites nothing is not given. Returns the text and
+    how many sentences were dropped."""
+    by_n = {s.n: s for s in sources}
+    people = speakers_of(sources)
+    kept: list[str] = []
+    dropped = 0
+    for piece in sentences(text):
+        if not piece.strip():
+            continue
+        cited = [by_n[n] for n in cited_numbers(piece) if n in by_n]
+        if cited and supports(piece, cited, question, people):
+            kept.append(piece.strip())
+            continue
+        # a small model often cites the source next to the one that says it: the sentence
+        # is kept, its citation corrected, when one other source supports it
+        other = next((s for s in sources if s.kind != "context" and s not in cited
+                      and supports(piece, [s], question, people)), None) if cited else None
+        if other is None:
+            dropped += 1
+        else:
+            kept.append(_CITE.sub("", piece).strip().rstrip(".!?") + f" [{other.n}].")
+    return " ".join(kept), dropped
+
+
+def speakers_of(sources: Sequence[Source]) -> dict[str, str]:
+    """The people who speak in ``sources`` (not the user), by each word of their names in
+    content-word form ("maria" -> "Maria Lopez")."""
+    people: dict[str, str] = {}
+    for source in sources:
+        for passage in source.passages:
+            if passage.speaker and not _is_me(passage.speaker):
+                for word in content_words(passage.speaker):
+                    people.setdefault(word, passage.speaker)
+    return people
+
+
+def supports(sentence: str, cited: Sequence[Source], question: str = "",
+             people: dict[str, str] | None = None) -> bool:
+    """Whether the sources ``cited`` support ``sentence``: of its content words that the
+    question did not give (nor "said", "discussed"), at least half are in them (of all its
+    words, when the question gave every one); every number in it is in them; and when it
+    names a person who speaks in the sources (``people``) — or names none and the question
+    does —, what supports it is said by that person or of them — a passage they say, or one
+    that names them — not only a passage of someone else's."""
+    body = _CITE.sub(" ", sentence).replace(UNVERIFIED, " ")
+    words = content_words(body)
+    if not words:
+        return False
+    people = speakers_of(cited) if people is None else people
+    # whom it is about: the people it names, else the one the question asks about ("What
+    # motivated Melanie ...?" answered "It made me realize ..." is a claim about Melanie)
+    named = _named(body, people) or _named(question, people)
+    passages = [p for s in cited for p in s.passages
+                if not named or _of_person(p, named)
+                or (not p.speaker and s.item is not None and _item_of(s.item, named))]
+    if not passages:
+        return False
+    raw = " ".join([*(p.text for p in passages), *(s.title for s in cited),
+                    *(_day(s.date) for s in cited if s.date)])
+    have = content_words(raw)
+    asked = content_words(question)
+    # the words it adds to the question ("said", "discussed" add nothing)
+    novel = [w for w in words if not shares_word({w}, asked | _REPORTING_WORDS)] or list(words)
+    shared = sum(1 for w in novel if shares_word({w}, have))
+    if shared < max(1, math.ceil(len(novel) / 2)):
+        return False
+    numbers = set(_NUMBER.findall(raw)) | spoken_numbers(raw)
+    return all(n in numbers for n in _NUMBER.findall(body))
+
+
+def _named(text: str, people: dict[str, str]) -> set[str]:
+    """Who of ``people`` ``text`` names: every word of their name ("Project Manager"), or its
+    first word capitalised inside the sentence ("then Sarah said")."""
+    words = content_words(text)
+    inner = {w.lower() for w in re.findall(r"(?<=\S )([A-Z][\w'-]+)", text)}
+    named = set()
+    for name in set(people.values()):
+        parts = content_words(name)
+        first = name.split()[0].lower() if name.split() else ""
+        if (parts and parts <= words) or first in inner:
+            named.add(name)
+    return named
+
+
+_UNIT_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+               "fourteen fifteen sixteen seventeen eighteen nineteen")
+_UNITS = {w: i for i, w in enumerate(_UNIT_WORDS.split())}
+_TENS_WORDS = "twenty thirty forty fifty sixty seventy eighty ninety"
+_TENS = {w: 10 * i for i, w in enumerate(_TENS_WORDS.split(), 2)}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+
+
+def spoken_numbers(text: str) -> set[str]:
+    """The numbers said in words in ``text`` ("twenty five" -> "25", "twelve point five" ->
+    "12.5", "fifteen million" -> "15" and "15000000"), as digits: a transcript says them so
+    and an answer writes them in digits."""
+    found: set[str] = set()
+    words = re.findall(r"[a-z]+", text.lower().replace("-", " "))
+    i = 0
+    while i < len(words):
+        if words[i] not in _UNITS and words[i] not in _TENS:
+            i += 1
+            continue
+        total, part = 0, 0
+        while i < len(words) and (words[i] in _UNITS or words[i] in _TENS
+                                  or words[i] in _SCALES or words[i] == "and"):
+            word = words[i]
+            if word in _SCALES:
+                found.add(str(part or 1))
+                part = (part or 1) * _SCALES[word]
+                if _SCALES[word] >= 1000:
+                    total, part = total + part, 0
+            elif word != "and":
+                part += _UNITS.get(word, 0) + _TENS.get(word, 0)
+            i += 1
+        whole = total + part
+        found.add(str(whole))
+        if i + 1 < len(words) and words[i] == "point" and words[i + 1] in _UNITS:
+            found.add(f"{whole}.{_UNITS[words[i + 1]]}")
+            i += 2
+    return found
+
+
+def _of_person(passage: Passage, named: set[str]) -> bool:
+    """Whether ``passage`` is said by one of ``named`` or names one of them (not only to greet
+    or thank them: "Hey Jon!" says nothing of Jon)."""
+    if passage.speaker in named:
+        return True
+    names = {w for name in named for w in content_words(name)}
+    said = content_words(without_phatic(passage, names).text)
+    return any(content_words(name) & said for name in named)
+
+
+def _item_of(item: Item, named: set[str]) -> bool:
+    owner = content_words(item.owner or "")
+    return any(content_words(name) & owner for name in named)
+
+
+def nothing_says(question: str) -> str:
+    """The reply when no sentence of an answer is supported by a source it cites: the
+    evidence shown before it is what memory holds."""
+    asked = " ".join(question.split()).rstrip("?").strip()
+    words = asked.split()
+    if words and words[0].lower().strip(",") in _QUESTION_WORDS and words[0].lower() not in (
+            "do", "does", "did", "is", "are", "was", "were", "can", "could", "would", "will",
+            "should", "shall", "may", "might", "have", "has", "had"):
+        said = f"{asked[0].lower()}{asked[1:]}"
+    else:
+        said = f"whether: “{asked}”"
+    return f"Nothing in memory says {said}. The evidence above is what memory holds."
+
+
+def items_answer(sources: Sequence[Source]) -> str:
+    """The answer to a question over items, stated from the items themselves, one sentence
+    each with its number: what it says, its owner, due date and status (a decision: what was
+    chosen over what, and why)."""
+    said = []
+    for source in sources:
+        item = source.item
+        if item is None:
+            continue
+        facts = [f"owner {item.owner}" if item.owner else "", f"due {item.due}" if item.due
+                 else "", item.status, f"chosen: {item.chosen}" if item.chosen else "",
+                 "over " + ", ".join(item.alternatives) if item.alternatives else "",
+                 f"because {item.reasoning}" if item.reasoning else ""]
+        held = "; ".join(f for f in facts if f)
+        text = item.text.strip().rstrip(".")
+        said.append(f"{text}{f' ({held})' if held else ''} [{source.n}].")
+    return " ".join(said)
+
+
+def unlabelled(text: str, sources: Sequence[Source]) -> str:
+    """``text`` without what a small model copies of the prompt's layout instead of answering:
+    a source's heading ("[1] 4 March 2026 · Design meeting (transcript)") and a speaker's
+    label opening a line of the transcript ("Marketing: we ..." becomes "Marketing said: we
+    ..."); a number it opened with is cited after its first sentence instead."""
+    for source in sources:
+        when = f"{_day(source.date)} · " if source.date else ""
+        label = f" ({source.label})" if source.label else ""
+        text = text.replace(f"{when}{source.title}{label}", " ")
+    opening = re.match(r"\s*\[(\d+)\]\s*", text)
+    if opening:
+        text = text[opening.end():]
+        first = _SENTENCE_END.search(text)
+        at = first.start() if first else len(text)
+        if not cited_numbers(text[:first.end() if first else len(text)]):
+            text = f"{text[:at].rstrip()} [{opening[1]}]{text[at:]}"
+    names = sorted({p.speaker for s in sources for p in s.passages
+                    if p.speaker and not _is_me(p.speaker)}, key=len, reverse=True)
+    for name in names:
+        text = re.sub(rf"(^|(?<=[.!?\]]\s)|(?<=\n)){re.escape(name)}:\s", f"{name} said: ",
+                      text)
+    return " ".join(text.split(" ")).strip()

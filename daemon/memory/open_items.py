@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import msgspec
 
 from daemon.errors import InvalidInput, NotFound
+from daemon.memory.evidence import item_of
 from daemon.memory.extract import content_words
 from daemon.memory.grounding import Passage, Source
 from daemon.memory.item_questions import (
@@ -285,7 +286,8 @@ def item_source(store: Store, n: int, item: OpenItem, status: str,
         passages += _said(store, closed_by)
     return Source(n=n, kind="assertion", label=f"{a.kind} ({status})" if status else a.kind,
                   title=item.session_title or "noted", date=a.occurred_at,
-                  session_id=a.session_id, chunk_id=a.anchor_chunk_id, passages=tuple(passages))
+                  session_id=a.session_id, chunk_id=a.anchor_chunk_id, passages=tuple(passages),
+                  item=item_of(a, status))
 
 
 def _said(store: Store, a: Assertion) -> list[Passage]:
@@ -293,7 +295,7 @@ def _said(store: Store, a: Assertion) -> list[Passage]:
     if a.anchor_chunk_id is None:
         return []
     turn = evidence_turn(a.text, store.turns_of_chunk(a.anchor_chunk_id))
-    return [] if turn is None else [Passage(turn.text, turn.speaker)]
+    return [] if turn is None else [Passage(turn.text, turn.speaker, turn.ref or "", turn.start)]
 
 
 def last_ended(store: Store, space_id: int | None) -> float | None:

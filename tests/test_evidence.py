@@ -1,0 +1,176 @@
+"""What memory holds for a question (shown before the answer), and the check that keeps only
+what a cited source supports: pure rules, no model."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from daemon.memory.evidence import MAX_EVIDENCE_CHARS, cut, evidence_for
+from daemon.memory.extract import content_words
+from daemon.memory.grounding import (
+    Item,
+    Passage,
+    Source,
+    keep_supported,
+    nothing_says,
+    spoken_numbers,
+)
+from daemon.memory.relative_time import resolve
+
+MAY_8 = dt.datetime(2023, 5, 8, 13, 56, tzinfo=dt.UTC).timestamp()  # a Monday
+
+CHAT = Source(n=1, kind="transcript", title="Caroline and Melanie, session 1", date=MAY_8,
+              passages=(
+                  Passage("Hey Mel! Good to see you!", "Caroline", "D1:1", 0.0),
+                  Passage("I went to a LGBTQ support group yesterday and it was so powerful.",
+                          "Caroline", "D1:3", 30.0),
+                  Passage("Wow, that's cool, Caroline! I ran a charity race for mental health "
+                          "last Saturday. It made me realize self-care is important.",
+                          "Melanie", "D1:4", 45.0)))
+DECISION = Source(n=2, kind="assertion", title="Atlas launch review", date=MAY_8, label="decision",
+                  item=Item(kind="decision", text="Ship the Atlas beta on Friday",
+                            chosen="Friday", alternatives=("Monday",),
+                            reasoning="support is staffed on Friday"),
+                  passages=(Passage("Ship the Atlas beta on Friday"),
+                            Passage("Let's ship the Atlas beta on Friday, not Monday.", "Tom",
+                                    "", 12.0)))
+
+
+def test_the_evidence_is_the_passages_that_share_words_with_the_question_with_their_source(
+) -> None:
+    (shown,) = evidence_for("When did Caroline go to the LGBTQ support group?", [CHAT])
+    assert (shown.n, shown.speaker, shown.start, shown.ref, shown.date) == (
+        1, "Caroline", 30.0, "D1:3", MAY_8)
+    assert shown.text == "I went to a LGBTQ support group yesterday and it was so powerful."
+
+
+def test_a_structured_item_is_shown_with_what_it_holds_and_its_turn_beside_it() -> None:
+    shown = evidence_for("Which day did we pick to ship the Atlas beta?", [CHAT, DECISION])
+    item, turn = shown
+    assert item.item == DECISION.item and item.text == "Ship the Atlas beta on Friday"
+    assert (turn.n, turn.speaker, turn.item) == (2, "Tom", None)
+    # an item a question over items selected is shown whatever words it shares
+    (forced,) = evidence_for("What is still open?", [DECISION], always=[2])
+    assert forced.item == DECISION.item
+
+
+def test_the_live_conversation_is_not_shown_and_nothing_shared_is_no_evidence() -> None:
+    live = Source(n=3, kind="context", title="now", passages=(Passage("the LGBTQ group", "Tom"),))
+    assert evidence_for("Who won the chess tournament?", [CHAT, DECISION]) == []
+    assert [e.n for e in evidence_for("LGBTQ group?", [live, CHAT])] == [1]
+
+
+def test_a_long_passage_is_cut_to_the_sentences_that_answer() -> None:
+    text = ("We spent the first hour on the agenda and who takes notes. " * 3
+            + "The battery of the remote lasts two years on standard cells. "
+            + "Then we talked about lunch and the weather for a while. " * 3)
+    shown = cut(text, content_words("How long does the remote's battery last?"))
+    assert len(shown) <= MAX_EVIDENCE_CHARS
+    assert "The battery of the remote lasts two years on standard cells." in shown
+    assert cut("Short.", set()) == "Short."
+    alone = cut("word " * 100, content_words("word"))
+    assert len(alone) <= MAX_EVIDENCE_CHARS and alone.endswith("…")
+
+
+# -- only what a cited source supports ----------------------------------------------------------
+
+
+def test_a_sentence_its_cited_source_supports_is_kept_and_an_invented_one_dropped() -> None:
+    text = ("Caroline went to a LGBTQ support group [1]. She adopted a dog named Rex [1]. "
+            "It was powerful.")
+    kept, dropped = keep_supported(text, [CHAT], "When did Caroline go to the support group?")
+    assert kept == "Caroline went to a LGBTQ support group [1]."
+    assert dropped == 2  # the dog nobody mentioned, and the sentence that cites nothing
+
+
+def test_a_claim_about_a_person_must_come_from_what_they_said_or_what_is_said_of_them() -> None:
+    # Melanie ran the race; her turn names Caroline only to greet her
+    question = "What did Caroline realize after her charity race?"
+    kept, _ = keep_supported("Melanie realized self-care is important [1].", [CHAT], question)
+    assert kept == "Melanie realized self-care is important [1]."
+    other = Source(n=1, kind="transcript", title="t", passages=(
+        Passage("I ran a charity race. It made me realize self-care is important.", "Melanie"),
+        Passage("That sounds great!", "Caroline")))
+    assert keep_supported("Caroline realized self-care is important [1].", [other],
+                          question) == ("", 1)
+    # a greeting names her, but says nothing of her
+    greeted = Source(n=1, kind="transcript", title="t", passages=(
+        Passage("Hey Caroline! I ran a charity race. It made me realize self-care is important.",
+                "Melanie"), Passage("Wow, good for you!", "Caroline")))
+    assert keep_supported("Caroline realized self-care is important [1].", [greeted],
+                          question) == ("", 1)
+    # naming nobody, it is about whom the question names: Caroline said none of it
+    assert keep_supported("It made me realize self-care is important [1].", [other],
+                          question) == ("", 1)
+
+
+def test_a_sentence_citing_the_wrong_source_is_kept_citing_the_one_that_says_it() -> None:
+    kept, dropped = keep_supported("Caroline went to a LGBTQ support group [2].",
+                                   [CHAT, DECISION], "Where did Caroline go?")
+    assert (kept, dropped) == ("Caroline went to a LGBTQ support group [1].", 0)
+
+
+def test_a_number_no_cited_source_holds_drops_its_sentence() -> None:
+    kept, dropped = keep_supported("Tom shipped the Atlas beta on Friday, 14 June [2].",
+                                   [DECISION], "When was the Atlas beta shipped?")
+    assert (kept, dropped) == ("", 1)
+    assert keep_supported("The Atlas beta ships on Friday [2].", [DECISION],
+                          "When does the Atlas beta ship?") == (
+        "The Atlas beta ships on Friday [2].", 0)
+
+
+@pytest.mark.parametrize(("said", "meant"), [
+    ("I went yesterday.", "I went on 7 May 2023."),
+    ("We met last Friday.", "We met on Friday 5 May 2023."),
+    ("She moved two weeks ago.", "She moved two weeks before 8 May 2023."),
+    ("It was three days ago.", "It was on 5 May 2023."),
+    ("They married last year, not last month.", "They married in 2022, not in April 2023."),
+    ("I ran a race last week.", "I ran a race the week before 8 May 2023."),
+    ("Tonight and the day before yesterday.", "on 8 May 2023 and on 6 May 2023."),
+])
+def test_relative_times_are_resolved_against_the_day_it_was_said(said: str, meant: str) -> None:
+    assert resolve(said, dt.date(2023, 5, 8)) == meant
+
+
+def test_with_nothing_supported_the_reply_says_nothing_in_memory_says_it() -> None:
+    assert nothing_says("When did Caroline adopt a dog?") == (
+        "Nothing in memory says when did Caroline adopt a dog. The evidence above is what "
+        "memory holds.")
+    assert nothing_says("Did Tom agree?") == (
+        "Nothing in memory says whether: “Did Tom agree”. The evidence above is what memory "
+        "holds.")
+
+
+def test_numbers_said_in_words_support_an_answer_that_writes_them_in_digits() -> None:
+    said = "The target price is twenty five Euros, the cost twelve point five, profit fifty million."
+    assert {"25", "12.5", "50", "50000000"} <= spoken_numbers(said)
+    meeting = Source(n=1, kind="transcript", title="Kick-off", passages=(
+        Passage(said, "Project Manager"),))
+    kept, dropped = keep_supported("The target price is 25 Euros and the cost 12.5 [1].",
+                                   [meeting], "What are the target price and cost?")
+    assert (kept, dropped) == ("The target price is 25 Euros and the cost 12.5 [1].", 0)
+    assert keep_supported("The target price is 30 Euros [1].", [meeting],
+                          "What is the target price?") == ("", 1)
+
+
+def test_an_initial_does_not_end_a_sentence() -> None:
+    from daemon.memory.grounding import sentences
+
+    assert sentences("Tim likes a J. K. Rowling quote [1]. It helps [2].") == [
+        "Tim likes a J. K. Rowling quote [1].", " ", "It helps [2]."]
+
+
+def test_a_copy_of_the_prompts_layout_is_taken_out_of_the_answer() -> None:
+    from daemon.memory.grounding import unlabelled
+
+    meeting = Source(n=1, kind="transcript", title="Design, meeting C", date=MAY_8,
+                     label="transcript", passages=(
+                         Passage("Environment friendly.", "Industrial Designer"),
+                         Passage("Okay.", "Project Manager")))
+    assert unlabelled("[1] 8 May 2023 · Design, meeting C (transcript) Industrial Designer: "
+                      "Environment friendly. Project Manager: Okay [1].", [meeting]) == (
+        "Industrial Designer said: Environment friendly [1]. Project Manager said: Okay [1].")
+    assert unlabelled("They want it environment friendly [1].", [meeting]) == (
+        "They want it environment friendly [1].")
