@@ -76,7 +76,7 @@ SETTLED_SAID = re.compile(
 _UNSETTLED = re.compile(r"\b(not|never|n't|if|whether|unless|when|how|what|should|could|"
                         r"would|might|need to|have to|going to)\b", re.I)
 _OPTION_END = re.compile(r";| - | but | because |,? ?'cause | cos | so that | so | if | when "
-                         r"| as opposed to "
+                         r"| as opposed to | instead of | rather than "
                          r"| which | and then "
                          r"| or | um | uh |\.", re.I)
 _BECAUSE = re.compile(r"(?:\bbecause|'cause|\bcos) (?:of )?(?P<why>[^,;.]+)", re.I)
@@ -84,6 +84,9 @@ _NUMBERS = frozenset(["a", "an", "the", "zero", "one", "two", "three", "four", "
                       "seven", "eight", "nine", "ten", *map(str, range(11))])
 _INSTEAD = re.compile(r"\b(?:instead of|rather than|as opposed to) (?P<alt>[^,;.]+)", re.I)
 OPTION_WORDS = 10  # more is a copy of the turn, not an option
+# the verb of taking an option, before the option itself ("go with the rubber case")
+_TAKING = re.compile(r"^(?:go(?:ing)? (?:with|for)|stick (?:with|to)|opt for|settle on|use|"
+                     r"choose|pick|take|have) ", re.I)
 _NOT_AN_OPTION = {"already", "yet", "before", "earlier", "it", "this", "that", "these",
                   "those", "they", "them",  # said before: "we decided those were the buttons"
                   "with"}  # "I agreed with him": with someone, on nothing said
@@ -111,14 +114,15 @@ def said_decision(speaker: str, sentence: str) -> ExtractedAssertion | None:
     if _UNSETTLED.search(sentence[:found.start()] + " " + found.group(0)[:24]):
         return None
     rest = found.group("what") or found.group("cwhat") or found.group("gwhat") or ""
-    chosen = _phrase(rest, OPTION_WORDS)
-    if not _an_option(chosen):
+    said = _phrase(rest, OPTION_WORDS)
+    chosen = _TAKING.sub("", said)  # "the rubber case" of "go with the rubber case"
+    if not chosen or not _an_option(chosen):
         return None  # "we decided that already": "that" was the option, said before
     who = speaker if (found.group("who") or "").casefold() == "i" else "The group"
     if found.group("verb"):
-        text = f"{who} {found.group('verb').casefold()}{found.group('link') or ''} {chosen}."
+        text = f"{who} {found.group('verb').casefold()}{found.group('link') or ''} {said}."
     elif found.group("cwhat"):
-        text = f"{who} agreed {found.group('clink').casefold()} {chosen}."
+        text = f"{who} agreed {found.group('clink').casefold()} {said}."
     else:
         will = found.group("going").casefold() in ("we'll", "well", "we will")
         text = f"{who} {'will go' if will else 'is going'} with {chosen}."
