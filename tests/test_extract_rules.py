@@ -7,6 +7,7 @@ from daemon.memory.extract import (
     Existing,
     ExtractedAssertion,
     KnownMemory,
+    Plan,
     Ruling,
     already_known,
     find_anchor,
@@ -59,3 +60,20 @@ def test_rulings_become_plans() -> None:
     assert plan_from_ruling(Ruling("separate", 0), existing).action == "insert"
     # a ruling naming a row that does not exist is not trusted
     assert plan_from_ruling(Ruling("duplicate", 5), existing).action == "insert"
+
+
+def test_a_commitment_is_not_the_duplicate_or_update_of_other_work() -> None:
+    sent = Existing(4, "commitment", "Ben will send the updated drawings to the supplier by "
+                    "Friday.", "2026-11-01", open=True)
+    quote = "Ben will ask the supplier for a quote on the longer case by Tuesday."
+    for verdict in ("duplicate", "supersedes"):
+        assert plan_from_ruling(Ruling(verdict, 1), [sent], "commitment", quote) == Plan("insert")
+    # the same work said again, or moved to another day, is what the model says it is
+    again = "Ben will send the updated drawings to the supplier by Monday."
+    assert plan_from_ruling(Ruling("duplicate", 1), [sent], "commitment", again) == Plan(
+        "skip", 4)
+    assert plan_from_ruling(Ruling("supersedes", 1), [sent], "commitment", again) == Plan(
+        "supersede", 4)
+    # closing it is judged by the model alone: "I sent them" shares little of the wording
+    assert plan_from_ruling(Ruling("done", 1), [sent], "fact", "Ben sent them.") == Plan(
+        "supersede", 4, closes="done")

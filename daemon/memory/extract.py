@@ -766,12 +766,29 @@ class Plan:
     closes: Literal["done", "dropped"] | None = None  # supersede: the open item is closed so
 
 
-def plan_from_ruling(ruling: Ruling, existing: Sequence[Existing], new_kind: str = "") -> Plan:
+OWED = ("commitment", "task")
+SAME_WORK = 0.5  # share of the shorter statement's content words two owed items must share
+
+
+def other_work(new_text: str, new_kind: str, concerned: Existing) -> bool:
+    """Whether a new commitment or task and a stored one name different work: they share
+    fewer than :data:`SAME_WORK` of the shorter one's content words. The 0.5B model ruled
+    "Ben will ask the supplier for a quote by Tuesday" a duplicate of "Ben will send the
+    drawings to the supplier by Friday", and lost it."""
+    if not (new_text and new_kind in OWED and concerned.kind in OWED):
+        return False
+    new, old = content_words(new_text), content_words(concerned.text)
+    return len(new & old) < SAME_WORK * min(len(new), len(old))
+
+
+def plan_from_ruling(ruling: Ruling, existing: Sequence[Existing], new_kind: str = "",
+                     new_text: str = "") -> Plan:
     """What to write for a ruling; a ruling naming no valid existing row inserts, and so does
-    one that closes what is not an open item. A statement of ``new_kind`` other than a
-    commitment or task that supersedes an open item closes it as done: what replaces an
-    obligation and is no obligation itself says it is met (an updated commitment stays
-    open)."""
+    one that closes what is not an open item, and one that makes a commitment or task
+    (``new_text``) the duplicate or the update of one naming other work. A statement of
+    ``new_kind`` other than a commitment or task that supersedes an open item closes it as
+    done: what replaces an obligation and is no obligation itself says it is met (an updated
+    commitment stays open)."""
     if ruling.verdict == "separate" or not 1 <= ruling.existing <= len(existing):
         return Plan("insert")
     concerned = existing[ruling.existing - 1]
@@ -780,6 +797,8 @@ def plan_from_ruling(ruling: Ruling, existing: Sequence[Existing], new_kind: str
             return Plan("insert")
         return Plan("supersede", concerned.id, closes="done" if ruling.verdict == "done"
                     else "dropped")
+    if other_work(new_text, new_kind, concerned):  # duplicate or supersedes: not the same work
+        return Plan("insert")
     if ruling.verdict == "duplicate":
         return Plan("skip", concerned.id)
     if concerned.open and new_kind and new_kind not in ("commitment", "task"):

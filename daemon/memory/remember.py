@@ -900,7 +900,7 @@ class Rememberer:
                 failed += 1
                 accepted.append(i)
                 continue
-            plan = plan_from_ruling(ruling, similar, new.kind)
+            plan = plan_from_ruling(ruling, similar, new.kind, new.text)
             if plan.action == "skip":
                 log.info("duplicate of assertion %s: %r", plan.target, new.text)
                 if plan.target is not None and plan.target > 0:
