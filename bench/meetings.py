@@ -202,7 +202,8 @@ def keyword_in(keyword: str, text: str) -> bool:
         if key.endswith(suffix) and len(key) - len(suffix) >= 4:
             key = key[: -len(suffix)]
             break
-    return key in text.casefold().replace("-", " ")
+    # AMI spells letters out "L_C_D_s": the keyword is "lcd"
+    return key in text.casefold().replace("-", " ").replace("_", "")
 
 
 def owner_matches(owner: str, gold_owner: str) -> bool:
@@ -266,16 +267,16 @@ class GoldScore:
 
 
 def _match(stored: Sequence[StoredAssertion], gold: Sequence[Mapping[str, Any]],
-           ) -> list[tuple[StoredAssertion, int, bool]]:
-    """(stored, index of the gold item it matches or -1, repeat) for each stored item."""
+           ) -> list[tuple[StoredAssertion, list[int], bool]]:
+    """(stored, the gold items it newly matches — every one: "a simple battery, the advanced
+    chip" states two — or the one it repeats, or [], repeat) for each stored item."""
     taken: set[int] = set()
     out = []
     for a in stored:
         hits = [i for i, g in enumerate(gold) if gold_match(a, g)]
         fresh = [i for i in hits if i not in taken]
-        index = fresh[0] if fresh else hits[0] if hits else -1
-        out.append((a, index, not fresh and bool(hits)))
-        taken.add(index)
+        out.append((a, fresh or hits[:1], not fresh and bool(hits)))
+        taken.update(fresh)
     return out
 
 
@@ -287,36 +288,39 @@ def score_gold(stored: Sequence[StoredAssertion], gold: Mapping[str, Any]) -> Go
     actions = list(gold.get("actions", []))
     s.decisions_gold, s.actions_gold = len(decisions), len(actions)
     found: set[int] = set()
-    for a, i, repeat in _match([a for a in stored if a.kind == "decision"], decisions):
-        if i < 0 and any(gold_match(a, b) for b in borderline):
+    for a, hits, repeat in _match([a for a in stored if a.kind == "decision"], decisions):
+        if not hits and any(gold_match(a, b) for b in borderline):
             s.borderline += 1
             s.items.append(Matched(a.kind, a.text, -2))
             continue
         s.decisions_stored += 1
-        m = Matched(a.kind, a.text, i, repeat, bool(a.alternatives), bool(a.reasoning))
+        m = Matched(a.kind, a.text, hits[0] if hits else -1, repeat, bool(a.alternatives),
+                    bool(a.reasoning))
         s.items.append(m)
-        if i < 0:
+        if not hits:
             continue
         s.decisions_right += 1
         if repeat:
             continue
-        found.add(i)
-        g = decisions[i]
-        if g.get("rejected"):
-            s.with_alternative += 1
-            s.alternative_stored += m.alternatives
-        if g.get("reason"):
-            s.with_reason += 1
-            s.reason_stored += m.reason
+        for i in hits:
+            found.add(i)
+            g = decisions[i]
+            if g.get("rejected"):
+                s.with_alternative += 1
+                s.alternative_stored += m.alternatives
+            if g.get("reason"):
+                s.with_reason += 1
+                s.reason_stored += m.reason
     s.decisions_found = len(found)
     done: set[int] = set()
-    for a, i, repeat in _match([a for a in stored if a.kind in ("commitment", "task")],
-                               actions):
+    for a, hits, repeat in _match([a for a in stored if a.kind in ("commitment", "task")],
+                                  actions):
         s.actions_stored += 1
-        s.items.append(Matched(a.kind, a.text, i, repeat, owner=a.owner, due=a.due))
-        if i >= 0:
+        s.items.append(Matched(a.kind, a.text, hits[0] if hits else -1, repeat, owner=a.owner,
+                               due=a.due))
+        if hits:
             s.actions_right += 1
-            done.add(i)
+            done.update(hits)
     s.actions_found = len(done)
     s.missed = ([f"decision: {g['decision']}" for i, g in enumerate(decisions) if i not in found]
                 + [f"action: {g['owner']}: {g['task']}" for i, g in enumerate(actions)
@@ -760,6 +764,12 @@ def main() -> None:
     if args.decisions_only:
         kept = [keep_decisions(m) for m in load(args.data, args.only)]
         print("\n".join(decisions_report(kept)))
+        if gold:  # the decisions only: no action item is read without the model
+            print("\n".join(gold_lines([
+                {"meeting": r.meeting, "stored": [
+                    asdict(StoredAssertion("decision", d.text, d.chosen, tuple(d.alternatives),
+                                           d.reasoning)) for d in r.decisions if d.stored]}
+                for r in kept], gold, args.held_out)))
         if args.json:
             args.json.write_text(json.dumps([asdict(r) for r in kept], indent=1))
         return
