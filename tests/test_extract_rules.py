@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from daemon.memory.extract import (
     AnchorCandidate,
     Existing,
@@ -10,7 +12,9 @@ from daemon.memory.extract import (
     Plan,
     Ruling,
     already_known,
+    check_assertion,
     find_anchor,
+    names_no_work,
     plan_from_ruling,
 )
 
@@ -77,3 +81,23 @@ def test_a_commitment_is_not_the_duplicate_or_update_of_other_work() -> None:
     # closing it is judged by the model alone: "I sent them" shares little of the wording
     assert plan_from_ruling(Ruling("done", 1), [sent], "fact", "Ben sent them.") == Plan(
         "supersede", 4, closes="done")
+
+
+@pytest.mark.parametrize(("text", "owner", "vague"), [
+    # read off real meetings (ES2006b, ES2006d): nothing a note-taker would write
+    ("Industrial Designer will find out.", "Industrial Designer", True),
+    ("Project Manager will try and do that for the next meeting as well.", "Project Manager",
+     True),
+    ("Project Manager will have a look at it.", "Project Manager", True),
+    # the work is named
+    ("Project Manager will put the minutes in that project documents folder.",
+     "Project Manager", False),
+    ("User Interface will design technical functions of the remote control.", "User Interface",
+     False),
+    ("Marketing will find out what the users want in a remote.", "Marketing", False),
+])
+def test_an_action_item_names_a_piece_of_work(text: str, owner: str, vague: bool) -> None:
+    assert names_no_work(text, owner) is vague
+    item = ExtractedAssertion(kind="commitment", text=text, owner=owner)
+    checked = check_assertion(item, [owner, "Marketing"], ["a turn of the meeting"])
+    assert (checked is None) is vague

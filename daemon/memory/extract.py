@@ -28,6 +28,7 @@ AssertionKind = Literal["decision", "fact", "commitment", "preference", "task"]
 ASSERTION_KINDS: tuple[AssertionKind, ...] = (
     "decision", "fact", "commitment", "preference", "task",
 )
+OWED = ("commitment", "task")  # the kinds someone owes: action items
 # Per model call (a piece of the transcript). The schema caps the list too, so a small model
 # cannot run on until its answer is cut off and lost (a 0.5B model did, at 1024 tokens).
 MAX_ASSERTIONS = 8
@@ -573,11 +574,26 @@ PROMPT_WORDS = validate.scaffolding(
      "the option taken", "options not taken", *(e.rstrip(".") for e in EXAMPLES)])
 
 
+# what an action item says when it names no piece of work: "will find out", "will try and do
+# that for the next meeting as well", "will have a look at it"
+VAGUE_WORK = frozenset(["find", "out", "look", "try", "that", "this", "those", "them", "thing",
+                        "things", "stuff", "something", "well", "next", "meeting", "time",
+                        "sort", "check", "think", "see", "again", "later", "then", "now",
+                        "right", "okay", "yeah", "sure"])
+
+
+def names_no_work(text: str, owner: str) -> bool:
+    """Whether an action item's words, its owner's aside, name no piece of work."""
+    return not (content_words(text) - content_words(f"{owner} will")
+                - content_words(" ".join(VAGUE_WORK)))
+
+
 def check_assertion(item: ExtractedAssertion, people: Sequence[str],
                     turns: Sequence[str]) -> ExtractedAssertion | None:
     """``item`` as it may be stored, or None (:mod:`daemon.memory.validate`'s rules): a decision
     needs a real chosen option, and one that only reports a proposal is kept as a fact; a
-    commitment or task whose owner did not speak is kept as a fact, without the owner."""
+    commitment or task whose owner did not speak is kept as a fact, without the owner, and one
+    that names no piece of work (:func:`names_no_work`) is dropped."""
     text = validate.scrub(item.text)
     if not validate.is_statement(text, turns, PROMPT_WORDS, names=people,
                                  min_words=validate.MIN_ASSERTION_WORDS):
@@ -601,7 +617,9 @@ def check_assertion(item: ExtractedAssertion, people: Sequence[str],
         reasoning = field(item.reasoning)
         if len(validate.words(reasoning)) < 3 or validate.same_item(reasoning, text):
             reasoning = ""
-    if kind in ("commitment", "task"):
+    if kind in OWED and names_no_work(text, item.owner):
+        return None  # "Industrial Designer will find out.": a note-taker writes nothing
+    if kind in OWED:
         owner = (validate.owner_of(item.owner, people)
                  or validate.named_among_them(item.owner, people, turns))
         if owner is None:
@@ -733,7 +751,6 @@ class Plan:
     closes: Literal["done", "dropped"] | None = None  # supersede: the open item is closed so
 
 
-OWED = ("commitment", "task")
 SAME_WORK = 0.5  # share of the shorter statement's content words two owed items must share
 
 
