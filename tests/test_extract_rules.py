@@ -14,6 +14,8 @@ from daemon.memory.extract import (
     already_known,
     check_assertion,
     find_anchor,
+    find_undertakings,
+    given_to_named,
     names_no_work,
     plan_from_ruling,
 )
@@ -101,3 +103,39 @@ def test_an_action_item_names_a_piece_of_work(text: str, owner: str, vague: bool
     item = ExtractedAssertion(kind="commitment", text=text, owner=owner)
     checked = check_assertion(item, [owner, "Marketing"], ["a turn of the meeting"])
     assert (checked is None) is vague
+
+
+ROLES = ["Project Manager", "Industrial Designer", "User Interface", "Marketing"]
+
+
+def test_work_given_to_a_participant_by_name_is_read_off_the_turn() -> None:
+    # ES2006c, the meeting's close: each owner named by role, the work said after the name
+    said = ("which I'll presume he'll work out what that means. Um the User Interface Designer "
+            "will work on the user interface design and the Marketing Expert is going to work "
+            "on product evaluation. And as well as that, the two designers are going to work "
+            "together on our prototype.")
+    assert given_to_named(said, ROLES, "Project Manager") == [
+        ("User Interface", "work on the user interface design"),
+        ("Marketing", "work on product evaluation")]
+    assert given_to_named("Okay, so now we've got thirty minutes before our next meeting. In the "
+                          "meantime, the Industrial Designer over here is gonna work on the "
+                          "look and feel design,", ROLES, "Project Manager") == [
+        ("Industrial Designer", "work on the look and feel design")]
+    (found,) = [u for u in find_undertakings([("Project Manager", said)], ROLES)
+                if u.owner == "Marketing"]
+    assert (found.assigned, found.said) == (True, "work on product evaluation")
+
+
+@pytest.mark.parametrize("said", [
+    "Will the Marketing Expert work on product evaluation?",  # a question
+    "The Industrial Designer will present the components.",  # in the meeting, not after it
+    "Marketing will have a look at it.",  # names no piece of work
+    "I think Marketing said the users want a big button.",  # nothing given
+])
+def test_nothing_is_given_to_a_named_participant(said: str) -> None:
+    assert given_to_named(said, ROLES, "Project Manager") == []
+
+
+def test_a_speaker_gives_themself_nothing_in_the_third_person() -> None:
+    assert given_to_named("Marketing will work on product evaluation.", ROLES,
+                          "Marketing") == []

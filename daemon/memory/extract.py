@@ -374,6 +374,12 @@ def find_undertakings(turns: Sequence[tuple[str, str]],
     turn (see above), in transcript order."""
     found = []
     for i, (speaker, text) in enumerate(turns):
+        given = given_to_named(text, people, speaker)
+        if given:  # "the Marketing Expert is going to work on product evaluation"
+            due = DUE.search(text)
+            found += [Undertaking(i, owner, True, due.group() if due else "", work)
+                      for owner, work in given]
+            continue
         for sentence in spoken_clauses(text):
             if CUT_OFF.search(sentence):  # "and I'll have a look if" — interrupted
                 continue
@@ -394,6 +400,40 @@ def find_undertakings(turns: Sequence[tuple[str, str]],
                 found.append(Undertaking(i, owner, assigned, due.group() if due else "", said))
                 break
     return found
+
+
+# Work given to a participant by name, in the third person, as a meeting's close hands it out
+# (ES2006c: "the Industrial Designer over here is gonna work on the look and feel design, …
+# the User Interface Designer will work on the user interface design and the Marketing Expert
+# is going to work on product evaluation"): each named owner and the work said after the name.
+_GIVEN_MODAL = (r"(?:\w+ ){0,3}?(?:will|is going to|is gonna|'s going to|'s gonna|'ll|"
+                r"should|has to) (?:also |then |now )?")
+_GIVEN_END = re.compile(r",|;| - | but | because | so that | so | if | when | or |\.|"
+                        r" and (?=(?:the|a|an|i|we|you|he|she|they|then|also|as)\b)", re.I)
+
+
+def given_to_named(text: str, people: Sequence[str], speaker: str) -> list[tuple[str, str]]:
+    """(owner, work in the words said) for each piece of work a turn of ``speaker``'s gives a
+    participant it names ("the Marketing Expert is going to work on product evaluation"), when
+    the work names a piece of work (:data:`WORK`, the weaker verbs only when said for later)."""
+    given: list[tuple[int, str, str]] = []  # (where in the turn, owner, work): said order
+    for n, sentence in enumerate(spoken_clauses(text, casefold=False)):
+        if sentence.rstrip().endswith("?"):
+            continue
+        for person in people:
+            if validate.norm(person) in (validate.norm(speaker), *validate.PLACEHOLDER_OWNERS):
+                continue
+            name = r"\s+".join(map(re.escape, person.split()))
+            given_to = r"\b(?:the )?" + name + r"\b " + _GIVEN_MODAL + r"(?P<work>.+)"
+            for found in re.finditer(given_to, sentence, re.I):
+                work = _GIVEN_END.split(found.group("work"), maxsplit=1)[0]
+                ws = _without_dangling(work.split())
+                said = " ".join(_THIRD_PERSON.get(w.casefold(), w) for w in ws)
+                named = _NAMES_WORK.match(said)
+                if (named and (named.group("work") or LATER.search(sentence.casefold()))
+                        and 1 <= len(ws) <= SAID_WORK_WORDS and not names_no_work(said, "")):
+                    given.append((n * len(text) + found.start(), person, said))
+    return [(person, said) for _, person, said in sorted(given)]
 
 
 def _work(pattern: re.Pattern[str], sentence: str) -> bool:
