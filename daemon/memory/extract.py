@@ -339,7 +339,10 @@ _CLAUSE_END = re.compile(r",|;| - | but | because | so that | so | if | when | a
                          re.I)
 _THIRD_PERSON = {"my": "their", "me": "them", "myself": "themselves", "mine": "theirs",
                  "your": "their", "you": "them", "yourself": "themselves", "i": "they"}
-SAID_WORK_WORDS = 10  # a longer run of a turn's words is a copy, not a statement
+# a longer run of a turn's words is a copy, not a statement (validate.COPY_WORDS); at 10, "ask
+# the supplier for a quote on the longer case by Tuesday" went to the 0.5B model, which worded
+# it from the turns before ("Ben will make them bigger, but the case gets longer.")
+SAID_WORK_WORDS = validate.COPY_WORDS
 _NAMES_WORK = re.compile(r"(?:(?:just|quickly|also|then|now|probably|maybe|definitely|actually|"
                          r"first|go and|try and|try to) )*" + WORK + r"\b", re.I)
 
