@@ -1,4 +1,4 @@
-"""Re-ranking the fused top of a search by a cross-encoder (seed 002, "Fusion search").
+"""Re-ranking the fused top of a search by a cross-encoder.
 
 Fusion orders items by the ranks the legs gave them, not by how well each answers the query.
 The first ``depth`` fused items are read again, each as one short passage beside the query, by
