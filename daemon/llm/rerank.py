@@ -93,6 +93,9 @@ class CrossEncoder:
             options.intra_op_num_threads = self.threads
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
+            # waiting threads sleep: spinning ones take the time slices their partner needs on
+            # a busy machine (see daemon.llm)
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             session = onnxruntime.InferenceSession(
                 graph, options, providers=["CPUExecutionProvider"]
             )

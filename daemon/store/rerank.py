@@ -35,7 +35,7 @@ PASSAGE_TURNS = 2
 class RerankOptions(msgspec.Struct, frozen=True, kw_only=True):
     """How deep the model reads and how its order is blended (the defaults are measured)."""
 
-    depth: int = 10
+    depth: int = 8
     fused_weight: float = 1.0
     k: int = 10
 
