@@ -106,7 +106,7 @@ def test_a_missing_or_corrupt_model_falls_back_to_fusion_with_one_line(
     mine.mkdir()
     if state == "corrupt":
         mine = _only_model(models_dir, tmp_path, corrupt=True)
-    engines = Engines(_settings(), mine)
+    engines = Engines(_settings(search_rerank=True), mine)
     with caplog.at_level(logging.INFO, logger="daemon.engines"):
         assert engines.reranker() is None
         assert engines.reranker() is None  # not tried again, not said again
@@ -128,12 +128,12 @@ def test_a_missing_or_corrupt_model_falls_back_to_fusion_with_one_line(
     store.close()
 
 
-def test_the_setting_turns_it_off_and_a_working_model_loads_once(
+def test_the_setting_turns_it_on_and_a_working_model_loads_once(
     tmp_path: Path, models_dir: Path
 ) -> None:
     mine = _only_model(models_dir, tmp_path, corrupt=False)
-    assert Engines(_settings(search_rerank=False), mine).reranker() is None
-    engines = Engines(_settings(), mine)
+    assert Engines(_settings(), mine).reranker() is None  # off by default
+    engines = Engines(_settings(search_rerank=True), mine)
     made = engines.reranker()
     assert isinstance(made, CrossEncoder) and engines.reranker() is made
     engines.close()
