@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.locomo --data PATH [--k 5 10] [--json FILE]
                                      [--models-dir DIR] [--model NAME] [--threads N]
+                                     [--rerank-model NAME | --no-rerank]
 
 Each conversation becomes its own store and Space; each LoCoMo session one kept session, dated
 from ``session_N_date_time``, its turns stored with ``ref`` = ``dia_id`` and image captions
@@ -11,7 +12,10 @@ raw rankings, as the store returns them) and the shipped search (all legs fused,
 and recency rule). A question is recalled at k when its evidence turns are inside the union of
 the top-k results' turns: all of them (recall_all@k) or at least one (recall_any@k). The shipped
 search is also scored at the character budget of the full-text leg (per question, results taken
-in order while they fit), so a gain cannot come from returning more text.
+in order while they fit), so a gain cannot come from returning more text. With a re-ranking model
+(the default when one is installed) the shipped search re-ranks, and the same search without
+re-ranking is scored beside it; recall_all@k of both is also printed per conversation, the folds
+of a cross-validation over the conversations.
 
 LoCoMo is licensed CC BY-NC 4.0 (Maharana et al., ACL 2024): pass its path, never copy it into
 the repository. Any file of the same shape works.
@@ -35,8 +39,10 @@ import msgspec
 
 from bench.common import default_models_dir, machine
 from bench.memo import MemoEmbedder
+from daemon.errors import ModelNotInstalled
 from daemon.llm import Embedder, LlamaEmbedder
-from daemon.models.registry import model_path
+from daemon.llm.rerank import CrossEncoder, Reranker
+from daemon.models.registry import model_path, pick_installed
 from daemon.store.fusion import ItemKey, fuse
 from daemon.store.records import NewTurn
 from daemon.store.scope import Scope
@@ -252,6 +258,7 @@ SYSTEMS = {
     "vector": "vector only, best turn",
     "rrf_whole": "RRF k=60 of BM25 + whole chunks",
     "rrf_turn": "RRF k=60 of BM25 + best turn",
+    "fused": "fusion, not re-ranked",
     "shipped": "shipped search",
 }
 DEPTH = 50  # rows per leg fused by the reference RRF rows
@@ -262,9 +269,11 @@ def run(
     embedder: Embedder,
     ks: Sequence[int],
     progress: Callable[[str], None] = lambda line: None,
+    reranker: Reranker | None = None,
 ) -> Tally:
     tally = Tally()
     for conversation in conversations:
+        own = Tally()
         with tempfile.TemporaryDirectory(prefix="bench-locomo-") as tmp:
             started = time.perf_counter()
             scope = build_store(conversation, Path(tmp), embedder)
@@ -272,11 +281,15 @@ def run(
             with Store(Path(tmp), embedder) as store:
                 refs = _chunk_refs(store)
                 for q in conversation.questions:
-                    _ask(store, scope, q, refs, ks, tally)
+                    for counted in (tally, own):
+                        _ask(store, scope, q, refs, ks, counted, reranker)
             turns = sum(len(s.turns) for s in conversation.sessions)
+            k0 = min(ks)
             progress(
                 f"{conversation.sample_id}: {turns} turns, {len(conversation.questions)} questions,"
-                f" store built in {built:.0f} s"
+                f" store built in {built:.0f} s; all@{k0} shipped"
+                f" {_pct(own.percent('shipped', 'all', k0))}, not re-ranked"
+                f" {_pct(own.percent('fused', 'all', k0))}"
             )
     return tally
 
@@ -288,6 +301,7 @@ def _ask(
     refs: dict[int, Found],
     ks: Sequence[int],
     tally: Tally,
+    reranker: Reranker | None,
 ) -> None:
     depth = max(DEPTH, *ks)
     legs = {
@@ -306,7 +320,13 @@ def _ask(
         for k in ks:
             tally.add(system, k, q.category, q.evidence, [refs[i] for i in ids[:k]])
     for k in ks:
-        shipped = [_found(r) for r in search(store, q.text, scope=scope, k=k)]
+        fused = [_found(r) for r in search(store, q.text, scope=scope, k=k)]
+        tally.add("fused", k, q.category, q.evidence, fused)
+        shipped = (
+            fused
+            if reranker is None
+            else [_found(r) for r in search(store, q.text, scope=scope, k=k, reranker=reranker)]
+        )
         tally.add("shipped", k, q.category, q.evidence, shipped)
         if k == min(ks):
             fts_chars = sum(refs[i].chars for i in ranked["fts"][:k])
@@ -363,6 +383,16 @@ def report(tally: Tally, ks: Sequence[int], fixes: EvidenceFixes) -> str:
     return "\n".join(lines)
 
 
+def _reranker(models_dir: Path, name: str) -> CrossEncoder | None:
+    try:
+        entry = pick_installed("rerank", models_dir, name)
+    except ModelNotInstalled:
+        if name:
+            raise
+        return None
+    return CrossEncoder(models_dir / entry.filename)
+
+
 def _pct(value: float) -> str:
     return "–" if math.isnan(value) else f"{value:.1f}%"
 
@@ -375,18 +405,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--models-dir", type=Path, default=default_models_dir())
     parser.add_argument("--model", default="all-minilm-l6-v2", help="embedding model name")
     parser.add_argument("--threads", type=int, default=2, help="embedding threads")
+    parser.add_argument("--rerank-model", default="",
+                        help="re-ranking model name (default: the installed one)")
+    parser.add_argument("--no-rerank", action="store_true", help="fusion without re-ranking")
     args = parser.parse_args(argv)
     ks = sorted(set(args.k))
 
     conversations, fixes = load(args.data)
     model = model_path(args.model, args.models_dir)
     embedder = MemoEmbedder(LlamaEmbedder(model, threads=args.threads, batch=32))
-    print(f"{machine()}; {args.model} ({embedder.model_id}), {args.threads} threads", flush=True)
+    reranker = None if args.no_rerank else _reranker(args.models_dir, args.rerank_model)
+    print(f"{machine()}; {args.model} ({embedder.model_id}), {args.threads} threads;"
+          f" re-ranking: {reranker.model_id if reranker else 'none'}", flush=True)
     started = time.perf_counter()
     try:
-        tally = run(conversations, embedder, ks, progress=lambda line: print(line, flush=True))
+        tally = run(conversations, embedder, ks, progress=lambda line: print(line, flush=True),
+                    reranker=reranker)
     finally:
         embedder.close()
+        if reranker is not None:
+            reranker.close()
     print(f"done in {time.perf_counter() - started:.0f} s\n")
     print(report(tally, ks, fixes))
     if args.json is not None:

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.search [--sizes 10000 100000] [--queries N]
                                      [--models-dir DIR] [--model NAME] [--threads N]
+                                     [--rerank-model NAME]
 
 Each store holds N chunks (one transcript turn of about 1,300 characters each, 100 per session,
 all in one Space, so the scope admits every row) and N assertions, worded from a Zipf-distributed
@@ -9,7 +10,10 @@ vocabulary of 20,000 made-up words, so the full-text legs meet long and short po
 alike. Stored vectors are synthetic (a low-rank random mix seeded by the text, 384 dimensions,
 written under the real model's id): the index's cost does not depend on what the vectors mean.
 Queries are three to six words. Latency is measured twice per store: with the query embedded by
-the real model (what a user waits for) and with its vector already known (the search alone).
+the real model (what a user waits for) and with its vector already known (the search alone);
+with a re-ranking model installed, also re-ranked with the vector known. A chunk here is one
+1,300-character turn, so each re-ranked passage is cut at the model's token limit: the most
+the re-ranking can cost per item.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from bench.memo import MemoEmbedder
 from daemon.errors import ModelError
 from daemon.llm import Embedder, LlamaEmbedder
 from daemon.llm.embed import EmbedProgress, normalize_rows
-from daemon.models.registry import model_path
+from daemon.llm.rerank import CrossEncoder, Reranker
+from daemon.models.registry import model_path, pick_installed
 from daemon.store.records import NewAssertion, NewTurn
 from daemon.store.scope import Scope
 from daemon.store.search import search
@@ -149,13 +154,19 @@ def build(data_dir: Path, size: int, embedder: Embedder, progress: Callable[[str
     return Scope(space_id=space.id)
 
 
-def latencies(store: Store, scope: Scope, queries: Sequence[str], warmup: int = 5) -> list[float]:
+def latencies(
+    store: Store,
+    scope: Scope,
+    queries: Sequence[str],
+    warmup: int = 5,
+    reranker: Reranker | None = None,
+) -> list[float]:
     for query in queries[:warmup]:
-        search(store, query, scope=scope, k=5)
+        search(store, query, scope=scope, k=5, reranker=reranker)
     timings = []
     for query in queries:
         started = time.perf_counter()
-        search(store, query, scope=scope, k=5)
+        search(store, query, scope=scope, k=5, reranker=reranker)
         timings.append(time.perf_counter() - started)
     return timings
 
@@ -172,6 +183,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--models-dir", type=Path, default=default_models_dir())
     parser.add_argument("--model", default="all-minilm-l6-v2")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rerank-model", default="", help="default: the installed one")
     args = parser.parse_args(argv)
 
     real: LlamaEmbedder | None = None
@@ -183,6 +195,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ModelError as e:
         print(f"no real embedding model ({e}): latency without the query embedding only")
         model_id = f"synthetic-{DIMENSIONS}"
+    reranker: CrossEncoder | None = None
+    try:
+        entry = pick_installed("rerank", args.models_dir, args.rerank_model)
+        reranker = CrossEncoder(args.models_dir / entry.filename, threads=args.threads)
+    except ModelError as e:
+        print(f"no re-ranking model ({e}): latency without re-ranking only")
     words = Text(seed=99)
     queries = [words.query() for _ in range(args.queries)]
     print(f"{machine()} at start; {args.model}, {args.threads} threads, k=5, one Space")
@@ -202,10 +220,16 @@ def main(argv: Sequence[str] | None = None) -> None:
                     known = synthetic
                 with Store(Path(tmp), known) as store:
                     p50, p95 = percentiles(latencies(store, scope, queries))
-                rows.append((size, "without (vector known)", p50, p95))
+                    rows.append((size, "without (vector known)", p50, p95))
+                    if reranker is not None:
+                        timed = latencies(store, scope, queries, reranker=reranker)
+                        p50, p95 = percentiles(timed)
+                        rows.append((size, "re-ranked (vector known)", p50, p95))
     finally:
         if real is not None:
             real.close()
+        if reranker is not None:
+            reranker.close()
     print(f"\n{'chunks':>8}  {'query':<26} {'p50 ms':>8} {'p95 ms':>8}")
     for size, mode, p50, p95 in rows:
         print(f"{size:>8,}  {mode:<26} {p50 * 1e3:>8.1f} {p95 * 1e3:>8.1f}")

@@ -11,6 +11,7 @@ model belongs to live capture (``daemon.live``), which loads it on its first utt
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -22,6 +23,7 @@ from daemon.config import Settings
 from daemon.errors import EngineError, ModelError
 from daemon.llm.embed import Embedder, LlamaEmbedder
 from daemon.llm.generate import Generator, LlamaGenerator
+from daemon.llm.rerank import CrossEncoder, Reranker
 from daemon.llm.supervised import SupervisedGenerator
 from daemon.models.registry import resolve_model
 
@@ -66,10 +68,15 @@ class Engines:
         *,
         embedder: Embedder | None = None,
         generator: Generator | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self._settings = settings
         self.models_dir = models_dir
         self.embedder = embedder
+        self._given_reranker = reranker
+        # the model setting it was made for, and the model (None: it failed to load)
+        self._reranker: tuple[str, Reranker | None] | None = None
+        self._reranker_lock = threading.Lock()
         self._given = generator
         self._generators: dict[Priority, Generator] = {}
         self._generators_made_with: tuple[str, int, int, bool] | None = None
@@ -94,6 +101,32 @@ class Engines:
         log.info("embedding model %s (%d dimensions)", self.embedder.model_id,
                  self.embedder.dimensions)
         return self.embedder
+
+    def reranker(self) -> Reranker | None:
+        """The search re-ranker (blocking: loads it on first use), or None when the setting
+        turns it off or no model loads: then one log line says why and search keeps its fused
+        order (the model is tried again only once its setting changes)."""
+        settings = self._settings()
+        if not settings.search_rerank:
+            return None
+        if self._given_reranker is not None:
+            return self._given_reranker
+        with self._reranker_lock:
+            if self._reranker is not None and self._reranker[0] == settings.rerank_model:
+                return self._reranker[1]
+            made: CrossEncoder | None = None
+            try:
+                path = resolve_model("rerank", settings.rerank_model, self.models_dir)
+                made = CrossEncoder(path, threads=settings.llm_threads)
+                made.load()
+                log.info("re-ranking model %s", made.model_id)
+            except (ModelError, EngineError) as e:
+                log.warning("search without re-ranking: %s", e)
+                made = None
+            if self._reranker is not None and self._reranker[1] is not None:
+                self._reranker[1].close()
+            self._reranker = (settings.rerank_model, made)
+            return made
 
     def generator(self) -> Generator:
         """The language model for what the user waits for, created on first use (it loads its
@@ -175,10 +208,11 @@ class Engines:
 
     def close(self) -> None:
         """Free every model (blocking: waits for running work)."""
-        for engine in (*self._all_generators(), self.embedder):
+        reranker = self._reranker[1] if self._reranker is not None else self._given_reranker
+        for engine in (*self._all_generators(), self.embedder, reranker):
             if engine is not None:
                 engine.close()
-        self._given = self.embedder = None
+        self._given = self.embedder = self._given_reranker = self._reranker = None
         self._generators.clear()
 
 

@@ -36,6 +36,8 @@ STORE_MAY_IMPORT = ("daemon.store", "daemon.errors", "daemon.config", "daemon.wo
 STORE_HELPERS = {
     # types only (TYPE_CHECKING): the Embedder protocol the indexing is given, EmbedProgress
     "daemon.llm.embed": "the Embedder protocol",
+    # types only (TYPE_CHECKING): the Reranker protocol a search may be given
+    "daemon.llm.rerank": "the Reranker protocol",
 }
 
 

@@ -52,7 +52,8 @@ async def register(daemon: Context) -> None:
 
     asker = Asker(daemon.store, generator=daemon.engines.generator,
                   settings=lambda: daemon.settings,
-                  recall=search_recall(daemon.store, lambda: daemon.settings),
+                  recall=search_recall(daemon.store, lambda: daemon.settings,
+                                       daemon.engines.reranker),
                   live_session=live_session)
     register_ask(daemon.handlers, daemon.store, asker, lambda: daemon.settings,
                  daemon.watch_subscribers)

@@ -31,7 +31,8 @@ async def register(daemon: Context) -> None:
             space_id = store.space_id(request.space)
             scope = Scope(space_id=space_id, person_memory=settings.memory_enabled)
             found = search(store, request.query, scope=scope, k=k, as_of=request.as_of,
-                           explain=request.explain, options=options)
+                           explain=request.explain, options=options,
+                           reranker=daemon.engines.reranker())
             return SearchReply(results=[search_hit(r) for r in found])
 
         return await daemon.store.run(work)

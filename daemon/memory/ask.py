@@ -44,6 +44,7 @@ import trio
 from daemon.config import Settings
 from daemon.errors import EngineError, InvalidInput, NotFound
 from daemon.llm.generate import ChatMessage, Generator
+from daemon.llm.rerank import Reranker
 from daemon.memory import grounding, open_items, relative_time
 from daemon.memory.evidence import Evidence, evidence_for, item_of
 from daemon.memory.grounding import Cited, Framing, Passage, Said, Source
@@ -406,13 +407,18 @@ def _question(question: str | None, current: Session | None, turns: Sequence[Tur
     return heard.text
 
 
-def search_recall(store: Store, settings: Callable[[], Settings]) -> Recall:
-    """The recall of ``Asker``: the fusion search over ``store`` with the current settings."""
+def search_recall(
+    store: Store,
+    settings: Callable[[], Settings],
+    reranker: Callable[[], Reranker | None] = lambda: None,
+) -> Recall:
+    """The recall of ``Asker``: the fusion search over ``store`` with the current settings
+    (re-ranked by what ``reranker`` gives, when it gives one)."""
 
     def recall(question: str, scope: Scope, k: int) -> list[ItemKey]:
         options = SearchOptions.from_settings(settings())
         return [found.key for found in search(store, question, scope=scope, k=k,
-                                              options=options)]
+                                              options=options, reranker=reranker())]
 
     return recall
 

@@ -376,6 +376,8 @@ class Installer:
             from daemon.models.convert_campplus import convert_campplus as convert
         elif converter == "pyannote-segmentation":
             from daemon.models.convert_segmentation import convert_segmentation as convert
+        elif converter == "cross-encoder":
+            from daemon.models.convert_bundle import convert_cross_encoder as convert
         else:
             from daemon.models.convert_silero import convert_silero as convert
         # Converters report their own units (tensors or bytes).

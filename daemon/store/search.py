@@ -33,6 +33,7 @@ from daemon.errors import NotFound
 from daemon.store import fusion, recency, sql
 from daemon.store.fusion import Fused, ItemFacts, ItemKey, LegHit
 from daemon.store.records import Assertion, Chunk, ChunkKind, Hit, Session
+from daemon.store.rerank import RerankOptions, rerank
 from daemon.store.scope import Scope
 from daemon.store.store import Store
 from daemon.store.vectors import Vectors
@@ -40,6 +41,7 @@ from daemon.store.writes import assertion_body
 
 if TYPE_CHECKING:
     from daemon.config import Settings
+    from daemon.llm.rerank import Reranker
 
 LegName = Literal[
     "fts_chunks", "vector_turns", "vector_chunks", "fts_assertions", "vector_assertions"
@@ -82,6 +84,7 @@ class SearchOptions(msgspec.Struct, frozen=True, kw_only=True):
     # the largest recency bonus, in first places of a weight-1 leg (1 / (rrf_k + 1)): enough
     # to reorder close items, never to lift an item one leg barely ranked over the others
     recency: float = 1.0
+    rerank: RerankOptions = msgspec.field(default_factory=RerankOptions)  # with a reranker
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SearchOptions:
@@ -154,8 +157,12 @@ def search(
     explain: bool = False,
     options: SearchOptions = DEFAULT_OPTIONS,
     now: float | None = None,
+    reranker: Reranker | None = None,
 ) -> list[SearchResult]:
     """The ``k`` best results for ``query`` within ``scope``, best first (blocking).
+
+    With a ``reranker`` the top of the fused ranking is re-ordered by it
+    (:mod:`daemon.store.rerank`) before the caps choose.
 
     ``as_of`` (seconds since the epoch) replaces ``scope.as_of``: assertions as believed then,
     and nothing that occurred later. ``now`` is the moment relative dates ("yesterday") are read
@@ -169,6 +176,8 @@ def search(
     legs, vector = _run_legs(store, query, scope, options.legs, depth, None)
     while True:
         fused, facts = _rank(store, query, scope, legs, options, now)
+        if reranker is not None:
+            fused = rerank(store, reranker, query, vector, fused, options.rerank)
         chosen = fusion.select(
             fused,
             facts,

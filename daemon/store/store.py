@@ -639,6 +639,22 @@ class Store:
         return [t if t.text == text else msgspec.structs.replace(t, text=text)
                 for t, text in zip(turns, masked, strict=True)]
 
+    def turn_vectors(self, turn_ids: Sequence[int]) -> dict[int, Vectors]:
+        """The current embedding model's vectors of these turns, by turn id (a turn without
+        one, or a store without an embedder, is left out)."""
+        if self.embedder is None or not turn_ids:
+            return {}
+        model, dims = self.embedder.model_id, self.embedder.dimensions
+        rows = self.db.read(
+            lambda conn: sql.rows(
+                conn,
+                "SELECT owner_id, vector FROM embeddings WHERE owner_kind = 'turn'"
+                " AND model_id = ? AND dims = ? AND owner_id IN (SELECT value FROM json_each(?))",
+                (model, dims, sql.json_ids(turn_ids)),
+            )
+        )
+        return {turn_id: from_blob(blob, dims) for turn_id, blob in rows}
+
     def chunks(
         self,
         *,

@@ -36,6 +36,11 @@ import apsw
 import msgspec
 import numpy as np
 import numpy.typing as npt
+
+# onnxruntime (the search re-ranker's runtime) crashes the process with a segmentation fault
+# when it is imported after usearch (usearch 2.26, onnxruntime 1.28-1.32); imported first, both
+# work. Every path to usearch comes through here, so this import keeps the order.
+import onnxruntime  # noqa: F401
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM

