@@ -59,6 +59,13 @@ def summary(cls: type) -> str:
     return first.replace("|", "\\|")
 
 
+def the_protocols(family: Any) -> list[tuple[str, Any]]:
+    """The family's message types that the protocol module defines, by tag: tests register
+    probes of their own into the same families, and those are not the protocol."""
+    return sorted((tag, cls) for tag, cls in family.types.items()
+                  if cls.__module__ == protocol.__name__)
+
+
 def render() -> str:
     topics = ", ".join(
         f"`{value}`" for name, value in vars(protocol).items() if name.startswith("TOPIC_")
@@ -78,19 +85,20 @@ def render() -> str:
         "| type | fields | reply | what it asks |",
         "| --- | --- | --- | --- |",
     ]
-    for tag, cls in sorted(protocol.REQUESTS.types.items()):
+    for tag, cls in the_protocols(protocol.REQUESTS):
         reply = protocol.tag_of(cls.reply_type)
         lines.append(f"| `{tag}` | {fields_of(cls, COMMON_REQUEST_FIELDS)} | `{reply}` | "
                      f"{summary(cls)} |")
     for title, family in (("Replies", protocol.REPLIES), ("Events", protocol.EVENTS)):
         lines += ["", f"## {title}", "", "| type | fields | what it says |", "| --- | --- | --- |"]
-        for tag, reply_cls in sorted(family.types.items()):
+        for tag, reply_cls in the_protocols(family):
             lines.append(f"| `{tag}` | {fields_of(reply_cls, set())} | {summary(reply_cls)} |")
     return "\n".join(lines) + "\n"
 
 
 def every_type() -> set[str]:
-    return {*protocol.REQUESTS.types, *protocol.REPLIES.types, *protocol.EVENTS.types}
+    return {tag for family in (protocol.REQUESTS, protocol.REPLIES, protocol.EVENTS)
+            for tag, _ in the_protocols(family)}
 
 
 def named_on_page(text: str) -> set[str]:
