@@ -184,8 +184,7 @@ def test_copies_small_talk_and_scaffolding_are_not_assertions() -> None:
      ("The group is going with a simple battery, the advanced chip.",
       "a simple battery, the advanced chip", [], "")),
     ("I chose the rubber case instead of plastic, because it is soft.",
-     ("Marketing chose the rubber case instead of plastic.",
-      "the rubber case instead of plastic", ["plastic"], "it is soft")),
+     ("Marketing chose the rubber case.", "the rubber case", ["plastic"], "it is soft")),
 ])
 def test_a_decision_said_in_so_many_words_is_read_off_the_turn(
         said: str, decision: tuple[str, str, list[str], str]) -> None:
@@ -311,7 +310,7 @@ async def test_a_long_transcripts_decisions_need_no_model() -> None:
     assert generator.calls == []  # nobody takes work on; the decisions are said plainly
     assert [(i.kind, i.text, i.chosen) for i in items] == [
         ("decision", "The group decided to go with the rubber case.",
-         "go with the rubber case")]  # said six times: kept once
+         "the rubber case")]  # said six times: kept once; the option without its verb
     # the keep's decisions and the bench's (bench.meetings --decisions-only) are one function:
     # the decision with the turn that first states it
     turns = long_turns()
@@ -560,11 +559,8 @@ def meeting(*said: tuple[str, str]) -> list[tuple[str, str]]:
     (meeting(("Marketing", "We should use plastic as opposed to metal."),
              ("Project Manager", "Fine.")),
      ("The group agreed to use plastic.", "plastic", ["metal"], "")),
-    (meeting(("Marketing", "So it has to be very robust."),
-             ("User Interface", "Okay, unbreakable.")),
-     ("The group agreed that it has to be very robust.", "very robust", [], "")),
 ])
-def test_a_proposal_or_requirement_the_others_accept_is_a_decision(
+def test_a_proposal_the_others_accept_is_a_decision(
         said: list[tuple[str, str]], decision: tuple[str, str, list[str], str]) -> None:
     ((index, found),) = decisions_at(said)
     assert index == 1
@@ -573,6 +569,10 @@ def test_a_proposal_or_requirement_the_others_accept_is_a_decision(
 
 
 @pytest.mark.parametrize("said", [
+    # a requirement agreed is not an option settled (on the dev meetings: "it should be a good
+    # in your hand", "it has to be made in the buttons")
+    meeting(("Marketing", "So it has to be very robust."),
+            ("User Interface", "Okay, unbreakable.")),
     meeting(("Marketing", "Let's go for the rubber case.")),  # nobody answers
     meeting(("Marketing", "Let's go for the rubber case."),
             ("Project Manager", "For twelve Euros?")),  # answered with a question

@@ -446,18 +446,18 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
     failures: list[str] = []
     decisions: list[ExtractedAssertion] = []  # checked already
     undertakings: list[list[Undertaking]] = []
-    if not whole:
-        decisions = [item for _, item in checked_decisions(turns)]
-        undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
-    elif pairs:
+    # the words said first, at every length: what a short meeting says in so many words is
+    # stored as said, and the model's reading of it adds only what they do not state
+    decisions = [item for _, item in checked_decisions(turns)]
+    undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
+    if whole and pairs:
         answered, failures = await answer_pieces(
             generator, [reading_lines(pairs)], lambda lines: extraction_prompt(
                 session.title, ["\n".join(lines)], memory_enabled=memories, speakers=people),
             Extraction, Extraction, EXTRACT_TOKENS, steps)
         extractions = [e for _, e in answered]
     total = len(undertakings)
-    if not whole:
-        steps(0, total)
+    steps(0, total)
     taken: list[ExtractedAssertion] = []
     for n, group in enumerate(undertakings, 1):
         cue = group[0]
@@ -483,8 +483,9 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
     if failures and whole and not extractions:
         raise EngineError(failures[0])
     texts = [t.text for t in turns]
-    merged = merge_extractions([*extractions, Extraction(taken)])
-    checked = [i for i in (check_assertion(i, people, texts) for i in merged) if i is not None]
+    merged = merge_extractions([Extraction(taken), *extractions])
+    checked = [i for i in (check_assertion(i, people, texts) for i in merged)
+               if i is not None and not repeats(i, decisions)]
     return [standing_claim(i) for i in [*decisions, *checked]][:MAX_EXTRACTED]
 
 
@@ -692,7 +693,10 @@ class Rememberer:
             failed.append(f"extraction failed: {_why(e)}")
             out.notes.append(failed[-1])
         if archive_on:
-            statements = (None if read_whole(turns) else
+            # what was decided and who owes what are the validated assertions at every
+            # length (a 0.5B model writing them for a seven-turn meeting credited a
+            # commitment to "the group"); the model's own only when extraction failed
+            statements = (None if items is None and read_whole(turns) else
                           [(i.kind, i.text) for i in items or [] if not i.about_person])
             try:
                 await self._archive(generator, context, session, turns, statements, out,
@@ -896,7 +900,7 @@ class Rememberer:
                 failed += 1
                 accepted.append(i)
                 continue
-            plan = plan_from_ruling(ruling, similar, new.kind)
+            plan = plan_from_ruling(ruling, similar, new.kind, new.text)
             if plan.action == "skip":
                 log.info("duplicate of assertion %s: %r", plan.target, new.text)
                 if plan.target is not None and plan.target > 0:
