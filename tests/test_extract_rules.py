@@ -16,8 +16,11 @@ from daemon.memory.extract import (
     find_anchor,
     find_undertakings,
     given_to_named,
+    group_undertakings,
     names_no_work,
     plan_from_ruling,
+    said_assertion,
+    said_work,
 )
 
 CHUNKS = [
@@ -139,3 +142,31 @@ def test_nothing_is_given_to_a_named_participant(said: str) -> None:
 def test_a_speaker_gives_themself_nothing_in_the_third_person() -> None:
     assert given_to_named("Marketing will work on product evaluation.", ROLES,
                           "Marketing") == []
+
+
+@pytest.mark.parametrize(("said", "taken"), [
+    ("I'll rotate the deploy bot token by Friday.", True),  # any verb, given a deadline
+    ("And I'm going to migrate the billing tables before the next meeting.", True),
+    ("I'll be in Berlin by Friday.", False),  # where they will be, not work
+    ("I'll rotate the deploy bot token.", False),  # no deadline, and not a listed verb
+    ("Why don't I rotate it by Friday?", False),  # a question
+])
+def test_work_the_speaker_dates_is_theirs_whatever_its_verb(said: str, taken: bool) -> None:
+    found = find_undertakings([("me", "Sounds good."), ("Dana", said)], ["me", "Dana"])
+    assert [(u.owner, bool(u.due)) for u in found] == ([("Dana", True)] if taken else [])
+    if taken:  # stated as said, without the model
+        assert said_work(said).startswith(("rotate the deploy bot token", "migrate the billing"))
+
+
+def test_the_users_own_commitment_is_stated_in_the_first_person() -> None:
+    turns = [("Dana", "Can we have the figures?"),
+             ("me", "I'll send my notes on the figures by Friday.")]
+    (group,) = group_undertakings(find_undertakings(turns, ["Dana", "me"]))
+    item = said_assertion(group, turns)
+    assert item is not None
+    assert (item.text, item.owner, item.due) == (
+        "I will send my notes on the figures by Friday.", "me", "by Friday")
+    turns = [("Dana", "I'll send my notes on the figures by Friday.")]
+    (group,) = group_undertakings(find_undertakings(turns, ["Dana", "me"]))
+    item = said_assertion(group, turns)
+    assert item is not None and item.text == "Dana will send their notes on the figures by Friday."

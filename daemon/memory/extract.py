@@ -284,6 +284,13 @@ SELF_UNDERTAKING = re.compile(
     r"(?! to (explain|present|tell|talk|show|give|point))"
     r"|\bmy (task|job) (is|will be)\b"
     r"|\bi('ll| will)( be)? (responsible|in charge) for\b")  # not "I am ...": a role
+# Any piece of work the speaker dates ("I'll rotate the deploy bot token by Friday"): a deadline
+# says it is work to do after the meeting whatever its verb ("I'll be there by Friday" is not).
+DATED_SELF_UNDERTAKING = re.compile(
+    r"(?<!what )(?<!how )(?<!if )(?<!whether )(?<!when )\b(i'?ll|i will|i shall|i'?m going to|"
+    r"i am going to|i'?m gonna)( also)? (?!be\b)[\w'-]+\b[^.?!]*?\b(by|before) (the )?"
+    r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|"
+    r"next (week|meeting)|the next meeting|end of (the )?(day|week|month))\b", re.I)
 YOU_UNDERTAKING = re.compile(
     r"\b(you'?ll|you will|you('re| are) going to|(it'?s|is) your (task|job)( to)?|"
     r"your (task|job) is( to)?)( also)? " + _GAP + WORK + r"\b")
@@ -337,6 +344,7 @@ _SAID_WORK = re.compile(
     r"you(?:'re| are) going to)(?: also| just| then| now)? (?P<work>.+)$", re.I)
 _CLAUSE_END = re.compile(r",|;| - | but | because | so that | so | if | when | and then | or ",
                          re.I)
+_FIRST_PERSON = ("i", "my", "me", "myself", "mine")
 _THIRD_PERSON = {"my": "their", "me": "them", "myself": "themselves", "mine": "theirs",
                  "your": "their", "you": "them", "yourself": "themselves", "i": "they"}
 # a longer run of a turn's words is a copy, not a statement (validate.COPY_WORDS); at 10, "ask
@@ -347,20 +355,24 @@ _NAMES_WORK = re.compile(r"(?:(?:just|quickly|also|then|now|probably|maybe|defin
                          r"first|go and|try and|try to) )*" + WORK + r"\b", re.I)
 
 
-def said_work(sentence: str) -> str:
+def said_work(sentence: str, *, mine: bool = False) -> str:
     """The work a sentence of an undertaking names after its "I will" / "you will", in the
-    third person ("look into the costs of the case"); "" when it names none so plainly or
-    at more than :data:`SAID_WORK_WORDS` words."""
+    third person ("look into the costs of the case"), or, when ``mine`` (the user's own), with
+    the user's "my" kept; "" when it names none so plainly or at more than
+    :data:`SAID_WORK_WORDS` words."""
     found = _SAID_WORK.search(sentence.rstrip(".!"))
     if not found:
         return ""
     work = _CLAUSE_END.split(found.group("work"), maxsplit=1)[0].strip()
-    if not _NAMES_WORK.match(work):  # "I'll presume he'll work out …": not what they will do
+    # "I'll presume he'll work out …" is not what they will do; dated work is, whatever its verb
+    if not (_NAMES_WORK.match(work) or DATED_SELF_UNDERTAKING.search(sentence)):
         return ""
     ws = _without_dangling(work.split())  # no commas: _CLAUSE_END cut at the first
     if not 1 <= len(ws) <= SAID_WORK_WORDS:
         return ""
-    return " ".join(_THIRD_PERSON.get(w.casefold(), w) for w in ws)
+    keep = _FIRST_PERSON if mine else ()
+    return " ".join(w if w.casefold() in keep else _THIRD_PERSON.get(w.casefold(), w)
+                    for w in ws)
 
 
 def _named(sentence: str, people: Sequence[str], but: str) -> str | None:
@@ -391,7 +403,7 @@ def find_undertakings(turns: Sequence[tuple[str, str]],
             if sentence.endswith("?"):
                 if _work(REQUEST, sentence):  # "can you send ...?" — "sure, I will"
                     owner, assigned = _accepted_by(turns, i, AGREEMENT), True
-            elif _work(SELF_UNDERTAKING, sentence):
+            elif _work(SELF_UNDERTAKING, sentence) or DATED_SELF_UNDERTAKING.search(sentence):
                 owner = speaker
             elif _work(YOU_UNDERTAKING, sentence):
                 owner = _named(sentence, people, speaker) or _accepted_by(turns, i, ACCEPTANCE)
@@ -399,7 +411,9 @@ def find_undertakings(turns: Sequence[tuple[str, str]],
             if owner is not None:
                 due = DUE.search(text)
                 said = next((w for c in spoken_clauses(text, casefold=False)
-                             if c.casefold() == sentence and (w := said_work(c))), "")
+                             if c.casefold() == sentence
+                             and (w := said_work(c, mine=owner == validate.ME))),
+                            "")
                 found.append(Undertaking(i, owner, assigned, due.group() if due else "", said))
                 break
     return found
@@ -559,7 +573,8 @@ def said_assertion(group: Sequence[Undertaking],
     first = group[0]
     return ExtractedAssertion(
         kind="task" if first.assigned else "commitment",
-        text=f"{first.owner} will {said.said}.", owner=first.owner,
+        text=f"{'I' if first.owner == validate.ME else first.owner} will "
+             f"{said.said}.", owner=first.owner,
         due=next((u.due for u in group if u.due), ""),
         evidence=" ".join(turns[said.index][1].split())[:160])
 
