@@ -319,6 +319,40 @@ async def test_a_long_transcripts_decisions_need_no_model() -> None:
     assert extraction_prompt("x", ["a"], memory_enabled=False)[1]["content"].count("[1]") == 1
 
 
+ATLAS = [("Sam", "Let's settle the Atlas launch. We decided to launch Atlas on March 3rd, "
+                 "not in February."),
+         ("Priya", "Fine. And the beta stays closed to the public, we agreed on that."),
+         ("Sam", "Right, the beta stays closed.")]
+
+
+def short_turns(said: Sequence[tuple[str, str]]) -> list[Turn]:
+    return [Turn(id=i + 1, session_id=1, seq=i, speaker=speaker, source="import",
+                 start=5.0 * i, end=5.0 * i + 4, text=text, ref=None)
+            for i, (speaker, text) in enumerate(said)]
+
+
+async def test_the_model_words_and_completes_a_decision_said_in_so_many_words() -> None:
+    read = [{"kind": "decision", "text": "Atlas launches on March 3rd.", "chosen": "March 3rd",
+             "alternatives": ["February"], "evidence": "launch Atlas on March 3rd"},
+            # another turn's decision: its own
+            {"kind": "decision", "text": "The beta stays closed to the public.",
+             "chosen": "closed to the public", "evidence": "the beta stays closed"}]
+    generator = ScriptedGenerator(lambda messages: {"assertions": read})
+    items = await extract(generator, 4096, session(), short_turns(ATLAS), memories=False)
+    assert [(i.text, i.chosen, i.alternatives) for i in items if i.kind == "decision"] == [
+        ("Atlas launches on March 3rd.", "March 3rd", ["February"]),  # one, not two
+        ("The beta stays closed to the public.", "closed to the public", [])]
+
+
+async def test_a_model_decision_of_another_option_in_the_same_turn_is_not_merged() -> None:
+    read = [{"kind": "decision", "text": "Atlas ships with the new installer.",
+             "chosen": "the new installer", "evidence": "launch Atlas on March 3rd"}]
+    generator = ScriptedGenerator(lambda messages: {"assertions": read})
+    items = await extract(generator, 4096, session(), short_turns(ATLAS[:1]), memories=False)
+    assert [i.chosen for i in items if i.kind == "decision"] == [
+        "launch Atlas on March 3rd, not in February", "the new installer"]
+
+
 @pytest.mark.parametrize("chosen", ["the team", "The group", "I_C_s?", "yes", "",
                                     "Something something new."])
 def test_who_chose_or_a_question_is_not_a_choice(chosen: str) -> None:
