@@ -141,6 +141,7 @@ class StoredAssertion:
     alternatives: tuple[str, ...] = ()
     reasoning: str = ""
     owner: str = ""
+    due: str = ""
 
 
 def hygiene(archive_text: str, assertions: Sequence[StoredAssertion], speakers: Iterable[str],
@@ -180,6 +181,187 @@ def decided_text(archive_text: str, assertions: Sequence[StoredAssertion]) -> st
         if a.kind == "decision":
             parts += [a.text, a.chosen, a.reasoning, *a.alternatives]
     return "\n".join(p for p in parts if p)
+
+
+# -- the gold decisions and action items ------------------------------------------------------
+# ``decisions.json`` lists per meeting the decisions (chosen, rejected, reason, keywords) and
+# action items (owner, task, keywords) that the annotators' summaries and queries state,
+# checked against the transcripts; its borderline decisions count neither way. A stored item
+# matches a gold one when every gold keyword is in its words (a keyword's stem as a substring:
+# "button" in "push-buttons") and, for an action item, its owner is the gold owner or one of
+# them ("All" is anyone's). Each gold item is matched once; a stored item matching one already
+# matched is a repeat, counted right (it is true) but not again in the recall.
+
+ANYONE = {"all", "everyone", "the group", "the team"}
+
+
+def keyword_in(keyword: str, text: str) -> bool:
+    """Whether a gold keyword is in ``text``: its stem as a substring, casefolded."""
+    key = keyword.casefold().replace("-", " ")
+    for suffix in ("es", "s"):
+        if key.endswith(suffix) and len(key) - len(suffix) >= 4:
+            key = key[: -len(suffix)]
+            break
+    # AMI spells letters out "L_C_D_s": the keyword is "lcd"
+    return key in text.casefold().replace("-", " ").replace("_", "")
+
+
+def owner_matches(owner: str, gold_owner: str) -> bool:
+    """Whether a stored owner is the gold owner or one of them ("Industrial Designer and User
+    Interface"); a gold owner "All" is anyone's."""
+    gold = norm(gold_owner)
+    if gold in ANYONE:
+        return bool(norm(owner))
+    who = norm(owner)
+    return bool(who) and who not in ANYONE and re.search(rf"\b{re.escape(who)}\b", gold) is not None
+
+
+def decision_words(a: StoredAssertion) -> str:
+    return f"{a.text} {a.chosen}"
+
+
+def gold_match(stored: StoredAssertion, gold: Mapping[str, Any]) -> bool:
+    """Whether a stored decision or action item states a gold one (see above)."""
+    keywords = gold.get("keywords") or []
+    if "owner" in gold and not owner_matches(stored.owner, gold["owner"]):
+        return False
+    return bool(keywords) and all(keyword_in(k, decision_words(stored)) for k in keywords)
+
+
+@dataclass
+class Matched:
+    """One stored item and the gold item it matched (its index; -1 none, -2 borderline)."""
+
+    kind: str
+    text: str
+    gold: int
+    repeat: bool = False
+    alternatives: bool = False  # stored a rejected alternative
+    reason: bool = False  # stored a reason
+    owner: str = ""
+    due: str = ""
+
+
+@dataclass
+class GoldScore:
+    decisions_gold: int = 0
+    decisions_stored: int = 0  # borderline ones left out
+    decisions_right: int = 0  # stored ones that match a gold decision
+    decisions_found: int = 0  # gold decisions matched
+    borderline: int = 0  # stored decisions matching only a borderline one
+    with_alternative: int = 0  # matched decisions whose gold names a rejected alternative
+    alternative_stored: int = 0  # ... that store one
+    with_reason: int = 0
+    reason_stored: int = 0
+    actions_gold: int = 0
+    actions_stored: int = 0
+    actions_right: int = 0
+    actions_found: int = 0
+    items: list[Matched] = field(default_factory=list)
+    missed: list[str] = field(default_factory=list)  # gold items nothing matched
+
+    def add(self, other: GoldScore) -> None:
+        for name in self.__dataclass_fields__:
+            if name not in ("items", "missed"):
+                setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+def _match(stored: Sequence[StoredAssertion], gold: Sequence[Mapping[str, Any]],
+           ) -> list[tuple[StoredAssertion, list[int], bool]]:
+    """(stored, the gold items it newly matches — every one: "a simple battery, the advanced
+    chip" states two — or the one it repeats, or [], repeat) for each stored item."""
+    taken: set[int] = set()
+    out = []
+    for a in stored:
+        hits = [i for i, g in enumerate(gold) if gold_match(a, g)]
+        fresh = [i for i in hits if i not in taken]
+        out.append((a, fresh or hits[:1], not fresh and bool(hits)))
+        taken.update(fresh)
+    return out
+
+
+def score_gold(stored: Sequence[StoredAssertion], gold: Mapping[str, Any]) -> GoldScore:
+    """Decision and action-item recall and precision of one meeting against its gold entry."""
+    s = GoldScore()
+    decisions = list(gold.get("decisions", []))
+    borderline = list(gold.get("borderline_decisions", []))
+    actions = list(gold.get("actions", []))
+    s.decisions_gold, s.actions_gold = len(decisions), len(actions)
+    found: set[int] = set()
+    for a, hits, repeat in _match([a for a in stored if a.kind == "decision"], decisions):
+        if not hits and any(gold_match(a, b) for b in borderline):
+            s.borderline += 1
+            s.items.append(Matched(a.kind, a.text, -2))
+            continue
+        s.decisions_stored += 1
+        m = Matched(a.kind, a.text, hits[0] if hits else -1, repeat, bool(a.alternatives),
+                    bool(a.reasoning))
+        s.items.append(m)
+        if not hits:
+            continue
+        s.decisions_right += 1
+        if repeat:
+            continue
+        for i in hits:
+            found.add(i)
+            g = decisions[i]
+            if g.get("rejected"):
+                s.with_alternative += 1
+                s.alternative_stored += m.alternatives
+            if g.get("reason"):
+                s.with_reason += 1
+                s.reason_stored += m.reason
+    s.decisions_found = len(found)
+    done: set[int] = set()
+    for a, hits, repeat in _match([a for a in stored if a.kind in ("commitment", "task")],
+                                  actions):
+        s.actions_stored += 1
+        s.items.append(Matched(a.kind, a.text, hits[0] if hits else -1, repeat, owner=a.owner,
+                               due=a.due))
+        if hits:
+            s.actions_right += 1
+            done.update(hits)
+    s.actions_found = len(done)
+    s.missed = ([f"decision: {g['decision']}" for i, g in enumerate(decisions) if i not in found]
+                + [f"action: {g['owner']}: {g['task']}" for i, g in enumerate(actions)
+                   if i not in done])
+    return s
+
+
+def share(part: int, whole: int) -> str:
+    return "-" if not whole else f"{100 * part / whole:.0f}%"
+
+
+def gold_row(name: str, s: GoldScore) -> str:
+    return (f"{name:<10} decisions R {share(s.decisions_found, s.decisions_gold):>4} "
+            f"({s.decisions_found}/{s.decisions_gold}) P "
+            f"{share(s.decisions_right, s.decisions_stored):>4} "
+            f"({s.decisions_right}/{s.decisions_stored}, {s.borderline} borderline) "
+            f"alt {s.alternative_stored}/{s.with_alternative} why {s.reason_stored}/"
+            f"{s.with_reason}; actions R {share(s.actions_found, s.actions_gold):>4} "
+            f"({s.actions_found}/{s.actions_gold}) P {share(s.actions_right, s.actions_stored):>4}"
+            f" ({s.actions_right}/{s.actions_stored})")
+
+
+def gold_report(scored: Sequence[tuple[str, GoldScore]], *, items: bool = True) -> list[str]:
+    """Per meeting its gold row and (``items``) every stored decision and action item with
+    whether it matched, and the gold items missed; then the total row."""
+    total = GoldScore()
+    lines = []
+    for meeting, s in scored:
+        total.add(s)
+        lines.append(gold_row(meeting, s))
+        if not items:
+            continue
+        for m in s.items:
+            mark = {-1: "no   ", -2: "bord "}.get(m.gold, "REP  " if m.repeat else "YES  ")
+            extra = "".join(f" [{k}]" for k, v in (("alt", m.alternatives), ("why", m.reason))
+                            if v)
+            who = f" (owner {m.owner}{', due ' + m.due if m.due else ''})" if m.owner else ""
+            lines.append(f"    {mark}{m.kind}: {m.text}{who}{extra}")
+        lines += [f"    MISSED {g}" for g in s.missed]
+    lines.append(gold_row("total", total))
+    return lines
 
 
 @dataclass
@@ -360,7 +542,7 @@ def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
                     chunks = store.archive(session.id)
                     text = chunks[0].body if chunks else ""
                     stored = [StoredAssertion(a.kind, a.text, a.chosen or "", a.alternatives,
-                                              a.reasoning or "", a.owner or "")
+                                              a.reasoning or "", a.owner or "", a.due or "")
                               for a in store.list_assertions(session_id=session.id)]
                     result = score(model, m, [t.speaker for t in turns],
                                    [t.text for t in turns], text, stored)
@@ -438,11 +620,11 @@ def keep_decisions(meeting: Meeting) -> DecisionsResult:
     decisions are read off the words said and validated (``remember.checked_decisions``, as
     the keep does) and are the *Decided* section (``archive.build_archive``). What the
     model would write (summary, action items) and the reconciliation with earlier meetings'
-    assertions are left out; a short transcript (read whole by the model) keeps none here. A
+    assertions are left out. A
     decision no transcript chunk supports (``find_anchor``) is in *Decided* only, as in a keep."""
     from daemon.memory import archive, validate
-    from daemon.memory.extract import AnchorCandidate, ExtractedAssertion, find_anchor
-    from daemon.memory.remember import checked_decisions, read_whole
+    from daemon.memory.extract import AnchorCandidate, find_anchor
+    from daemon.memory.remember import checked_decisions
     from daemon.store import chunking
     from daemon.store.records import Turn
     from daemon.store.transcript import parse_transcript
@@ -452,8 +634,7 @@ def keep_decisions(meeting: Meeting) -> DecisionsResult:
                   start=t.t, end=t.end if t.end is not None else t.t, text=t.text, ref=t.ref)
              for i, t in enumerate(transcript.turns)]
     people = validate.speakers(t.speaker for t in turns)
-    kept: list[tuple[Turn, ExtractedAssertion]] = [] if read_whole(turns) else [
-        (t, a) for t, a in checked_decisions(turns) if a.kind == "decision"]
+    kept = [(t, a) for t, a in checked_decisions(turns) if a.kind == "decision"]
     # stored as an assertion only when a transcript chunk supports it (the Decided section
     # keeps it either way), as the store cuts the chunks
     ctx = chunking.ChunkContext(date=transcript.started_at.date(), kind="transcript",
@@ -505,6 +686,50 @@ def decisions_report(results: Sequence[DecisionsResult]) -> list[str]:
     return lines
 
 
+def stored_of(result: Mapping[str, Any]) -> list[StoredAssertion]:
+    """The stored assertions of a meeting as a ``--json`` file holds them."""
+    return [StoredAssertion(**{**a, "alternatives": tuple(a.get("alternatives", ()))})
+            for a in result.get("stored", [])]
+
+
+def gold_lines(results: Sequence[Mapping[str, Any]], gold: Mapping[str, Any],
+               held_out: Sequence[str], *, items: bool = True) -> list[str]:
+    """The gold report of kept meetings (``--json`` shaped), with the totals of the meetings
+    tuned on and of the ``held_out`` series apart."""
+    scored = [(r["meeting"], score_gold(stored_of(r), gold[r["meeting"]]))
+              for r in results if r["meeting"] in gold]
+    lines = gold_report(scored, items=items)
+    if held_out:
+        out = tuple(held_out)
+        for name, part in (("tuned on", [x for x in scored if not x[0].startswith(out)]),
+                           ("held out", [x for x in scored if x[0].startswith(out)])):
+            total = GoldScore()
+            for _, s in part:
+                total.add(s)
+            lines.append(gold_row(name, total) + f" [{len(part)} meetings]")
+    return lines
+
+
+def rescore(path: Path, gold: Mapping[str, Any], held_out: Sequence[str]) -> list[str]:
+    """The figures of a run a ``--json`` file (or its ``.partial.json``) holds, scored again:
+    the matcher is iterated without keeping again."""
+    data = json.loads(path.read_text())
+    runs = ({"": data} if isinstance(data, list)
+            else {m: v["meetings"] for m, v in data["models"].items()})
+    lines = []
+    for model, results in runs.items():
+        keep_s = [r["keep_s"] for r in results]
+        lines += [f"{model} {len(results)} meetings, keep median "
+                  f"{statistics.median(keep_s) if keep_s else 0:.1f} s",
+                  *(f"{r['meeting']:<10} R-1 {r['rouge1']:.1f} hygiene "
+                    f"{sum(r['hygiene'].values())} keep {r['keep_s']:.0f} s" for r in results),
+                  *gold_lines(results, gold, held_out)]
+        rouge1 = [r["rouge1"] for r in results]
+        lines.append(f"mean ROUGE-1 {statistics.fmean(rouge1) if rouge1 else 0:.1f}, hygiene "
+                     f"{sum(sum(r['hygiene'].values()) for r in results)}")
+    return lines
+
+
 def main() -> None:
     from bench.common import default_models_dir, machine, model_speed
 
@@ -520,13 +745,31 @@ def main() -> None:
                         help="the model's context tokens (default: the settings' llm_context)")
     parser.add_argument("--only", nargs="*", default=[], help="series or meetings to keep")
     parser.add_argument("--json", type=Path, help="write every figure, archive and assertion")
+    parser.add_argument("--gold", type=Path,
+                        help="the gold decisions and action items (default: decisions.json "
+                             "in --data, when there)")
+    parser.add_argument("--held-out", nargs="*", default=[],
+                        help="series not tuned on: their gold totals are printed apart")
+    parser.add_argument("--rescore", type=Path,
+                        help="score a --json file of an earlier run again (no model)")
     parser.add_argument("--decisions-only", action="store_true",
                         help="no model: the decisions each keep would store, the turns that "
                              "state them and the decision coverage (seconds)")
     args = parser.parse_args()
+    gold_path = args.gold or args.data / "decisions.json"
+    gold: dict[str, Any] = json.loads(gold_path.read_text()) if gold_path.is_file() else {}
+    if args.rescore:
+        print("\n".join(rescore(args.rescore, gold, args.held_out)))
+        return
     if args.decisions_only:
         kept = [keep_decisions(m) for m in load(args.data, args.only)]
         print("\n".join(decisions_report(kept)))
+        if gold:  # the decisions only: no action item is read without the model
+            print("\n".join(gold_lines([
+                {"meeting": r.meeting, "stored": [
+                    asdict(StoredAssertion("decision", d.text, d.chosen, tuple(d.alternatives),
+                                           d.reasoning)) for d in r.decisions if d.stored]}
+                for r in kept], gold, args.held_out)))
         if args.json:
             args.json.write_text(json.dumps([asdict(r) for r in kept], indent=1))
         return
@@ -550,6 +793,9 @@ def main() -> None:
         results = run_model(model, meetings, args)
         summaries[model] = overall(results)
         print(overall_row("overall", summaries[model]))
+        print(f"keep median {statistics.median(r.keep_s for r in results):.1f} s")
+        if gold:
+            print("\n".join(gold_lines([asdict(r) for r in results], gold, args.held_out)))
         speeds.append(model_speed(installed(model, args.models_dir), args.threads))
         print(f"{machine()} after {model}; {speeds[-1]}")
         everything["models"][model] = {"overall": summaries[model], "speed": speeds,

@@ -14,13 +14,17 @@ from bench.meetings import (
     decision_coverage,
     decision_queries,
     decisions_report,
+    gold_report,
     hygiene,
     keep_decisions,
+    keyword_in,
     label_item,
     load,
+    owner_matches,
     rouge,
+    score_gold,
 )
-from daemon.memory.archive import FORMATS
+from daemon.memory.archive import FORMATS, NO_DECISION
 from daemon.memory.validate import copied_run
 
 ARCHIVE = """Topic: remote control design
@@ -152,4 +156,84 @@ def test_decisions_only_keeps_what_the_keep_would_and_scores_it(tmp_path: Path) 
 def test_decisions_only_of_a_meeting_with_none_covers_nothing(tmp_path: Path) -> None:
     data = series(tmp_path, [("Marketing", "Have we decided on the case?")])
     (result,) = [keep_decisions(m) for m in load(data)]
-    assert result.decisions == [] and result.decided == [] and result.coverage == 0.0
+    assert result.decisions == [] and result.coverage == 0.0
+    assert result.decided == [NO_DECISION]  # said plainly
+
+
+GOLD = {
+    "decisions": [
+        {"decision": "Use the advanced chip", "chosen": "advanced chip",
+         "keywords": ["advanced", "chip"], "rejected": ["simple chip"],
+         "reason": "LCD only works with it"},
+        {"decision": "Push-buttons outside", "chosen": "push-buttons",
+         "keywords": ["push", "buttons"], "rejected": [], "reason": "frequent functions"},
+        {"decision": "Include the speaker", "keywords": ["speaker"], "rejected": [],
+         "reason": ""},
+    ],
+    "borderline_decisions": [{"decision": "Sell at 25 euros", "keywords": ["25", "euro"]}],
+    "actions": [
+        {"owner": "Industrial Designer and User Interface", "task": "Build the prototype",
+         "keywords": ["prototype"]},
+        {"owner": "All", "task": "Put presentations in the folder",
+         "keywords": ["presentations"]},
+        {"owner": "Marketing", "task": "Work on product evaluation", "keywords": ["evaluation"]},
+    ],
+}
+
+
+def test_gold_matching_counts_recall_precision_and_what_a_match_stores() -> None:
+    stored = [
+        StoredAssertion("decision", "The group is going with the advanced chip.",
+                        chosen="the advanced chip", alternatives=("the simple chip",)),
+        StoredAssertion("decision", "The group agreed on the advanced chip.",
+                        chosen="advanced chip"),  # a repeat: right, no more recall
+        StoredAssertion("decision", "The group agreed to have push-button controls.",
+                        chosen="push-button controls", reasoning="they are used most"),
+        StoredAssertion("decision", "The group decided to sell it at 25 euros.",
+                        chosen="25 euros"),  # borderline: neither way
+        StoredAssertion("decision", "The group decided to use wood.", chosen="wood"),
+        StoredAssertion("commitment", "User Interface will build the prototype.",
+                        owner="User Interface"),
+        StoredAssertion("task", "Project Manager will do the evaluation.",
+                        owner="Project Manager"),  # not the gold owner
+        StoredAssertion("task", "The group will put presentations in the folder.",
+                        owner="the group"),
+    ]
+    s = score_gold(stored, GOLD)
+    assert (s.decisions_found, s.decisions_gold) == (2, 3)
+    assert (s.decisions_right, s.decisions_stored, s.borderline) == (3, 4, 1)
+    assert (s.alternative_stored, s.with_alternative) == (1, 1)
+    assert (s.reason_stored, s.with_reason) == (1, 2)
+    assert (s.actions_found, s.actions_gold, s.actions_right, s.actions_stored) == (2, 3, 2, 3)
+    assert [m.gold for m in s.items] == [0, 0, 1, -2, -1, 0, -1, 1]
+    assert [m.repeat for m in s.items][:2] == [False, True]
+    assert s.missed == ["decision: Include the speaker",
+                        "action: Marketing: Work on product evaluation"]
+    report = gold_report([("ES2006c", s)])
+    assert report[0].startswith("ES2006c    decisions R  67% (2/3) P  75% (3/4, 1 borderline)")
+    assert "    REP  decision: The group agreed on the advanced chip." in report
+    assert "    no   decision: The group decided to use wood." in report
+    assert report[-1].startswith("total")
+
+
+@pytest.mark.parametrize(("keyword", "text", "found"), [
+    ("buttons", "push-button controls", True),
+    ("colours", "bright colour scheme", True),
+    ("lcd", "an LCD screen", True),
+    ("wood", "a rubber case", False),
+])
+def test_a_keyword_matches_by_stem_as_a_substring(keyword: str, text: str, found: bool) -> None:
+    assert keyword_in(keyword, text) is found
+
+
+@pytest.mark.parametrize(("owner", "gold", "found"), [
+    ("User Interface", "Industrial Designer and User Interface", True),
+    ("Marketing", "Industrial Designer and User Interface", False),
+    ("the group", "All", True),
+    ("Marketing", "All", True),  # everyone's: each of them owes it
+    ("", "Marketing", False),
+    ("the group", "Marketing", False),
+])
+def test_an_action_owner_is_the_gold_one_or_one_of_them(owner: str, gold: str,
+                                                        found: bool) -> None:
+    assert owner_matches(owner, gold) is found

@@ -4,8 +4,9 @@ default models and read back through every way words leave the store: `braincue 
 the assertions and memory candidates, `braincue open`. No value may be readable in any of them;
 `braincue show` keeps the words as said and marks the turns that hold one.
 
-The same meeting holds one decision and two commitments: what keep stores of them is printed,
-and :func:`stored_items` is where an assertion on them goes.
+The same meeting holds one decision and two commitments: masking the credentials beside them
+must not cost them — the decision is stored with its chosen option, the alternative and the
+reason, and both commitments with their owner and due date.
 """
 
 from __future__ import annotations
@@ -88,13 +89,11 @@ def braincue(*args: str) -> Any:
     return json.loads(done.stdout)
 
 
-def stored_items(shown: dict[str, Any]) -> dict[str, list[str]]:
-    """The decisions and commitments keep stored, by kind: where the assertion that the
-    meeting's decision and both commitments are stored goes, once keep stores them on short
-    meetings."""
-    items: dict[str, list[str]] = {}
+def stored_items(shown: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The assertions keep stored, by kind."""
+    items: dict[str, list[dict[str, Any]]] = {}
     for a in shown.get("assertions", []):
-        items.setdefault(a["kind"], []).append(a["text"])
+        items.setdefault(a["kind"], []).append(a)
     return items
 
 
@@ -176,6 +175,16 @@ async def test_no_credential_of_the_handover_is_readable_anywhere(
     assert leaks(everything) == [], everything
     # a marker the model copied from a source is left whole, not masked again
     assert re.findall(r"\[redacted [a-z ]+\] [a-z]+\]", everything) == []
+    # the decision and both commitments are stored beside the masked credentials
+    items = stored_items(shown)
+    (decision,) = items["decision"]
+    assert "blue-green" in decision["chosen"], decision
+    assert ["rolling" in alt for alt in decision["alternatives"]] == [True], decision
+    assert "rollback is instant" in (decision["reasoning"] or ""), decision
+    commitments = {(c["owner"], c["due"]): c["text"] for c in items["commitment"]}
+    assert sorted(commitments) == [("Dana", "by Friday"), ("me", "by Friday")], commitments
+    assert "token" in commitments[("me", "by Friday")], commitments
+    assert "on-call schedule" in commitments[("Dana", "by Friday")], commitments
     # show keeps the words as said (behind the encryption) and marks them
     turns = shown["turns"]
     said = [t for t in turns if leaks(t["text"])]

@@ -254,7 +254,8 @@ def test_the_window_shows_sessions_archive_decisions_items_and_the_review_queue(
 
     open_session(window, "TS3010b")
     assert window.archive.toPlainText().startswith("Topic: Functional design of the remote")
-    assert "Decided:\n- The remote works on all televisions\n" in window.archive.toPlainText()
+    assert ("Decided:\n- The remote will have no interchangeable covers.\n"  # as stored
+            "- The remote has to work on all televisions.\n") in window.archive.toPlainText()
     assert [q.startswith("Project Manager: ") for q in
             (window.quotes.item(i).text() for i in range(window.quotes.count()))] == [True]
     decisions = {row[0]: row for row in rows(window.decisions)}
@@ -382,7 +383,9 @@ def test_corrections_made_in_the_window_flow_to_show_open_search_and_ask(
     assert ANSWER.split(" [")[0] in answer
     prompt = profile.model.asked[-1]
     assert "Sarah will put the minutes" in prompt  # what the answer is written from
-    assert MINUTES["text"] not in prompt
+    # the old wording is only in the archive: the account of the meeting as it was kept
+    (kept,) = [source for source in prompt.split("\n\n[") if MINUTES["text"] in source]
+    assert "(summary of the conversation)" in kept.splitlines()[0]
 
 
 @under_x

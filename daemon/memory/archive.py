@@ -156,13 +156,17 @@ def _text(chars: int) -> Any:
     return Annotated[str, msgspec.Meta(max_length=chars)]
 
 
-def asked_sections(fmt: ArchiveFormat, *, stated: bool = False) -> tuple[Section, ...]:
-    """The sections the model writes: all of them for a transcript read whole; none when the
-    assertions state a long one's (``stated``). Asked about parts of real meetings, the 0.5B
+def asked_sections(fmt: ArchiveFormat, *, stated: bool = False,
+                   part: bool = False) -> tuple[Section, ...]:
+    """The sections the model writes: all of them for a transcript read whole; with the
+    assertions stated (``stated``), those they do not state for a transcript read whole and
+    none for a ``part`` of a long one. Asked about parts of real meetings, the 0.5B
     filled every section with what reads wrong: role names and proposals as decisions,
     "What were the key quotes?" and "Discussing initial ideas at all here?" as still open,
     "Marketing looks at me." as changed since last time (which a part cannot know)."""
-    return () if stated else fmt.sections
+    if not stated:
+        return fmt.sections
+    return () if part else tuple(s for s in fmt.sections if not s.kinds)
 
 
 def output_type(fmt: ArchiveFormat, *, stated: bool = False,
@@ -174,7 +178,8 @@ def output_type(fmt: ArchiveFormat, *, stated: bool = False,
     transcript's speakers."""
     name = f"{fmt.activity.title()}{'Stated' if stated else ''}{'Part' if part else ''}"
     sections = msgspec.defstruct(
-        f"{name}Sections", [(s.key, _at_most(s.cap)) for s in asked_sections(fmt, stated=stated)]
+        f"{name}Sections",
+        [(s.key, _at_most(s.cap)) for s in asked_sections(fmt, stated=stated, part=part)]
     )
     return msgspec.defstruct(
         f"{name}Archive",
@@ -189,11 +194,19 @@ def schema(fmt: ArchiveFormat) -> dict[str, Any]:
     return msgspec.json.schema(output_type(fmt))
 
 
+NO_DECISION = "No decision was recorded in this conversation."
+
+
 def stated_sections(fmt: ArchiveFormat,
                     statements: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
-    """The items of the sections that assertions state, from (kind, text) pairs in order."""
-    return {s.key: [text for kind, text in statements if kind in s.kinds]
-            for s in fmt.sections if s.kinds}
+    """The items of the sections that assertions state, from (kind, text) pairs in order; the
+    section of decisions says plainly when none was found."""
+    stated = {s.key: [text for kind, text in statements if kind in s.kinds]
+              for s in fmt.sections if s.kinds}
+    for s in fmt.sections:
+        if "decision" in s.kinds and not stated[s.key]:
+            stated[s.key] = [NO_DECISION]
+    return stated
 
 
 SYSTEM = ("You read the transcript of a conversation and write about it so that it can be found "
@@ -217,7 +230,7 @@ def prompt(fmt: ArchiveFormat, title: str, transcript: str, speakers: Sequence[s
     a ``part`` of a long one, a short account of that part."""
     # Hints are phrased so that a small model copying one verbatim writes nothing useful
     # rather than a plausible item (a 0.5B model echoed "(at most 8 short items)" as one).
-    asked = asked_sections(fmt, stated=stated)
+    asked = asked_sections(fmt, stated=stated, part=part)
     lines = "\n".join(f'- "{s.key}": {s.hint}' for s in asked)
     cap = max((s.cap for s in asked), default=MAX_ITEMS)
     quotes = PART_QUOTES if part else MAX_QUOTES
@@ -345,6 +358,9 @@ def build_archive(
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+# a sentence about the account or the request rather than the conversation
+ABOUT_THE_ACCOUNT = re.compile(r"\b(?:the|this|a) (?:topic|summary|transcript|excerpt|prompt)\b"
+                               r"|\bsummar(?:y|ies|ised|ized)\b", re.I)
 
 
 def clean_summary(summary: str, words: Any = None, turns: Sequence[str] = (),
@@ -361,6 +377,8 @@ def clean_summary(summary: str, words: Any = None, turns: Sequence[str] = (),
             continue
         if words is not None and words.search(sentence):
             continue
+        if ABOUT_THE_ACCOUNT.search(sentence):
+            continue  # "The topic was about …", "The summary provided was: …"
         if names and (validate.spoken_line(sentence, names) or not validate.content_words(
                 sentence) - validate.content_words(" ".join(names))):
             continue  # "Marketing: um and everything else …"; "Project Manager, Marketing"

@@ -84,7 +84,6 @@ from daemon.memory.extract import (
     KnownMemory,
     Ruling,
     Undertaken,
-    Undertaking,
     already_known,
     check_assertion,
     decisions_at,
@@ -444,19 +443,18 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
     whole = read_whole(turns)  # short: its own context
     extractions: list[Extraction] = []
     failures: list[str] = []
-    decisions: list[ExtractedAssertion] = []  # checked already
-    undertakings: list[list[Undertaking]] = []
-    if not whole:
-        decisions = [item for _, item in checked_decisions(turns)]
-        undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
-    elif pairs:
+    # the words said first, at every length: what a short meeting says in so many words is
+    # stored as said, and the model's reading of it adds only what they do not state
+    found = checked_decisions(turns)
+    undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
+    if whole and pairs:
         answered, failures = await answer_pieces(
             generator, [reading_lines(pairs)], lambda lines: extraction_prompt(
                 session.title, ["\n".join(lines)], memory_enabled=memories, speakers=people),
             Extraction, Extraction, EXTRACT_TOKENS, steps)
         extractions = [e for _, e in answered]
     total = len(undertakings)
-    if not whole:
+    if total or not whole:  # a whole reading has counted its one call
         steps(0, total)
     taken: list[ExtractedAssertion] = []
     for n, group in enumerate(undertakings, 1):
@@ -483,9 +481,39 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
     if failures and whole and not extractions:
         raise EngineError(failures[0])
     texts = [t.text for t in turns]
-    merged = merge_extractions([*extractions, Extraction(taken)])
+    merged = merge_extractions([Extraction(taken), *extractions])
     checked = [i for i in (check_assertion(i, people, texts) for i in merged) if i is not None]
+    decisions, checked = completed_decisions(found, checked, turns)
+    checked = [i for i in checked if not repeats(i, decisions)]
     return [standing_claim(i) for i in [*decisions, *checked]][:MAX_EXTRACTED]
+
+
+def completed_decisions(
+    found: Sequence[tuple[Turn, ExtractedAssertion]], read: Sequence[ExtractedAssertion],
+    turns: Sequence[Turn],
+) -> tuple[list[ExtractedAssertion], list[ExtractedAssertion]]:
+    """The decisions said in so many words (``found``, each with its turn), each worded by
+    the model's reading (``read``, validated) where that states a decision best supported by
+    the same turn and sharing a word of its option: the model's text and option, the option
+    not taken and the reason as said where said, else the model's. Returns them and the rest
+    of ``read``. A meeting's "We decided to launch Atlas on March 3rd, not in February." is
+    one decision, not the readers' and the model's two."""
+    rest = list(read)
+    decisions: list[ExtractedAssertion] = []
+    for turn, said in found:
+        same = next((i for i in rest if i.kind == "decision"
+                     and open_items.evidence_turn(f"{i.text} {i.chosen} {i.evidence}",
+                                                  turns) is turn
+                     and validate.content_words(i.chosen) & validate.content_words(said.chosen)),
+                    None)
+        if same is None:
+            decisions.append(said)
+            continue
+        rest.remove(same)
+        decisions.append(msgspec.structs.replace(
+            same, alternatives=said.alternatives or same.alternatives,
+            reasoning=said.reasoning or same.reasoning))
+    return decisions, rest
 
 
 # -- the service ---------------------------------------------------------------------------------
@@ -692,7 +720,10 @@ class Rememberer:
             failed.append(f"extraction failed: {_why(e)}")
             out.notes.append(failed[-1])
         if archive_on:
-            statements = (None if read_whole(turns) else
+            # what was decided and who owes what are the validated assertions at every
+            # length (a 0.5B model writing them for a seven-turn meeting credited a
+            # commitment to "the group"); the model's own only when extraction failed
+            statements = (None if items is None and read_whole(turns) else
                           [(i.kind, i.text) for i in items or [] if not i.about_person])
             try:
                 await self._archive(generator, context, session, turns, statements, out,
@@ -896,7 +927,7 @@ class Rememberer:
                 failed += 1
                 accepted.append(i)
                 continue
-            plan = plan_from_ruling(ruling, similar, new.kind)
+            plan = plan_from_ruling(ruling, similar, new.kind, new.text)
             if plan.action == "skip":
                 log.info("duplicate of assertion %s: %r", plan.target, new.text)
                 if plan.target is not None and plan.target > 0:

@@ -35,7 +35,8 @@ COPY_WORDS = 12  # a statement sharing a longer run of words with one turn is a 
 MIN_WORDS = 4  # "Design project", "Project Manager": a label, not a statement
 MIN_ASSERTION_WORDS = 3  # "Likes morning meetings." says something; an assertion has a kind
 NEAR_SAME = 0.8  # share of content words two items have in common to be one item
-PLACEHOLDER_OWNERS = ("me", "them")
+ME = "me"  # the user, speaking at the microphone
+PLACEHOLDER_OWNERS = (ME, "them")
 PLACEHOLDER_CHOICES = {"yes", "no", "maybe", "none", "n a", "true", "false", "unknown",
                        "not specified", "not mentioned", "tbd", "ok", "okay",
                        # who chose is not what was chosen
