@@ -70,7 +70,12 @@ class Candidate:
 
 
 def _words(text: str) -> list[str]:
-    return _WORD.findall(text.lower().replace("’", "'"))
+    """The words of ``text``, a possessive or "is" said on to a word taken off ("password's")."""
+    words = _WORD.findall(text.lower().replace("’", "'"))
+    return [w[:-2] if w.endswith("'s") and w not in _KEEP else w for w in words]
+
+
+_KEEP = frozenset({"it's", "that's", "what's", "here's", "there's", "he's", "she's", "let's"})
 
 
 def candidates(text: str) -> Iterator[Candidate]:
@@ -116,7 +121,7 @@ _CLASSES: dict[str, frozenset[str]] = {
         " entry access wifi router network account app portal phone tablet laptop screen"
         " console admin server box shed storage front back side main building house"
         " apartment flat office car bike system device panel card bank banking voicemail"
-        " wallet profile user username sign log"),
+        " wallet profile user username sign log open opens disarm arm"),
     "set": _words_of(
         "set changed change reset put punch punched enter entered type typed key keyed tap"
         " press use using with is it's its was to now"),
