@@ -14,6 +14,7 @@ trains on the parts named and, with ``--write``, writes :mod:`daemon.sensitive.w
 from __future__ import annotations
 
 import argparse
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def measure(cases: Sequence[Case]) -> tuple[int, int, int, int, list[Case]]:
 def write(bias: float, weights: dict[str, float], threshold: float, parts: Sequence[str]) -> None:
     lines = ['"""The weights of :mod:`daemon.sensitive.judge`, written by',
              f"``python -m bench.secrets_train fit --threshold {threshold} --write`` fitted on",
-             f"{', '.join(parts)}.",
+             *textwrap.wrap(f"{', '.join(parts)}.", 96, break_on_hyphens=False),
              '"""', "", f"BIAS = {bias:.4f}", f"THRESHOLD = {threshold}",
              "WEIGHTS: dict[str, float] = {"]
     lines += [f"    {name!r}: {value:.4f}," for name, value in sorted(weights.items())]

@@ -115,13 +115,14 @@ _CLASSES: dict[str, frozenset[str]] = {
     "secret": _words_of(
         "password passwords passcode passphrase pin pins pincode code codes combination combo"
         " key keys token tokens secret secrets credential credentials login logins pw pwd otp"
-        " cvv cvc passkey passwd unlock verification security auth 2fa mfa"),
+        " cvv cvc passkey passwd unlock verification security auth 2fa mfa mastercode temporary"
+        " temp"),
     "opens": _words_of(
         "safe lock locks padlock lockbox door doors gate keypad alarm locker lockers garage vault"
         " entry access wifi router network account app portal phone tablet laptop screen"
         " console admin server box shed storage front back side main building house"
         " apartment flat office car bike system device panel card bank banking voicemail"
-        " wallet profile user username sign log open opens disarm arm"),
+        " wallet profile user username sign log open opens disarm arm vpn deadbolt sim bios kiosk"),
     "set": _words_of(
         "set changed change reset put punch punched enter entered type typed key keyed tap"
         " press use using with is it's its was to now"),
@@ -149,7 +150,7 @@ _CLASSES: dict[str, frozenset[str]] = {
         " student badge plate license licence isbn part catalog catalogue product store"
         " branch sort routing swift iban phone mobile cell tel error status promo coupon"
         " discount voucher gift commit hash uuid sha checksum tenant project domain host"
-        " bucket region cluster repo tag"),
+        " bucket region cluster repo tag article kb"),
 }
 # a word can be in more than one class ("gate", "account", "safe"): each class is a feature
 

@@ -194,9 +194,11 @@ def asks_for_secret(turn: str) -> bool:
     or a request for it."""
     asked = (_QUESTION.search(turn.rstrip()) or _REQUEST.search(turn)
              or _WHICH.search(turn.rstrip()))
-    return asked is not None and not NOT_A_CODE.search(turn[max(0, asked.start() - 16):])
+    return (asked is not None and not NOT_A_CODE.search(turn[max(0, asked.start() - 16):])
+            and not _ERROR.search(turn))
 
 
+_ERROR = re.compile(r"(?i)\berror\b")  # "What's the code for that error?"
 ANSWER_CHARS = 80  # an answer gives the value first: "Hmm, hunter2? No, Hunter2024."
 ANSWER_VALUES = 2
 
