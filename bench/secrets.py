@@ -11,6 +11,11 @@ look-alike is a false alarm when anything in it is masked. The turn is masked as
 a chunk's first turn (``mask_lines([text], before)``), and each call is timed with nothing
 cached: the per-turn detection time, median and 95th percentile; then the turns arrive one by
 one as live turns, each re-masking the open chunk it joins, as the store does.
+
+``--transcripts DIR`` also reads real meetings (every ``*.json`` under ``DIR`` holding a
+``"turns"`` list, as the QMSum meetings are kept) as live turns: the time a turn costs there,
+where most turns hold no value at all, and every turn in which anything was masked (no
+credential is said in them: each is a false alarm to read).
 """
 
 from __future__ import annotations
@@ -93,10 +98,40 @@ def live_turns(cases: list[Case]) -> list[float]:
     return times
 
 
+def transcripts(data: Path) -> list[list[str]]:
+    meetings = []
+    for path in sorted(data.rglob("*.json")):
+        turns = json.loads(path.read_text())
+        if isinstance(turns, dict) and isinstance(turns.get("turns"), list):
+            meetings.append([str(t["text"]) for t in turns["turns"]])
+    return meetings
+
+
+def real_meetings(meetings: list[list[str]]) -> tuple[list[float], list[tuple[str, str]]]:
+    """Each turn's seconds as a live turn, and the turns (with the one before) masked."""
+    clear_cache()
+    times: list[float] = []
+    masked: list[tuple[str, str]] = []
+    for turns in meetings:
+        before = ""
+        open_lines: list[str] = []
+        for text in turns:
+            if open_lines and sum(map(len, open_lines)) + len(text) > CHUNK_CHARS:
+                before, open_lines = open_lines[-1], []
+            open_lines.append(text)
+            began = time.perf_counter()
+            shown = mask_lines(open_lines, before)
+            times.append(time.perf_counter() - began)
+            if shown[-1] != text:
+                masked.append((open_lines[-2] if len(open_lines) > 1 else before, shown[-1]))
+    return times, masked
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--show", action="store_true", help="print every miss and false alarm")
+    parser.add_argument("--transcripts", type=Path, help="real meetings, read as live turns")
     args = parser.parse_args()
     cases = load(args.data)
     for case in cases[:20]:  # warm up: the regular expressions compiled and used once
@@ -126,6 +161,12 @@ def main() -> None:
     print(f"false alarms: {len(alarms)}/{len(looks)} = {len(alarms) / max(1, len(looks)):.1%}")
     timings = {"detection per turn": times,
                "per live turn (open chunk re-masked)": live_turns(cases)}
+    in_meetings: list[tuple[str, str]] = []
+    if args.transcripts:
+        meetings = transcripts(args.transcripts)
+        timings["per live turn of real meetings"], in_meetings = real_meetings(meetings)
+        print(f"real meetings: {len(meetings)}, turns masked: {len(in_meetings)} of "
+              f"{sum(map(len, meetings))}")
     for label, measured in timings.items():
         ms = [t * 1000 for t in measured]
         print(f"{label}: median {statistics.median(ms):.3f} ms, "
@@ -136,6 +177,8 @@ def main() -> None:
                 print(f"MISSED {c.part}/{c.id}: {c.before!r} -> {c.text!r} [{c.value}]")
         for c, masked in alarms:
             print(f"FALSE ALARM {c.part}/{c.id}: {c.before!r} -> {masked!r}")
+        for before, masked in in_meetings:
+            print(f"MASKED IN A MEETING: {before!r} -> {masked!r}")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 from storekit import open_store, recorded_session
 
+from daemon.sensitive import gate
+from daemon.sensitive.judge import judged
 from daemon.store.records import NewAssertion
-from daemon.store.schema import MIGRATIONS, m010_remask_secrets
+from daemon.store.schema import MIGRATIONS, m010_remask_secrets, m011_remask_judged_secrets
 from daemon.store.scope import Scope
 
 SAID = [
@@ -57,3 +59,40 @@ def test_a_session_stored_before_the_change_is_masked_after_it(
                 == "The loading bay door opens with [redacted password].")
         # the turns keep the words as said (behind the encryption)
         assert [t.text for t in store.turns(session_id)] == SAID
+
+
+JUDGED = [
+    "I set the hotel safe to 1 5 0 9, so we both know it.",
+    "For the church hall alarm you put in 6060 and press set.",
+    "I changed the garage keypad to seven seven one nine last week.",
+    "We meet again on the 14th at 10:30 in room 212.",
+]
+
+
+def test_a_session_stored_before_the_gate_judged_values_in_context_is_masked_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data_dir = tmp_path / "profile"
+    with monkeypatch.context() as older:
+        # an older build: no second re-masking step, and a gate without the judge
+        older.setattr("daemon.store.store.MIGRATIONS",
+                      tuple(m for m in MIGRATIONS if m is not m011_remask_judged_secrets))
+        older.setattr(gate, "DETECTORS", tuple(d for d in gate.DETECTORS if d is not judged))
+        gate.clear_cache()
+        with open_store(data_dir) as store:
+            space = store.create_space("Home")
+            session_id = recorded_session(store, JUDGED, space_id=space.id)
+            store.put_archive(session_id, "Codes: the hotel safe is 1 5 0 9, the church hall "
+                              "alarm 6060, the garage keypad seven seven one nine.")
+            said = " ".join(c.body for c in store.chunks(session_id=session_id))
+            assert "1 5 0 9" in said and "6060" in said and "seven seven one nine" in said
+    gate.clear_cache()
+    with open_store(data_dir) as store:
+        bodies = [c.body for c in store.chunks(session_id=session_id)]
+        for body in bodies:
+            assert "1 5 0 9" not in body and "6060" not in body, body
+            assert "seven seven one nine" not in body, body
+        assert any("room 212" in body and "10:30" in body for body in bodies)  # stays as said
+        scope = Scope(space_id=space.id)
+        assert store.fts_chunks("6060", scope) == []
+        assert store.fts_chunks("hotel safe", scope) != []
+        assert [t.text for t in store.turns(session_id)] == JUDGED  # the words as said

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from daemon.sensitive.finding import Finding
+from daemon.sensitive.judge import judged
 from daemon.sensitive.scanner import high_entropy, looks_random, vendor_tokens
 from daemon.sensitive.spoken import spoken
 
@@ -167,6 +168,7 @@ DETECTORS: tuple[Callable[[str, str], Iterator[Finding]], ...] = (
     lambda text, _: _ibans(text),
     lambda text, _: _national_ids(text),
     lambda text, _: _high_entropy(text),
+    judged,
 )
 
 

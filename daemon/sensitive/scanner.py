@@ -74,9 +74,9 @@ def vendor_tokens(text: str) -> Iterator[Finding]:
 
 _BASE64 = Base64HighEntropyString()
 # a token ends at a space, or at a full stop that ends the sentence
-# (dots inside it too: "sl.BjK2…", "dp.st.prd.Xk2L…")
+# (dots and dollar signs inside it too: "sl.BjK2…", "dp.st.prd.Xk2L…", "access_token$production$…")
 _TOKEN = re.compile(
-    r"(?<![\w/.@-])[A-Za-z0-9+/_=-](?:[A-Za-z0-9+/_=.-]*[A-Za-z0-9+/_=-])?(?![\w/@-]|\.[\w/@-])")
+    r"(?<![\w/.@$-])[A-Za-z0-9+/_=-](?:[A-Za-z0-9+/_=.$-]*[A-Za-z0-9+/_=-])?(?![\w/@$-]|\.[\w/@-])")
 _MIN_TOKEN = 20
 _HEX_ID = re.compile(r"[0-9a-fA-F-]+")
 

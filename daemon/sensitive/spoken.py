@@ -44,7 +44,7 @@ _CODE_KINDS = (r"(?:door|gate|alarm|access|entry|lock|safe|garage|building|keypa
 _WEAK = rf"(?:{_CODE_KINDS}\s+code|combination|code|key|secret|login|pin)"
 # a lock named for its code: "the shed padlock is 4 9 1 7" (digits only, four or more)
 _LOCK = r"(?:padlock|lockbox|key\s?safe|bike\s+lock|lock)"
-_NOT_A_CODE = re.compile(
+NOT_A_CODE = re.compile(
     r"(?i)\b(?:zip|area|postal|post|country|error|status|source|dress|promo|discount|coupon"
     r"|tracking|product|colou?r|bar|qr|exit|tax|sort|airport|dial(?:ling)?|country|language"
     r"|machine|legacy|test|sample|example|reference|order|voucher|booking|ticket|event|item"
@@ -168,7 +168,7 @@ def cued(text: str) -> Iterator[Finding]:
     for m in _CUE.finditer(text):
         value = _clean(m.group("value"))
         word = m.group("word")
-        if _NOT_A_CODE.search(text[max(0, m.start() - 16) : m.end("word")]):
+        if NOT_A_CODE.search(text[max(0, m.start() - 16) : m.end("word")]):
             continue
         strong = re.fullmatch(rf"(?ix){_STRONG}", word) is not None
         if re.fullmatch(rf"(?ix){_LOCK}", word) and not _DIGITS_ONLY.fullmatch(value):
@@ -194,9 +194,11 @@ def asks_for_secret(turn: str) -> bool:
     or a request for it."""
     asked = (_QUESTION.search(turn.rstrip()) or _REQUEST.search(turn)
              or _WHICH.search(turn.rstrip()))
-    return asked is not None and not _NOT_A_CODE.search(turn[max(0, asked.start() - 16):])
+    return (asked is not None and not NOT_A_CODE.search(turn[max(0, asked.start() - 16):])
+            and not _ERROR.search(turn))
 
 
+_ERROR = re.compile(r"(?i)\berror\b")  # "What's the code for that error?"
 ANSWER_CHARS = 80  # an answer gives the value first: "Hmm, hunter2? No, Hunter2024."
 ANSWER_VALUES = 2
 

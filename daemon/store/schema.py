@@ -260,6 +260,12 @@ def m010_remask_secrets(conn: apsw.Connection) -> None:
     remask(conn)
 
 
+def m011_remask_judged_secrets(conn: apsw.Connection) -> None:
+    """What was stored before the gate judged every value by the words around it ("I set the
+    hotel safe to 1 5 0 9") is masked as it would be now."""
+    remask(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_spaces_sessions_turns,
     m002_documents_chunks,
@@ -271,4 +277,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     m008_item_closures,
     m009_voices,
     m010_remask_secrets,
+    m011_remask_judged_secrets,
 )

@@ -1,0 +1,268 @@
+"""A value said in a turn judged by its context: is the turn giving a credential?
+
+The rules of :mod:`daemon.sensitive.spoken` need the phrasings they were written from; people
+say a PIN, a door code or a password in more ways than anyone writes down ("I set the hotel safe
+to 1 5 0 9", "for the church hall alarm you put in 6060"). This detector does not parse: it
+finds every *value-shaped* span of a turn (digits, grouped or spelled out, letters and digits
+mixed, passphrases of joined words, symbols inside a word), describes it by its shape and the
+words around it (before and after it in the turn, and the turn said before it, whoever said
+it), and scores it with a linear model trained on labelled turns (:mod:`bench.secrets_train`
+writes :mod:`daemon.sensitive.weights`). Words are taken both as themselves and by the class
+they belong to (a word for a credential, for something a code opens, for a quantity, a date,
+an id), so a lock nobody wrote into the training set still reads like a lock.
+
+What stays: a span is masked only when the score reaches the model's threshold. Look-alikes —
+order numbers, extensions, dates, prices, versions, rooms, tickets — carry the words that say so
+and a shape that says so (a year, a decimal, a time, a currency sign).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from daemon.sensitive import weights
+from daemon.sensitive.finding import Finding
+from daemon.sensitive.spoken import NOT_A_CODE
+
+__all__ = ["KIND", "MODEL", "Candidate", "Model", "candidates", "features", "judged", "score"]
+
+KIND = "password"
+
+_DIGIT_WORD = (r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine|double|triple"
+               r"|niner)")
+_DIGIT_NAME = re.compile(r"(?i)\b(?:zero|one|two|three|four|five|six|seven|eight|nine|niner)\b")
+_SPELLED = re.compile(rf"(?i)\b{_DIGIT_WORD}(?:[\s,-]+(?:and\s+)?{_DIGIT_WORD}){{2,}}\b")
+# digits, alone or in groups separated by a space or a dash ("4 4 7 1", "31 07 22", "726-491")
+_DIGITS = re.compile(r"(?<![\w.,:/$£€#+-])\d+(?:(?:\s|\s?-\s?)\d+)*(?![\w%]|[.,:/]\d)")
+# a word holding digits and letters or inner symbols ("8F3K9P", "Bluebird$2023", "Cam3ra!Porch",
+# "purple-kettle-94"), or three or more words joined ("correct-horse-battery")
+_WORDLIKE = re.compile(r"(?<![\w@/.:$-])[A-Za-z0-9][\w!#$%&*+=@^~.-]*[\w!#$%&*+=^~]")
+_JOINED = re.compile(r"[A-Za-z]{2,}(?:[-_.][A-Za-z0-9]{2,}){2,}")  # not "T_V_s"
+_INNER = re.compile(r"[a-z][A-Z]|[A-Za-z0-9][!#$%&*+=^~@][A-Za-z0-9]")
+_SYMBOL = re.compile(r"[A-Za-z0-9][!#$%&*+=^~@][A-Za-z0-9]")
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[?$£€#%:@/]")
+
+_BEFORE_WORDS = 6
+_AFTER_WORDS = 4
+
+
+@dataclass(frozen=True)
+class Model:
+    """A logistic regression over feature names, and the probability from which a span is
+    masked."""
+
+    bias: float
+    weights: dict[str, float]
+    threshold: float
+
+
+MODEL = Model(weights.BIAS, weights.WEIGHTS, weights.THRESHOLD)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    start: int
+    end: int
+    shape: str
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text``, a possessive or "is" said on to a word taken off ("password's")."""
+    words = _WORD.findall(text.lower().replace("’", "'"))
+    return [w[:-2] if w.endswith("'s") and w not in _KEEP else w for w in words]
+
+
+_KEEP = frozenset({"it's", "that's", "what's", "here's", "there's", "he's", "she's", "let's"})
+
+
+def candidates(text: str) -> Iterator[Candidate]:
+    """Every value-shaped span of ``text``, each once, the longest where they overlap."""
+    found: list[Candidate] = []
+    for m in _SPELLED.finditer(text):
+        if _DIGIT_NAME.search(m.group()):  # not "oh oh oh"
+            found.append(Candidate(m.start(), m.end(), "spelled"))
+    for m in _DIGITS.finditer(text):
+        digits = sum(c.isdigit() for c in m.group())
+        if digits >= 3:
+            found.append(Candidate(m.start(), m.end(), "digits"))
+    for m in _WORDLIKE.finditer(text):
+        value = m.group().rstrip(".")
+        has_digit = any(c.isdigit() for c in value)
+        has_alpha = any(c.isalpha() for c in value)
+        if "://" in text[m.start():m.end() + 3] or value.count("@") or len(value) < 4:
+            continue
+        # letters only: joined words, or a symbol inside (not only capitals: identifiers
+        # and brand names, "camelCaseName", "PayPal")
+        if has_alpha and (has_digit or _JOINED.fullmatch(value) or _SYMBOL.search(value)):
+            found.append(Candidate(m.start(), m.start() + len(value), "word"))
+    found.sort(key=lambda c: (c.start, -(c.end - c.start)))
+    end = -1
+    for c in found:
+        if c.start >= end:
+            yield c
+            end = c.end
+
+
+def _words_of(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# word classes: what a feature generalises by (a lock nobody wrote into the training set)
+_CLASSES: dict[str, frozenset[str]] = {
+    "secret": _words_of(
+        "password passwords passcode passphrase pin pins pincode code codes combination combo"
+        " key keys token tokens secret secrets credential credentials login logins pw pwd otp"
+        " cvv cvc passkey passwd unlock verification security auth 2fa mfa mastercode temporary"
+        " temp"),
+    "opens": _words_of(
+        "safe lock locks padlock lockbox door doors gate keypad alarm locker lockers garage vault"
+        " entry access wifi router network account app portal phone tablet laptop screen"
+        " console admin server box shed storage front back side main building house"
+        " apartment flat office car bike system device panel card bank banking voicemail"
+        " wallet profile user username sign log open opens disarm arm vpn deadbolt sim bios kiosk"),
+    "set": _words_of(
+        "set changed change reset put punch punched enter entered type typed key keyed tap"
+        " press use using with is it's its was to now"),
+    "private": _words_of(
+        "share shared don't never nobody private memorise memorize remember know secret"
+        " safe confidential keep forget only"),
+    "quantity": _words_of(
+        "dollars dollar euros euro pounds pound cents percent km miles mile kg pounds lbs"
+        " minutes minute hours hour days day weeks week months month years year people"
+        " users times seconds bucks grand k million billion thousand hundred items pages"
+        " steps calls tickets votes points degrees gb mb tb ms"),
+    "when": _words_of(
+        "january february march april may june july august september october november"
+        " december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday"
+        " thursday friday saturday sunday today tomorrow yesterday am pm o'clock at on by"
+        " until since before after noon midnight morning evening night date born birthday"
+        " deadline due"),
+    "id": _words_of(
+        "order ticket room extension ext version release invoice flight seat table floor"
+        " page chapter step line item sku model serial tracking parcel package reference ref"
+        " case claim policy number no # call dial fax bus route train platform zip postcode"
+        " area invoice bill price cost costs total budget rev build patch issue bug pr jira"
+        " incident batch lot unit suite apt street road avenue highway exit gate"
+        " confirmation booking reservation account membership member customer employee id"
+        " student badge plate license licence isbn part catalog catalogue product store"
+        " branch sort routing swift iban phone mobile cell tel error status promo coupon"
+        " discount voucher gift commit hash uuid sha checksum tenant project domain host"
+        " bucket region cluster repo tag article kb"),
+}
+# a word can be in more than one class ("gate", "account", "safe"): each class is a feature
+
+
+def _classes(word: str) -> list[str]:
+    return [name for name, words in _CLASSES.items() if word in words]
+
+
+def _shape(value: str, shape: str, text: str, start: int, end: int) -> list[str]:
+    digits = sum(c.isdigit() for c in value)
+    letters = sum(c.isalpha() for c in value)
+    groups = len(re.findall(r"\d+", value))
+    out = [f"shape:{shape}"]
+    if shape == "spelled":
+        n = len(re.findall(rf"(?i){_DIGIT_WORD}", value))
+        out.append(f"spelled:{min(n, 9)}")
+    elif shape == "digits":
+        out.append(f"digits:{min(digits, 12)}")
+        out.append("groups:1" if groups == 1 else
+                   "groups:singles" if groups == digits else f"groups:{min(groups, 4)}")
+        if groups == 1 and re.fullmatch(r"(?:19|20)\d\d", value):
+            out.append("year")
+        if groups == 1 and value.startswith("0"):
+            out.append("leading-zero")
+        if re.fullmatch(r"(\d)\1+", value.replace(" ", "").replace("-", "")):
+            out.append("repeated")
+    else:
+        out.append(f"len:{min(len(value) // 4, 6)}")
+        if digits and letters:
+            out.append("mixed")
+        if _INNER.search(value):
+            out.append("inner-symbol" if re.search(r"[!#$%&*+=^~@]", value) else "inner-case")
+        if re.fullmatch(r"[A-Z0-9-]+", value):
+            out.append("caps")
+        if re.fullmatch(r"[A-Z]{1,4}-?\d+", value):
+            out.append("prefix-id")
+        if _JOINED.fullmatch(value):
+            out.append("joined")
+        if re.fullmatch(r"[0-9a-f-]{8,}|[0-9A-F-]{8,}", value):
+            out.append("hex")
+        if "." in value:
+            out.append("dotted")
+        if re.fullmatch(r"[A-Za-z]+\d{1,4}", value):
+            out.append("word-number")
+    before = text[max(0, start - 2):start]
+    after = text[end:end + 3]
+    if re.search(r"[$£€]", before):
+        out.append("currency")
+    if re.match(r"\s?%", after):
+        out.append("percent")
+    if re.match(r"\s?(?:am|pm|a\.m|p\.m)\b", after.lower()):
+        out.append("clock")
+    if re.search(r"#\s?$", before):
+        out.append("hash-before")
+    if re.search(r"[\"'“]\s?$", before):
+        out.append("quoted")
+    return out
+
+
+def features(text: str, before: str, c: Candidate) -> list[str]:
+    """The names of the features of candidate ``c`` in ``text`` (``before`` the turn before)."""
+    value = text[c.start:c.end]
+    out = _shape(value, c.shape, text, c.start, c.end)
+    left = _words(text[:c.start])[-_BEFORE_WORDS:]
+    right = _words(text[c.end:])[:_AFTER_WORDS]
+    for region, words in (("b", left), ("a", right)):
+        for w in words:
+            out.append(f"{region}:{w}")
+            out.extend(f"{region}c:{k}" for k in _classes(w))
+    if left:
+        out.append(f"b1:{left[-1]}")
+        out.extend(f"b1c:{k}" for k in _classes(left[-1]))
+    else:
+        out.append("first")
+    if not right:
+        out.append("last")
+    if before:
+        words = _words(before)
+        out.extend(f"p:{w}" for w in set(words))
+        out.extend(f"pc:{k}" for k in {k for w in words for k in _classes(w)})
+        asked = any("secret" in _classes(w) for w in words)
+        if before.rstrip().endswith("?"):
+            out.append("p:question")
+            if not left or len(left) <= 3:
+                out.append("answer-first")
+                if asked:
+                    out.append("answer-to-secret")
+        if asked:
+            out.append("after-secret")
+    if any("secret" in _classes(w) for w in left[-3:]):
+        out.append("secret-near")
+    n_values = sum(1 for _ in candidates(text))
+    out.append(f"values:{min(n_values, 3)}")
+    return out
+
+
+# a value is judged only when a word around it, or in the turn before, names a secret or what a
+# secret opens: a number said with nothing of the kind near it ("It's 4417-2291.") stays
+_EVIDENCE = frozenset(f"{region}c:{k}" for region in ("b", "a", "p") for k in ("secret", "opens"))
+
+
+def score(names: list[str]) -> float:
+    """The probability the model gives that the candidate is a credential."""
+    z = MODEL.bias + sum(MODEL.weights.get(n, 0.0) for n in names)
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def judged(text: str, before: str = "") -> Iterator[Finding]:
+    """The value-shaped spans of ``text`` the model judges to be credentials; never one said
+    right after a code that is no secret ("tracking code", "promo code")."""
+    for c in candidates(text):
+        names = features(text, before, c)
+        if (_EVIDENCE.intersection(names) and score(names) >= MODEL.threshold
+                and not NOT_A_CODE.search(text[max(0, c.start - 40):c.start])):
+            yield Finding(KIND, c.start, c.end)
