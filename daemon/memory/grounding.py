@@ -910,7 +910,7 @@ def supports(sentence: str, cited: Sequence[Source], question: str = "",
     people = speakers_of(cited) if people is None else people
     # whom it is about: the people it names, else the one the question asks about ("What
     # motivated Melanie ...?" answered "It made me realize ..." is a claim about Melanie)
-    named = _named(body, people) or _named(question, people)
+    named = named_people(body, people) or named_people(question, people)
     passages = [p for s in cited for p in s.passages
                 if not named or _of_person(p, named)
                 or (not p.speaker and s.item is not None and _item_of(s.item, named))]
@@ -929,7 +929,7 @@ def supports(sentence: str, cited: Sequence[Source], question: str = "",
     return all(n in numbers for n in _NUMBER.findall(body))
 
 
-def _named(text: str, people: dict[str, str]) -> set[str]:
+def named_people(text: str, people: dict[str, str]) -> set[str]:
     """Who of ``people`` ``text`` names: every word of their name ("Project Manager"), or its
     first word capitalised inside the sentence ("then Sarah said")."""
     words = content_words(text)
