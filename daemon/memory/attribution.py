@@ -21,7 +21,9 @@ from collections.abc import Sequence
 
 from daemon.memory.extract import content_words
 from daemon.memory.grounding import (
+    CHAT_OF_TWO,
     ME,
+    SECOND_PERSON,
     Source,
     named_people,
     sentence_units,
@@ -33,9 +35,6 @@ from daemon.memory.grounding import (
 # best one of (or to, or about) the person asked about: fitted on LoCoMo dev
 # (docs/benchmarks/ask.md)
 MARGIN = 1
-MAX_SPEAKERS = 2  # a chat between two: "you" is the other one, "I" the one who speaks
-
-_SECOND = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
 _GREETING = ("hey|hi|hello|thanks|thank you|yeah|yes|wow|oh|congrats|congratulations|aw|aww"
              "|ok|okay|sure|great|good|right|sorry|bye|dear")
 
@@ -50,7 +49,7 @@ def said_by_another(question: str, sources: Sequence[Source]) -> bool:
     speaking = {p.speaker for s in sources if s.kind != "context" for p in s.passages
                 if p.speaker}
     named = named_people(question, people)
-    if len(named) != 1 or len(speaking) > MAX_SPEAKERS:
+    if len(named) != 1 or len(speaking) > CHAT_OF_TWO:
         return False
     who = next(iter(named))
     about = content_words(question) - set(people)
@@ -80,7 +79,7 @@ def _of(who: str, speaker: str, sentence: str) -> bool:
     first = re.escape(who.split()[0])
     if re.search(rf"\b{first}\b", sentence, re.IGNORECASE) and not _addressed(sentence, first):
         return True
-    return bool(speaker) and speaker != ME and bool(_SECOND.search(sentence))
+    return bool(speaker) and speaker != ME and bool(SECOND_PERSON.search(sentence))
 
 
 def _addressed(sentence: str, name: str) -> bool:
