@@ -39,6 +39,17 @@ def test_what_is_said_to_or_of_the_person_asked_about_counts_for_them() -> None:
     assert not said_by_another(question, of_her)
 
 
+def test_what_you_say_to_the_other_one_counts_for_them() -> None:
+    call = [Source(n=1, kind="transcript", title="Sync with Sarah", passages=(
+        Passage("Sarah, your deadline for the budget report is Friday.", "me"),
+        Passage("I finished the slides for the budget review yesterday.", "Sarah")))]
+    assert not said_by_another("When is Sarah's deadline for the budget report?", call)
+    assert said_by_another("When did Sarah finish the budget report?", [Source(
+        n=1, kind="transcript", title="Sync with Sarah", passages=(
+            Passage("I finished the budget report yesterday.", "me"),
+            Passage("Nice.", "Sarah")))])
+
+
 def test_a_name_said_only_to_greet_its_bearer_says_nothing_of_them() -> None:
     greeted = chat(("Nate", "Hey Joanna, last Monday I taught people vegan ice cream recipes "
                             "on my own cooking show!"),

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from daemon.memory.extract import content_words
 from daemon.memory.grounding import (
     CHAT_OF_TWO,
-    ME,
     SECOND_PERSON,
     Source,
     named_people,
@@ -79,7 +78,7 @@ def _of(who: str, speaker: str, sentence: str) -> bool:
     first = re.escape(who.split()[0])
     if re.search(rf"\b{first}\b", sentence, re.IGNORECASE) and not _addressed(sentence, first):
         return True
-    return bool(speaker) and speaker != ME and bool(SECOND_PERSON.search(sentence))
+    return bool(speaker) and bool(SECOND_PERSON.search(sentence))
 
 
 def _addressed(sentence: str, name: str) -> bool:
