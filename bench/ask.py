@@ -112,17 +112,20 @@ def transcript(i: int, rng: random.Random) -> dict[str, object]:
 
 class Timed(msgspec.Struct, kw_only=True):
     """One answer as a client saw it: seconds from the request to its evidence (the first
-    event), to its first token and to the checked reply."""
+    event), to its first token and to the checked reply; ``streamed``: the model's text as
+    it was streamed, before the check."""
 
     evidence_s: float
     first_s: float
     total_s: float
     reply: AskReply
+    streamed: str = ""
 
 
 def ask_timed(request: Ask) -> Timed:
     """``request`` asked as a client asks it, timed (see :class:`Timed`)."""
     seen: dict[str, float] = {}
+    tokens: list[str] = []
     outcome: list[AskReply | BaseException] = []
     with Client(timeout=30) as client, client.subscribe([answer_topic(request.id)]) as events:
         began = time.perf_counter()
@@ -142,6 +145,7 @@ def ask_timed(request: Ask) -> Timed:
                 seen.setdefault("evidence", time.perf_counter() - began)
             if isinstance(event, AnswerToken):
                 seen.setdefault("first", time.perf_counter() - began)
+                tokens.append(event.token)
             if isinstance(event, AnswerDone) or event is None:
                 break
         sender.join()
@@ -150,7 +154,7 @@ def ask_timed(request: Ask) -> Timed:
     if isinstance(reply, BaseException):
         raise reply
     return Timed(evidence_s=seen.get("evidence", total), first_s=seen.get("first", total),
-                 total_s=total, reply=reply)
+                 total_s=total, reply=reply, streamed="".join(tokens))
 
 
 def prompt_reads(daemon: DaemonProcess) -> list[str]:

@@ -109,6 +109,8 @@ class Asked(msgspec.Struct, kw_only=True):
     evidence_gold: bool | None = None  # a gold turn among the evidence shown first
     evidence_s: float = 0.0  # seconds to the evidence
     setting: str = ""  # with --vary: "NAME=VALUE" it was asked with
+    streamed: str = ""  # the model's answer before the check
+    evidence: list[tuple[str, str]] = []  # the evidence shown: (speaker, text) each
 
 
 # -- scores (pure) ---------------------------------------------------------------------------------
@@ -236,7 +238,8 @@ def ask_one(dataset: str, space: str, question: str, gold: str, gold_refs: Itera
                  answer=reply.answer, first_token_s=timed.first_s, answer_s=timed.total_s,
                  evidence_s=timed.evidence_s, echo=echoes_question(prose, question),
                  sources=len(reply.sources), nothing_found=reply.nothing_found,
-                 declined=reply.declined,
+                 declined=reply.declined, streamed=timed.streamed,
+                 evidence=[(e.speaker, e.text) for e in reply.evidence],
                  evidence_gold=bool({e.ref for e in reply.evidence} & set(gold_refs)))
 
 

@@ -313,6 +313,29 @@ async def test_recalled_text_sharing_no_word_with_the_question_is_not_relevant(
     assert generator.calls == []
 
 
+async def test_a_question_about_one_answered_only_by_the_others_own_words_is_declined(
+    store: Store,
+) -> None:
+    session = store.create_session(title="Caroline and Melanie, session 2", started_at=T0)
+    store.append_turns(session.id, [
+        NewTurn(speaker="Melanie", text="I ran a charity race for mental health last Saturday. "
+                "It made me realize that self-care is really important.", start=0),
+        NewTurn(speaker="Caroline", text="That's amazing, well done!", start=15),
+    ])
+    store.end_session(session.id, ended_at=T0 + 30)
+    generator = ScriptedGenerator(["She realized self-care is important [1]."])  # Melanie did
+    tokens: list[str] = []
+
+    answer = await asker(store, generator).ask(
+        "What did Caroline realize after her charity race?", on_token=tokens.append)
+
+    assert answer.declined and not answer.nothing_found
+    assert answer.text.startswith("Nothing in memory says what did Caroline realize")
+    assert tokens == [answer.text]
+    assert generator.calls == []  # decided on the evidence, before any writing
+    assert [e.speaker for e in answer.evidence] == ["Melanie"]  # what memory holds is shown
+
+
 async def test_a_space_scopes_recall(store: Store) -> None:
     atlas_space(store)
     generator = ScriptedGenerator([])

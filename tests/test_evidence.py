@@ -86,10 +86,14 @@ def test_a_sentence_its_cited_source_supports_is_kept_and_an_invented_one_droppe
 
 
 def test_a_claim_about_a_person_must_come_from_what_they_said_or_what_is_said_of_them() -> None:
-    # Melanie ran the race; her turn names Caroline only to greet her
+    # Melanie ran the race; her turn names Caroline only to greet her: what Melanie realized
+    # is no answer to what Caroline did
     question = "What did Caroline realize after her charity race?"
-    kept, _ = keep_supported("Melanie realized self-care is important [1].", [CHAT], question)
-    assert kept == "Melanie realized self-care is important [1]."
+    assert keep_supported("Melanie realized self-care is important [1].", [CHAT],
+                          question) == ("", 1)
+    assert keep_supported("Melanie realized self-care is important [1].", [CHAT],
+                          "What did Melanie realize after her charity race?")[0] \
+        == "Melanie realized self-care is important [1]."
     other = Source(n=1, kind="transcript", title="t", passages=(
         Passage("I ran a charity race. It made me realize self-care is important.", "Melanie"),
         Passage("That sounds great!", "Caroline")))
@@ -104,6 +108,19 @@ def test_a_claim_about_a_person_must_come_from_what_they_said_or_what_is_said_of
     # naming nobody, it is about whom the question names: Caroline said none of it
     assert keep_supported("It made me realize self-care is important [1].", [other],
                           question) == ("", 1)
+
+
+def test_in_a_chat_of_two_what_one_says_to_the_other_is_said_of_them() -> None:
+    trails = Source(n=1, kind="transcript", title="Joanna and Nate, session 11", passages=(
+        Passage("I went hiking on the trails near my place last weekend.", "Joanna"),
+        Passage("Sure, you should come down and join me on the trails sometime!", "Joanna"),
+        Passage("I would love that, thanks!", "Nate")))
+    question = "Who invited Nate to join her on the trails sometime?"
+    assert keep_supported("Joanna invited Nate to join her on the trails [1].", [trails],
+                          question)[0] == "Joanna invited Nate to join her on the trails [1]."
+    # what the other says of themselves is still not said of them
+    assert keep_supported("Nate went hiking near his place last weekend [1].", [trails],
+                          "Where did Nate go hiking?") == ("", 1)
 
 
 def test_a_sentence_citing_the_wrong_source_is_kept_citing_the_one_that_says_it() -> None:

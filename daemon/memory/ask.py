@@ -16,7 +16,10 @@
    source holds the turns that match the question with their neighbours
    (``grounding.compact_turns``), not its whole chunk.
 4. When nothing relevant was recalled (``grounding.relevant``: no shared content word, never a
-   score threshold) the answer says so and no model is asked. Otherwise the model answers from
+   score threshold) the answer says so and no model is asked; when the question asks about
+   one of two people and what matches it is the other's words of themselves
+   (``attribution.said_by_another``), it says nothing in memory says it, no model asked
+   either. Otherwise the model answers from
    the sources, token by token to ``on_token``, until done or ``stop`` is set.
 5. The whole text is checked (``grounding.check_answer``) before it is returned: the result is
    the final answer, quotes verified or marked, citations mapped to their sources. An answer
@@ -45,7 +48,7 @@ from daemon.config import Settings
 from daemon.errors import EngineError, InvalidInput, NotFound
 from daemon.llm.generate import ChatMessage, Generator
 from daemon.llm.rerank import Reranker
-from daemon.memory import grounding, open_items, relative_time
+from daemon.memory import attribution, grounding, open_items, relative_time
 from daemon.memory.evidence import Evidence, evidence_for, item_of
 from daemon.memory.grounding import Cited, Framing, Passage, Said, Source
 from daemon.memory.person import recall_memories
@@ -95,6 +98,7 @@ class _Plan(msgspec.Struct, kw_only=True):
     session_id: int | None  # the grounding session
     turns: int  # how many turns it had
     relevant: bool
+    another: bool  # what matches is someone else's of themselves, not the one asked about
     stated: bool  # the sources are the items a question over items selected: stated, no model
     opening: list[ChatMessage]
     messages: list[ChatMessage]
@@ -165,6 +169,10 @@ class Asker:
             text = grounding.dont_know(answer.space)
             on_token(text)
             return msgspec.structs.replace(answer, text=text, nothing_found=True, declined=True)
+        if plan.another:
+            text = grounding.nothing_says(asked)
+            on_token(text)
+            return msgspec.structs.replace(answer, text=text, declined=True)
         if stop.is_set():
             return msgspec.structs.replace(answer, cancelled=True)
         if plan.stated:  # the items answer it: what they hold is stated, not paraphrased
@@ -211,6 +219,7 @@ class Asker:
         return _Plan(answer=answer, session_id=None if current is None else current.id,
                      turns=len(turns),
                      relevant=grounding.relevant(asked, sources, always=forced),
+                     another=not forced and attribution.said_by_another(asked, sources),
                      stated=bool(forced) and all(s.item is not None for s in sources
                                                  if s.n in forced),
                      opening=grounding.prompt_prefix(framing, context),
@@ -237,8 +246,9 @@ class Asker:
             if plan is None or not plan.fits(heard.text, None, session_id) \
                     or plan.turns != len(turns):
                 plan = self._ahead = await self._plan(heard.text, None, current, turns)
-            # nothing relevant recalled: the answer needs no model, a typed question the opening
-            await _read_ahead(self._generator(), plan.messages if plan.relevant else plan.opening,
+            # an answer that needs no model: a typed question the opening
+            needs_model = plan.relevant and not plan.another
+            await _read_ahead(self._generator(), plan.messages if needs_model else plan.opening,
                               stop)
         return True
 

@@ -64,6 +64,7 @@ CONTEXT_TURNS = 12  # the live conversation: the latest turns, in steps of this 
 MAX_CONTEXT_TURN_CHARS = 240
 MAX_CITED_QUOTE_CHARS = 240
 MIN_PREFIX = 4
+CHAT_OF_TWO = 2  # speakers: "you" said by one is said to the other
 
 
 class Passage(msgspec.Struct, frozen=True):
@@ -854,6 +855,7 @@ def _excerpt(text: str) -> str:
 # -- only what a cited source supports -----------------------------------------------------------
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
 
 
 def keep_supported(text: str, sources: Sequence[Source], question: str = "") -> tuple[str, int]:
@@ -900,19 +902,29 @@ def supports(sentence: str, cited: Sequence[Source], question: str = "",
     """Whether the sources ``cited`` support ``sentence``: of its content words that the
     question did not give (nor "said", "discussed"), at least half are in them (of all its
     words, when the question gave every one); every number in it is in them; and when it
-    names a person who speaks in the sources (``people``) — or names none and the question
-    does —, what supports it is said by that person or of them — a passage they say, or one
-    that names them — not only a passage of someone else's."""
+    is about a person who speaks in the sources (``people``) — the one the question asks
+    about, else those it names —, what supports it is said by that person or of them — a
+    passage they say, one that names them, or in a chat of two one said to them — not only a
+    passage of someone else's."""
     body = _CITE.sub(" ", sentence).replace(UNVERIFIED, " ")
     words = content_words(body)
     if not words:
         return False
     people = speakers_of(cited) if people is None else people
-    # whom it is about: the people it names, else the one the question asks about ("What
-    # motivated Melanie ...?" answered "It made me realize ..." is a claim about Melanie)
-    named = _named(body, people) or _named(question, people)
+    # whom it is about: the one person the question asks about ("How did Caroline's son
+    # handle the accident?" answered "Melanie's son was lucky" is no answer), else the people
+    # it names, else those the question names ("What motivated Melanie ...?" answered "It
+    # made me realize ..." is a claim about Melanie)
+    asked_of = named_people(question, people)
+    named = asked_of if len(asked_of) == 1 else named_people(body, people) or asked_of
+    # in a chat of two, what the other says to the one asked about ("you should join me on
+    # the trails") is said of them
+    spoken_to = len(asked_of) == 1 and len({p.speaker for s in cited for p in s.passages
+                                            if p.speaker}) <= CHAT_OF_TWO
     passages = [p for s in cited for p in s.passages
                 if not named or _of_person(p, named)
+                or (spoken_to and p.speaker and p.speaker not in named
+                    and SECOND_PERSON.search(p.text))
                 or (not p.speaker and s.item is not None and _item_of(s.item, named))]
     if not passages:
         return False
@@ -929,7 +941,7 @@ def supports(sentence: str, cited: Sequence[Source], question: str = "",
     return all(n in numbers for n in _NUMBER.findall(body))
 
 
-def _named(text: str, people: dict[str, str]) -> set[str]:
+def named_people(text: str, people: dict[str, str]) -> set[str]:
     """Who of ``people`` ``text`` names: every word of their name ("Project Manager"), or its
     first word capitalised inside the sentence ("then Sarah said")."""
     words = content_words(text)
