@@ -135,6 +135,10 @@ def _open_device(sc: ModuleType, source: Source, device: str) -> Any:
     return sc.get_microphone(id=name, include_loopback=True)
 
 
+class DeviceGone(Exception):
+    """The device being recorded went away (the server connection is fine)."""
+
+
 def _present(sc: ModuleType, source: Source, device: str) -> bool:
     """Whether the device named ``device`` is still there."""
     try:
@@ -211,12 +215,12 @@ class CaptureThread:
     def _run(self, stop: threading.Event) -> None:
         backoff = 0.5
         generation: int | None = None
-        failed = False
+        failed = reconnect = False
         while not stop.is_set():
             if not failed:
                 self._set_state("starting", "")
             try:
-                sc, generation = _soundcard(generation if failed else None)
+                sc, generation = _soundcard(generation if reconnect else None)
                 device = _open_device(sc, self.source, self.device)
                 default_at_open = "" if self.device else _current_default(sc, self.source)
                 self.epoch += 1  # never reused, even when the thread is started again
@@ -225,6 +229,9 @@ class CaptureThread:
                 backoff = 0.5  # a clean return: the default device changed, reopen at once
             except Exception as e:  # the server or device went away: a state, not a crash
                 failed = True
+                # a device that is gone leaves the connection (which the other source's
+                # capture shares) as it is; anything else may be a dead connection
+                reconnect = not isinstance(e, DeviceGone | IndexError)
                 # soundcard says "no server" with a bare AssertionError
                 reason = "no audio server" if isinstance(e, AssertionError) else str(e) or repr(e)
                 self._set_state("no audio", reason)
@@ -248,7 +255,7 @@ class CaptureThread:
                 # moves its stream to another device, which must not be heard as this one)
                 if self.device and self.blocks % 10 == 0 and not _present(sc, self.source,
                                                                            self.device):
-                    raise ConnectionError(f"{self.device_name} is gone")
+                    raise DeviceGone(f"{self.device_name} is gone")
                 # every 2 s, follow a change of the default device
                 if (
                     default_at_open

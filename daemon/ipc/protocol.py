@@ -216,8 +216,8 @@ class StartReply(Reply):
 class GapInfo(msgspec.Struct, frozen=True):
     """A stretch of one source (mic | loopback) a live session misses, in seconds from its
     start; ``cause``: device lost, device changed, audio server gone, suspend, blocks dropped,
-    audio stopped, paused (nothing captured), not transcribed, or mic silent (while the other
-    side talked: muted?)."""
+    capture starting, audio stopped, paused (nothing captured), not transcribed, or mic silent
+    (while the other side talked: muted?)."""
 
     source: str
     cause: str

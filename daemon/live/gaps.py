@@ -5,9 +5,10 @@ The live actor tells a :class:`GapTracker` everything capture does while its ses
 
 - every block of audio, with whether the VAD hears speech in it: a break in a source's blocks
   of :data:`GAP_MIN_S` or more is a gap, caused by what was told since the block before — the
-  source's capture said "no audio" (device lost, or the audio server gone), it reopened on
-  another device (device changed), the machine slept (suspend), the user paused listening —
-  or nothing known (audio stopped);
+  source's capture said "no audio" (device lost, or the audio server gone), it had not
+  delivered yet (capture starting: a recorder's first audio comes a second or two after it
+  opens), it reopened on another device (device changed), the machine slept (suspend), the
+  user paused listening — or nothing known (audio stopped);
 - blocks dropped because transcription fell behind, and utterances heard but not transcribed;
 - the mic silent while the other side talked for ``silent_mic_s`` or more (a muted mic): told
   once the stretch reaches that length, kept in the receipt when the mic speaks again (or the
@@ -147,6 +148,8 @@ class GapTracker:
         if t - missing_from >= GAP_MIN_S:
             if track.noted is not None:
                 cause, detail = track.noted
+            elif track.last_end is None:  # the first audio since capture started
+                cause, detail = "capture starting", ""
             elif track.epoch is not None and epoch != track.epoch:
                 cause, detail = "device changed", ""
             else:

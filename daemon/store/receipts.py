@@ -21,7 +21,7 @@ SOURCES = ("mic", "loopback")
 # when no cause is known, "paused" when the user paused listening), speech was heard but not
 # transcribed, or the mic stayed silent while the other side talked
 GAP_CAUSES = ("device lost", "device changed", "audio server gone", "suspend", "blocks dropped",
-              "audio stopped", "paused", "not transcribed", "mic silent")
+              "capture starting", "audio stopped", "paused", "not transcribed", "mic silent")
 # the causes during which nothing of the source was captured (the others were captured)
 NOT_CAPTURED = frozenset(GAP_CAUSES) - {"not transcribed", "mic silent"}
 
