@@ -133,8 +133,10 @@ def test_utterances_not_transcribed_are_named() -> None:
     alert = t.not_transcribed("mic", T0 + 3, T0 + 6, "no speech model")
     assert alert is not None and "not transcribed: no speech model" in alert.message
     assert t.not_transcribed("mic", T0 + 6.5, T0 + 9, "no speech model") is None  # merged
+    assert t.not_transcribed("mic", T0 + 15, T0 + 17, "no speech model") is None  # told once
     receipt = t.receipt(T0 + 20)
-    assert receipt.gaps == (CaptureGap("mic", "not transcribed", 3.0, 9.0, "no speech model"),)
+    assert receipt.gaps == (CaptureGap("mic", "not transcribed", 3.0, 9.0, "no speech model"),
+                            CaptureGap("mic", "not transcribed", 15.0, 17.0, "no speech model"))
     assert receipt.heard_s["mic"] == 20.0  # heard, just not transcribed
 
 

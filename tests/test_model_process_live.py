@@ -67,7 +67,9 @@ def daemon(pulse: PulseServer, installed_model: Callable[[str], Path],
     (home / "config").mkdir()
     (home / "config" / "config.toml").write_text(
         f'asr_model = "whisper-tiny.en"\nllm_model = "{LLM}"\n'
-        'embed_model = "all-minilm-l6-v2"\nllm_threads = 2\n')
+        'embed_model = "all-minilm-l6-v2"\nllm_threads = 2\n'
+        # the call must not end by itself while the answer is slow on a busy machine
+        "auto_end_silence_min = 60\n")
     process = start_daemon(home)
     try:
         yield process
@@ -139,3 +141,4 @@ def test_the_model_process_killed_mid_answer_during_a_call_loses_no_live_turn(
     assert (foreground.deaths, foreground.last_death) == (1, f"killed by {sig.name}")
     assert status.live is not None and status.live.dropped_blocks == 0
     assert "Traceback" not in daemon.log()
+

@@ -352,10 +352,9 @@ class Live:
         if paused == self.paused:
             return
         self.paused = paused
-        if self.receipt is not None:
+        if paused and self.receipt is not None:
             for source in SOURCES:
-                if paused:
-                    self.receipt.no_audio(source, self.clock(), "paused")
+                self.receipt.no_audio(source, self.clock(), "paused")
         if paused:
             if self.captures:
                 await trio.to_thread.run_sync(self._stop_capture)

@@ -112,6 +112,7 @@ class GapTracker:
     _them_from: float | None = None  # the other side's speech since the mic last spoke
     _them_to: float | None = None
     _silence_told: bool = False
+    _told: set[tuple[str, str]] = field(default_factory=set)  # drops, untranscribed: told
 
     def __post_init__(self) -> None:
         self._sources = {s: _Source(self.heard_until.get(s), self.epochs.get(s))
@@ -246,6 +247,9 @@ class GapTracker:
                 self._gaps[i] = msgspec.structs.replace(last, end=max(last.end, gap.end))
                 return None
         self._gaps.append(gap)
+        if (gap.source, gap.cause) in self._told:  # said once a session: they come in runs
+            return None
+        self._told.add((gap.source, gap.cause))
         return Alert(gap, f"{SPEAKER[gap.source]} {self._at(gap.start)}: {message}")
 
     def _silence(self, source: str, start: float, end: float, speaking: bool) -> list[Alert]:
