@@ -141,4 +141,3 @@ def test_the_model_process_killed_mid_answer_during_a_call_loses_no_live_turn(
     assert (foreground.deaths, foreground.last_death) == (1, f"killed by {sig.name}")
     assert status.live is not None and status.live.dropped_blocks == 0
     assert "Traceback" not in daemon.log()
-
