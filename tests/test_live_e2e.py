@@ -380,13 +380,14 @@ def test_the_receipt_names_an_unplugged_and_a_silent_mic_and_tells_of_each_at_on
     assert plugged - 0.5 <= start + gone.end <= resumed + 1.0
     # nothing else — the unplugged mic is not also "silent" — but for what plugging it in
     # costs the other side: this audio server stops delivering the other null sink's monitor
-    # for about 2 s while it loads one (measured: no backlog follows, the audio is lost)
+    # for about 2 s while it loads one, or once more as streams open on it afterwards
+    # (measured: no backlog follows, the audio is lost)
     # (and, as in any session started the moment a recorder opened, the second or two before
     # its first audio)
     others = [g for g in receipt.gaps if g not in (silence, gone)]
     assert all(g.end - g.start < 3 and (
         (g.source == "loopback" and g.cause == "audio stopped"
-         and plugged - 0.5 <= start + g.start <= resumed + 1.0)
+         and plugged - 0.5 <= start + g.start)
         or (g.start == 0 and g.cause in ("capture starting", "device changed")))
         for g in others), others
     assert receipt.heard_s["loopback"] == pytest.approx(
