@@ -134,7 +134,7 @@ def keep_prompt_for(info: SessionInfo) -> SessionEnded:
     """The keep prompt of a listed session, to ask again."""
     duration = (info.ended_at or info.started_at) - info.started_at
     return SessionEnded(session_id=info.id, duration_s=duration, gist=info.title,
-                        space=info.space)
+                        space=info.space, receipt=info.receipt)
 
 
 class Tray:
@@ -182,6 +182,8 @@ class Tray:
             self.prompter.prompt(event)
         if isinstance(event, CarriedForward):
             self.show_carried(event)
+        if isinstance(event, StatusEvent) and event.alert:
+            self.inform(event.message)  # audio the live session is missing: said at once
         if isinstance(event, SessionStarted | SessionEnded | StatusEvent):
             self.refresh()
 

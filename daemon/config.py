@@ -74,6 +74,9 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     loopback_device: str = ""  # empty: the monitor of the default output
     auto_start: bool = True
     auto_end_silence_min: float = 5.0
+    # a live session tells at once when the mic stays silent this long while the other side
+    # talks (a muted mic), and its receipt names the stretch
+    silent_mic_min: float = 2.0
     # what is remembered (two independent switches)
     session_archive_enabled: bool = True
     memory_enabled: bool = False

@@ -91,9 +91,9 @@ def test_import_sessions_and_show(daemon: DaemonProcess, transcript_file: Path) 
     assert (as_json["session"]["id"], as_json["session"]["space"]) == (2, None)
 
     lines = ok("sessions").stdout.splitlines()
-    assert lines[0].split() == ["ID", "STARTED", "STATUS", "TURNS", "SPACE", "TITLE"]
-    assert [line.split()[3:] for line in lines[1:]] == [
-        ["ended", "3", "-", "Atlas", "sync"], ["ended", "3", "Work", "Atlas", "sync"]]
+    assert lines[0].split() == ["ID", "STARTED", "STATUS", "TURNS", "HEARD", "SPACE", "TITLE"]
+    assert [line.split()[3:] for line in lines[1:]] == [  # imported: no capture receipt
+        ["ended", "3", "-", "-", "Atlas", "sync"], ["ended", "3", "-", "Work", "Atlas", "sync"]]
     assert [s["id"] for s in json.loads(ok("sessions", "--json").stdout)] == [2, 1]
     in_work = json.loads(ok("sessions", "--space", "Work", "--json").stdout)
     assert [(s["id"], s["title"], s["space"]) for s in in_work] == [(1, "Atlas sync", "Work")]

@@ -86,6 +86,8 @@ def stop(context: Context, as_json: bool) -> None:
     where = f" in {reply.space}" if reply.space else ""
     click.echo(f"session {reply.session_id}{where} ended after "
                f"{format_duration(reply.duration_s)}, {reply.turns} turns: {reply.gist}")
+    if reply.receipt is not None:
+        click.echo(reply.receipt.text)
 
 
 @click.command("import")

@@ -170,11 +170,12 @@ def event_lines(event: Event) -> list[str]:
         return [
             f"session {event.session_id}{where} ended after {duration(event.duration_s)}: "
             f"{event.gist}",
+            *([f"  {event.receipt.text}"] if event.receipt is not None else []),
             f"  Keep this conversation? (session {event.session_id})",
         ]
     if isinstance(event, StatusEvent):
         message = f": {event.message}" if event.message else ""
-        return [f"status: capture {event.capture}{message}"]
+        return [f"{'ALERT' if event.alert else 'status'}: capture {event.capture}{message}"]
     return [f"{type(event).__name__}: {msgspec.json.encode(event).decode()}"]
 
 

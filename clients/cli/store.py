@@ -111,8 +111,8 @@ def sessions(context: Context, space: str | None, limit: int | None, as_json: bo
     if not found:
         click.echo("no sessions")
         return
-    rows = [("ID", "STARTED", "STATUS", "TURNS", "SPACE", "TITLE")]
-    rows += [(str(s.id), local_time(s.started_at), status_text(s), str(s.turns),
+    rows = [("ID", "STARTED", "STATUS", "TURNS", "HEARD", "SPACE", "TITLE")]
+    rows += [(str(s.id), local_time(s.started_at), status_text(s), str(s.turns), heard_text(s),
               s.space or "-", s.title) for s in found]
     table(rows)
     unfinished = [s for s in found if s.keep_status in ("pending", "running", "failed")]
@@ -120,6 +120,22 @@ def sessions(context: Context, space: str | None, limit: int | None, as_json: bo
         click.echo()
         for s in unfinished:
             click.echo(f"session {s.id}: {keep_text(s)}")
+    missing = [s for s in found if s.receipt is not None and s.receipt.gaps]
+    if missing:
+        click.echo()
+        for s in missing:
+            click.echo(f"session {s.id}: {s.receipt.text if s.receipt else ''}")
+
+
+def heard_text(session: SessionInfo) -> str:
+    """"41:20 of 41:20" (the least heard of its sources), with "+ gaps" when any is named
+    below the table; "-" for a session with no receipt (imported)."""
+    receipt = session.receipt
+    if receipt is None:
+        return "-"
+    heard = min(receipt.heard_s.values(), default=0.0)
+    return (f"{offset(heard)} of {offset(receipt.length_s)}"
+            + (" + gaps" if receipt.gaps else ""))
 
 
 def status_text(session: SessionInfo) -> str:
@@ -220,6 +236,8 @@ def session_summary(session: SessionInfo) -> str:
     ]
     if session.participants:
         facts.append("participants: " + ", ".join(session.participants))
+    if session.receipt is not None:
+        facts.append(session.receipt.text)
     return "\n".join(facts)
 
 

@@ -77,7 +77,8 @@ def prompt_body(ended: SessionEnded) -> str:
              else "in no Space: nothing is remembered unless you pick one")
     gist = f"“{ended.gist}”\n" if ended.gist else ""
     who = f"{', '.join(ended.speakers)}\n" if ended.speakers else ""
-    return f"{gist}{who}{minutes} min, {where}"
+    heard = f"\n{ended.receipt.text}" if ended.receipt is not None else ""
+    return f"{gist}{who}{minutes} min, {where}{heard}"
 
 
 def remember_summary(reply: RememberReply) -> str:

@@ -135,6 +135,19 @@ def _open_device(sc: ModuleType, source: Source, device: str) -> Any:
     return sc.get_microphone(id=name, include_loopback=True)
 
 
+class DeviceGone(Exception):
+    """The device being recorded went away (the server connection is fine)."""
+
+
+def _present(sc: ModuleType, source: Source, device: str) -> bool:
+    """Whether the device named ``device`` is still there."""
+    try:
+        _open_device(sc, source, device)
+    except IndexError:  # soundcard's "no such device"
+        return False
+    return True
+
+
 def _current_default(sc: ModuleType, source: Source) -> str:
     _check_connected()
     if source == "mic":
@@ -202,12 +215,12 @@ class CaptureThread:
     def _run(self, stop: threading.Event) -> None:
         backoff = 0.5
         generation: int | None = None
-        failed = False
+        failed = reconnect = False
         while not stop.is_set():
             if not failed:
                 self._set_state("starting", "")
             try:
-                sc, generation = _soundcard(generation if failed else None)
+                sc, generation = _soundcard(generation if reconnect else None)
                 device = _open_device(sc, self.source, self.device)
                 default_at_open = "" if self.device else _current_default(sc, self.source)
                 self.epoch += 1  # never reused, even when the thread is started again
@@ -216,6 +229,9 @@ class CaptureThread:
                 backoff = 0.5  # a clean return: the default device changed, reopen at once
             except Exception as e:  # the server or device went away: a state, not a crash
                 failed = True
+                # a device that is gone leaves the connection (which the other source's
+                # capture shares) as it is; anything else may be a dead connection
+                reconnect = not isinstance(e, DeviceGone | IndexError)
                 # soundcard says "no server" with a bare AssertionError
                 reason = "no audio server" if isinstance(e, AssertionError) else str(e) or repr(e)
                 self._set_state("no audio", reason)
@@ -235,6 +251,11 @@ class CaptureThread:
                 t = clock.stamp(len(samples), time.time())
                 self._deliver(Block(self.source, t, epoch, samples))
                 self.blocks += 1
+                # every second, notice that a device chosen by name went away (the server
+                # moves its stream to another device, which must not be heard as this one)
+                if self.device and self.blocks % 10 == 0 and not _present(sc, self.source,
+                                                                           self.device):
+                    raise DeviceGone(f"{self.device_name} is gone")
                 # every 2 s, follow a change of the default device
                 if (
                     default_at_open
@@ -274,13 +295,16 @@ class BlockClock:
 class BlockChannel:
     """A bounded trio memory channel fed from a capture thread that never blocks it.
 
-    When the consumer falls behind, the oldest block is dropped and counted.
+    When the consumer falls behind, the oldest block is dropped, counted and handed to
+    ``on_drop``.
     """
 
-    def __init__(self, capacity: int, token: trio.lowlevel.TrioToken | None = None) -> None:
+    def __init__(self, capacity: int, token: trio.lowlevel.TrioToken | None = None,
+                 on_drop: Callable[[Block], None] | None = None) -> None:
         self._token = token or trio.lowlevel.current_trio_token()
         self._send, self.receive = trio.open_memory_channel[Block](capacity)
         self.dropped = 0
+        self.on_drop = on_drop
 
     def put_threadsafe(self, block: Block) -> None:
         with contextlib.suppress(trio.RunFinishedError):
@@ -292,8 +316,10 @@ class BlockChannel:
             self._send.send_nowait(block)
         except trio.WouldBlock:
             try:
-                self.receive.receive_nowait()
+                lost = self.receive.receive_nowait()
                 self.dropped += 1
+                if self.on_drop is not None:
+                    self.on_drop(lost)
             except trio.WouldBlock:
                 pass
             self._send.send_nowait(block)

@@ -67,6 +67,24 @@ class PulseServer:
             time.sleep(0.05)
         self.pid = None
 
+    def unplug_mic(self) -> None:
+        """Take the mic away as a pulled-out headset would: unload the source remapped from
+        ``micsink`` and the null sink itself."""
+        listed = self._run("pactl", "list", "short", "modules").stdout.splitlines()
+        for line in reversed(listed):
+            index, _, args = [*line.split("\t"), "", ""][:3]
+            if args.strip() in (MODULES[2].split(" ", 1)[1], MODULES[3].split(" ", 1)[1]):
+                result = self._run("pactl", "unload-module", index)
+                if result.returncode != 0:
+                    raise RuntimeError(f"pactl unload-module {index}: {result.stderr.strip()}")
+
+    def plug_mic(self) -> None:
+        """Bring the mic back (``micsink`` and the source ``mic`` remapped from it)."""
+        for module in MODULES[2:]:
+            result = self._run("pactl", "load-module", *module.split(" "))
+            if result.returncode != 0:
+                raise RuntimeError(f"pactl load-module {module}: {result.stderr.strip()}")
+
     def play(self, sink: str, wav: Path) -> None:
         """Play ``wav`` into ``sink``; returns when it has been played."""
         result = self._run("paplay", f"--device={sink}", str(wav), timeout=120)

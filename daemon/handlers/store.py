@@ -54,7 +54,7 @@ from daemon.ipc.protocol import (
 from daemon.live.rules import gist
 from daemon.llm.embed import EmbedProgress
 from daemon.memory import open_items
-from daemon.store import voices
+from daemon.store import receipts, voices
 from daemon.store.chunking import format_offset
 from daemon.store.documents import extract_text
 from daemon.store.export import render
@@ -87,8 +87,9 @@ async def register(daemon: Context) -> None:
                                         limit=request.limit)
             names = space_names(store)
             keeps = {k.session_id: k for k in store.keep_states([s.id for s in found])}
-            return SessionsReply(sessions=[session_info(s, names, keeps.get(s.id))
-                                           for s in found])
+            heard = receipts.receipts(store, [s.id for s in found])
+            return SessionsReply(sessions=[session_info(s, names, keeps.get(s.id),
+                                                        heard.get(s.id)) for s in found])
 
         return await db(work)
 
@@ -98,7 +99,8 @@ async def register(daemon: Context) -> None:
         archive = "\n".join(c.body for c in store.archive(session.id))
         said = store.list_assertions(session_id=session.id, include_invalidated=True)
         return SessionReply(
-            session=session_info(session, space_names(store), store.keep_state(session.id)),
+            session=session_info(session, space_names(store), store.keep_state(session.id),
+                                 receipts.receipt(store, session.id)),
             turns=turn_infos(turns),
             archive=archive or None,
             assertions=assertion_infos(store, sorted(said, key=lambda a: (a.occurred_at,

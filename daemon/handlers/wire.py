@@ -17,12 +17,14 @@ from daemon.ipc.protocol import (
     DocumentInfo,
     Event,
     EvidenceInfo,
+    GapInfo,
     HistoryReply,
     ImportAudio,
     ImportAudioReply,
     ImportProgress,
     ItemInfo,
     LiveStatus,
+    ReceiptInfo,
     RememberReply,
     RestatementInfo,
     SearchHit,
@@ -39,12 +41,14 @@ from daemon.ipc.protocol import (
     VoiceInfo,
 )
 from daemon.live import records as live
+from daemon.live.gaps import receipt_text
 from daemon.memory.ask import Answer
 from daemon.memory.evidence import Evidence
 from daemon.memory.grounding import Cited
 from daemon.memory.open_items import CARRIED_MAX, OpenItem
 from daemon.memory.remember import Remembered
 from daemon.sensitive.gate import mask_lines
+from daemon.store.receipts import Receipt
 from daemon.store.records import (
     Assertion,
     Deleted,
@@ -120,7 +124,16 @@ def start_reply(started: live.Started) -> StartReply:
 
 def stop_reply(ended: live.Ended) -> StopReply:
     return StopReply(session_id=ended.session_id, duration_s=ended.duration_s, gist=ended.gist,
-                     turns=ended.turns, space=ended.space)
+                     turns=ended.turns, space=ended.space, receipt=receipt_info(ended.receipt))
+
+
+def receipt_info(receipt: Receipt | None) -> ReceiptInfo | None:
+    if receipt is None:
+        return None
+    return ReceiptInfo(text=receipt_text(receipt), length_s=receipt.length_s,
+                       heard_s=dict(receipt.heard_s),
+                       gaps=[msgspec.convert(g, GapInfo, from_attributes=True)
+                             for g in receipt.gaps])
 
 
 def import_options(request: ImportAudio) -> live.ImportOptions:
@@ -156,12 +169,14 @@ def live_event(event: live.LiveEvent) -> Event:
         case live.Ended():
             return SessionEnded(session_id=event.session_id, duration_s=event.duration_s,
                                 gist=event.gist, space=event.space,
-                                speakers=list(event.speakers))
+                                speakers=list(event.speakers),
+                                receipt=receipt_info(event.receipt))
         case live.Carried():
             return CarriedForward(session_id=event.session_id, space=event.space,
                                   message=event.forward.message, items=carried_items(event))
         case live.CaptureChanged():
-            return StatusEvent(capture=event.capture, message=event.message)
+            return StatusEvent(capture=event.capture, message=event.message,
+                               alert=event.alert)
 
 
 def chain_closures(store: Store, ids: Sequence[int]) -> list[ClosureInfo]:
@@ -186,7 +201,7 @@ def space_info(space: Space, *, sessions: int = 0, documents: int = 0) -> SpaceI
 
 
 def session_info(session: Session, space_names: Mapping[int, str],
-                 keep: KeepState | None = None) -> SessionInfo:
+                 keep: KeepState | None = None, receipt: Receipt | None = None) -> SessionInfo:
     return SessionInfo(
         id=session.id,
         title=session.title,
@@ -200,6 +215,7 @@ def session_info(session: Session, space_names: Mapping[int, str],
         practice=session.practice,
         keep_status=None if keep is None else keep.status,
         keep_reason=None if keep is None else keep.reason,
+        receipt=receipt_info(receipt),
     )
 
 

@@ -213,6 +213,29 @@ class StartReply(Reply):
     carried: list[ItemInfo] = []
 
 
+class GapInfo(msgspec.Struct, frozen=True):
+    """A stretch of one source (mic | loopback) a live session misses, in seconds from its
+    start; ``cause``: device lost, device changed, audio server gone, suspend, blocks dropped,
+    capture starting, audio stopped, paused (nothing captured), not transcribed, or mic silent
+    (while the other side talked: muted?)."""
+
+    source: str
+    cause: str
+    start: float
+    end: float
+    detail: str = ""
+
+
+class ReceiptInfo(msgspec.Struct, frozen=True):
+    """What a live session heard of ``length_s``: seconds per source, every gap, and ``text``
+    saying it ("heard 41:20 of 41:20", or each gap)."""
+
+    text: str
+    length_s: float
+    heard_s: dict[str, float]
+    gaps: list[GapInfo] = []
+
+
 class StopReply(Reply):
     """The keep prompt of the session that ended (as in :class:`SessionEnded`)."""
 
@@ -221,6 +244,7 @@ class StopReply(Reply):
     gist: str
     turns: int
     space: str | None = None
+    receipt: ReceiptInfo | None = None
 
 
 class ImportAudioReply(Reply):
@@ -272,6 +296,7 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     # when it failed, why; None: no keep needed the model
     keep_status: str | None = None
     keep_reason: str | None = None
+    receipt: ReceiptInfo | None = None  # a live session's: what it heard (None: imported)
 
 
 class TurnInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -1034,6 +1059,7 @@ class SessionEnded(Event):
     gist: str  # one line
     space: str | None = None
     speakers: list[str] = []  # who spoke, in order of first speech ("me", "Them 1", names)
+    receipt: ReceiptInfo | None = None  # what it heard, every gap named
 
 
 class CarriedForward(Event):
@@ -1117,9 +1143,13 @@ class StageProgress(Event):
 
 
 class StatusEvent(Event):
+    """What capture is doing; ``alert``: the live session is missing audio (a gap, a mic
+    silent while the other side talks), for the user to see at once."""
+
     topic_prefix = TOPIC_STATUS
     capture: str
     message: str = ""
+    alert: bool = False
 
 
 class Subscribed(Event):

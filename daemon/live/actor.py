@@ -32,12 +32,13 @@ import trio
 
 from daemon.asr.engine import Segment, Transcriber, WhisperTranscriber
 from daemon.asr.level import is_quiet, level_warning
-from daemon.audio.capture import SPEAKER, BlockChannel, CaptureThread, Source
+from daemon.audio.capture import SPEAKER, Block, BlockChannel, CaptureThread, Source
 from daemon.audio.files import load_audio_channels
 from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.vad import VadConfig, is_phantom
 from daemon.config import Settings
 from daemon.errors import InvalidInput, ModelError, StoreError
+from daemon.live.gaps import Alert, GapTracker, cause_of
 from daemon.live.pipeline import UTTERANCE_QUEUE, Heard, Pipeline, Timing, segment_tracks
 from daemon.live.records import (
     Began,
@@ -64,6 +65,7 @@ from daemon.live.rules import (
 )
 from daemon.memory import open_items
 from daemon.models.registry import speech_model
+from daemon.store.receipts import Receipt, save_receipt
 from daemon.store.records import NewTurn, Session, Space, Turn
 from daemon.store.store import Store
 from daemon.voices.service import Said as VoiceSaid
@@ -79,6 +81,8 @@ BLOCK_BACKLOG = 100  # blocks (10 s of audio over both sources) before the oldes
 SETTLE_TIMEOUT_S = 60.0  # a stop waits at most this long for the transcription to catch up
 SOURCES: tuple[Source, ...] = ("mic", "loopback")
 QUIET_NOTE_S = 600.0  # a quiet source is mentioned again after this long
+SLEEP_CHECK_S = 1.0  # how often the wall clock is compared with the monotonic one ...
+SLEPT_S = 5.0  # ... and how far ahead it must have jumped for the machine to have slept
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,8 @@ class Live:
         self._unsaved: dict[int, list[NewTurn]] = {}  # by session: turns the store refused
         self.voices = voices  # tells "them" apart (None: every loopback turn is "them")
         self._quiet_told: dict[Source, float] = {}  # when each source was last said quiet
+        self.receipt: GapTracker | None = None  # what the live session heard and missed
+        self._receipt_changed = trio.lowlevel.ParkingLot()
 
     # -- running -------------------------------------------------------------------------------
 
@@ -167,7 +173,7 @@ class Live:
         """Capture and transcribe until cancelled; then stop capture and end the session."""
         self._token = trio.lowlevel.current_trio_token()
         await self._end_stale_sessions()
-        channel = BlockChannel(self.block_backlog)
+        channel = BlockChannel(self.block_backlog, on_drop=self._dropped)
         self.pipeline = Pipeline(
             channel,
             self._speech_model,
@@ -176,10 +182,14 @@ class Live:
             clock=self.clock,
             vad=self.vad,
             queue_capacity=self.queue_capacity,
+            on_block=self._heard_block,
+            on_untranscribed=self._untranscribed,
         )
         async with trio.open_nursery() as nursery:
             await nursery.start(self.pipeline.run)
             nursery.start_soon(self._end_when_silent)
+            nursery.start_soon(self._save_receipts)
+            nursery.start_soon(self._notice_sleep)
             if self.capture_enabled:
                 settings = self._settings()
                 devices = {"mic": settings.mic_device, "loopback": settings.loopback_device}
@@ -233,13 +243,107 @@ class Live:
 
     def _capture_state_changed(self, source: Source, state: str, detail: str) -> None:
         """From a capture thread: tell subscribers (the tray shows "no audio")."""
-        message = f"{source}: {state}" + (f" ({detail})" if state == "no audio" else "")
         if self._token is not None:
             with contextlib.suppress(trio.RunFinishedError):
-                self._token.run_sync_soon(self._publish_status, message)
+                self._token.run_sync_soon(self._capture_state, source, state, detail)
+
+    def _capture_state(self, source: Source, state: str, detail: str) -> None:
+        """A capture state change, on the event loop: a live session's receipt opens a gap
+        when a source has no audio, and says so at once."""
+        alert = None
+        if state == "no audio" and self.receipt is not None:
+            alert = self.receipt.no_audio(source, self.clock(), cause_of(detail), detail)
+        if alert is not None:
+            self._alert([alert])
+        else:
+            self._publish_status(f"{source}: {state}"
+                                 + (f" ({detail})" if state == "no audio" else ""))
 
     def _publish_status(self, message: str) -> None:
         self._publish(CaptureChanged(capture=self.capture_state(), message=message))
+
+    # -- the capture receipt -------------------------------------------------------------------
+
+    def _alert(self, alerts: Sequence[Alert | None]) -> None:
+        """Tell at once of gaps found in the live session, and save its receipt soon."""
+        found = [a for a in alerts if a is not None]
+        for alert in found:
+            log.warning("session %s: %s", None if self.session is None else self.session.id,
+                        alert.message)
+            self._publish(CaptureChanged(capture=self.capture_state(), message=alert.message,
+                                         alert=True))
+        if found:
+            self._receipt_changed.unpark_all()
+
+    def _heard_block(self, block: Block, speaking: bool) -> None:
+        if self.receipt is not None:
+            self._alert(self.receipt.block(block.source, block.t,
+                                           len(block.samples) / SAMPLE_RATE, block.epoch,
+                                           speaking))
+
+    def _dropped(self, block: Block) -> None:
+        if self.receipt is not None:
+            self._alert([self.receipt.dropped(block.source, block.t,
+                                              len(block.samples) / SAMPLE_RATE)])
+
+    def _untranscribed(self, heard: Heard, why: str) -> None:
+        if self.receipt is not None and heard.end > self.receipt.started_at:
+            self._alert([self.receipt.not_transcribed(heard.source, heard.start, heard.end,
+                                                      why)])
+
+    def _new_receipt(self, started_at: float) -> GapTracker:
+        """The receipt of a session starting now: from where capture stands."""
+        segmenters = {} if self.pipeline is None else self.pipeline.segmenters
+        tracker = GapTracker(
+            started_at, self._settings().silent_mic_min * 60,
+            heard_until={s: seg.heard_until for s, seg in segmenters.items()},
+            epochs={s: seg.epoch for s, seg in segmenters.items()},
+        )
+        now = self.clock()
+        for thread in self.captures:
+            if self.paused:
+                tracker.no_audio(thread.source, now, "paused")
+            elif thread.state == "no audio":
+                tracker.no_audio(thread.source, now, cause_of(thread.detail), thread.detail)
+        return tracker
+
+    def _final_receipt(self, until: float) -> Receipt | None:
+        """The receipt of the live session ending at ``until``: what is still waiting for
+        transcription then is listed as not transcribed."""
+        tracker, self.receipt = self.receipt, None
+        if tracker is None:
+            return None
+        for heard in [] if self.pipeline is None else self.pipeline.waiting():
+            if tracker.started_at < heard.end <= until:
+                tracker.not_transcribed(heard.source, heard.start, heard.end,
+                                        "the session ended before it was transcribed")
+        return tracker.receipt(until)
+
+    async def _save_receipts(self) -> None:
+        """Save the live session's receipt whenever it found a gap (at most every second), so
+        that a daemon that dies keeps what it knew."""
+        while True:
+            await self._receipt_changed.park()
+            session, tracker = self.session, self.receipt
+            if session is not None and tracker is not None:
+                receipt = tracker.receipt(self.clock())
+                try:
+                    await self._db(partial(save_receipt, self.store, session.id, receipt))
+                except StoreError as e:
+                    log.warning("could not save the receipt of session %d: %s", session.id, e)
+            await trio.sleep(1.0)
+
+    async def _notice_sleep(self) -> None:
+        """A wall clock that jumps ahead of the monotonic one means the machine slept: the
+        live session heard nothing meanwhile."""
+        wall, mono = self.clock(), trio.current_time()
+        while True:
+            await trio.sleep(SLEEP_CHECK_S)
+            now_wall, now_mono = self.clock(), trio.current_time()
+            slept = (now_wall - wall) - (now_mono - mono)
+            if slept > SLEPT_S and self.receipt is not None:
+                self._alert(self.receipt.suspended(now_wall - slept, now_wall))
+            wall, mono = now_wall, now_mono
 
     async def pause(self, paused: bool) -> None:
         """Stop listening — the devices are released and nothing is heard, so no session
@@ -248,6 +352,9 @@ class Live:
         if paused == self.paused:
             return
         self.paused = paused
+        if paused and self.receipt is not None:
+            for source in SOURCES:
+                self.receipt.no_audio(source, self.clock(), "paused")
         if paused:
             if self.captures:
                 await trio.to_thread.run_sync(self._stop_capture)
@@ -428,6 +535,8 @@ class Live:
             )
         )
         self.session, self.space, self._last_speech = session, space, None
+        # a daemon that does not capture (turns come another way) keeps no receipt
+        self.receipt = self._new_receipt(session.started_at) if self.capture_enabled else None
         self._session_changed.unpark_all()
         self._publish(Began(session_id=session.id, started_at=session.started_at,
                             space=None if space is None else space.name,
@@ -527,6 +636,12 @@ class Live:
     async def _end(self, session: Session, ended_at: float) -> Ended:
         ended_at = max(ended_at, session.started_at)
         await self._save(session, [])
+        receipt = self._final_receipt(ended_at)
+        if receipt is not None:
+            try:
+                await self._db(partial(save_receipt, self.store, session.id, receipt))
+            except StoreError as e:  # the session ends all the same
+                log.warning("could not save the receipt of session %d: %s", session.id, e)
         await self._db(lambda: self.store.end_session(session.id, ended_at=ended_at))
         space = self.space
         self.session, self.space = None, None
@@ -539,6 +654,7 @@ class Live:
             turns=len(turns),
             space=None if space is None else space.name,
             speakers=speakers_of(turns),
+            receipt=receipt,
         )
         self._publish(ended)
         log.info("session %d ended after %.0f s, %d turns", session.id, ended.duration_s,

@@ -111,6 +111,11 @@ class SourceSegmenter:
     def in_speech(self) -> bool:
         return self._segmenter.in_speech
 
+    @property
+    def epoch(self) -> int | None:
+        """The capture epoch of the last block fed (None: none yet)."""
+        return self._epoch
+
     def feed(self, block: Block) -> list[Heard]:
         out: list[Heard] = []
         if block.epoch != self._epoch:
@@ -147,6 +152,10 @@ class UtteranceQueue:
     def __len__(self) -> int:
         return len(self._heap)
 
+    def items(self) -> list[Heard]:
+        """What the queue holds, the earliest end first."""
+        return [item[2] for item in sorted(self._heap, key=lambda item: item[:2])]
+
     def oldest_end(self) -> float | None:
         return self._heap[0][0] if self._heap else None
 
@@ -167,6 +176,8 @@ class UtteranceQueue:
 
 
 OnText = Callable[[Heard, list[Segment]], Awaitable[None]]
+OnBlock = Callable[[Block, bool], None]  # a block segmented; whether speech is heard in it
+OnUntranscribed = Callable[[Heard, str], None]  # an utterance lost, and why
 
 
 class Pipeline:
@@ -176,7 +187,8 @@ class Pipeline:
     (then utterances are counted as skipped); ``wants_text`` says whether anyone needs the text
     of what is heard right now (a live session, or auto-start listening for one) — when not,
     utterances are dropped before transcription to spare the CPU. ``on_text`` gets every
-    transcribed utterance.
+    transcribed utterance; ``on_block`` every block once segmented, ``on_untranscribed``
+    every utterance wanted but never transcribed (the capture receipt keeps both).
     """
 
     def __init__(
@@ -189,8 +201,12 @@ class Pipeline:
         clock: Callable[[], float],
         vad: VadConfig | None = None,
         queue_capacity: int = UTTERANCE_QUEUE,
+        on_block: OnBlock | None = None,
+        on_untranscribed: OnUntranscribed | None = None,
     ) -> None:
         self.channel = channel
+        self._on_block = on_block
+        self._on_untranscribed = on_untranscribed
         self._transcriber = transcriber
         self._on_text = on_text
         self._wants_text = wants_text
@@ -249,8 +265,11 @@ class Pipeline:
     async def _segment_blocks(self) -> None:
         async for block in self.channel.receive:
             self._block_seen[block.source] = self._clock()
-            for heard in self.segmenters[block.source].feed(block):
+            segmenter = self.segmenters[block.source]
+            for heard in segmenter.feed(block):
                 await self._enqueue(heard)
+            if self._on_block is not None:
+                self._on_block(block, segmenter.in_speech)
             self._progress.unpark_all()
 
     async def _enqueue(self, heard: Heard) -> None:
@@ -276,6 +295,7 @@ class Pipeline:
         transcriber = self._transcriber()
         if transcriber is None:
             self.skipped += 1
+            self._untranscribed(heard, "no speech model")
             return
         began = self._clock()
         heard.timing.mark("queued", began)
@@ -284,6 +304,7 @@ class Pipeline:
         except Exception:  # one bad utterance must not stop the worker
             log.exception("transcription of a %.1f s utterance failed", heard.end - heard.start)
             self.failed += 1
+            self._untranscribed(heard, "transcription failed")
             return
         self.transcribed += 1
         heard.timing.mark("asr", self._clock())
@@ -297,6 +318,15 @@ class Pipeline:
             return
         if "stored" in heard.timing.marks:
             self.stages.add(heard.timing)
+
+    def _untranscribed(self, heard: Heard, why: str) -> None:
+        if self._on_untranscribed is not None:
+            self._on_untranscribed(heard, why)
+
+    def waiting(self) -> list[Heard]:
+        """The utterances not transcribed yet, the one in progress included, by end."""
+        held = self.queue.items()
+        return ([self.current] if self.current is not None else []) + held
 
     # -- settling (for stop and pause) ---------------------------------------------------------
 

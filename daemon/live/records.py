@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from daemon.memory.open_items import CarriedForward
+from daemon.store.receipts import Receipt
 from daemon.store.records import Turn
 
 # -- what is asked ----------------------------------------------------------------------------
@@ -84,14 +85,17 @@ class Ended:
     turns: int
     space: str | None
     speakers: list[str] = field(default_factory=list)  # in order of first speech
+    receipt: Receipt | None = None  # what it heard of each source, and every gap
 
 
 @dataclass(frozen=True)
 class CaptureChanged:
-    """Event: what capture is doing now (``capture``), and why it is said (``message``)."""
+    """Event: what capture is doing now (``capture``), and why it is said (``message``);
+    ``alert``: the live session is missing audio (a gap, a silent mic), to show at once."""
 
     capture: str
     message: str = ""
+    alert: bool = False
 
 
 @dataclass(frozen=True)

@@ -266,6 +266,38 @@ def m011_remask_judged_secrets(conn: apsw.Connection) -> None:
     remask(conn)
 
 
+def m012_capture_receipts(conn: apsw.Connection) -> None:
+    """Capture receipts (:mod:`daemon.store.receipts`): per session and source, the seconds
+    heard of the session's length, and each gap with its cause (``start_s``/``end_s`` from the
+    session's start). Times and causes only; a trigger deletes them with their session, so no
+    deletion path has to know of them."""
+    conn.execute(
+        """
+        CREATE TABLE capture_receipts (
+            session_id INTEGER NOT NULL,
+            source TEXT NOT NULL CHECK (source IN ('mic', 'loopback')),
+            heard_s REAL NOT NULL,
+            length_s REAL NOT NULL,
+            PRIMARY KEY (session_id, source)
+        );
+        CREATE TABLE capture_gaps (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id INTEGER NOT NULL,
+            source TEXT NOT NULL CHECK (source IN ('mic', 'loopback')),
+            cause TEXT NOT NULL,
+            start_s REAL NOT NULL,
+            end_s REAL NOT NULL,
+            detail TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX capture_gaps_session ON capture_gaps (session_id);
+        CREATE TRIGGER sessions_delete_receipts AFTER DELETE ON sessions BEGIN
+            DELETE FROM capture_receipts WHERE session_id = old.id;
+            DELETE FROM capture_gaps WHERE session_id = old.id;
+        END;
+        """
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_spaces_sessions_turns,
     m002_documents_chunks,
@@ -278,4 +310,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     m009_voices,
     m010_remask_secrets,
     m011_remask_judged_secrets,
+    m012_capture_receipts,
 )
