@@ -302,9 +302,12 @@ def questions(locomo: Path, count: int) -> list[str]:
 
 
 def latency(store: Store, scope: Scope, queries: Sequence[str],
-            reranker: CrossEncoder | None = None) -> tuple[float, float]:
-    times = latencies(store, scope, queries, warmup=3, reranker=reranker)
-    return statistics.median(times), percentile(times, 0.95)
+            reranker: CrossEncoder | None = None) -> str:
+    cpu: list[float] = []
+    wall = latencies(store, scope, queries, warmup=3, reranker=reranker, cpu=cpu)
+    return (f"p50 {statistics.median(wall) * 1e3:.0f} ms p95 {percentile(wall, 0.95) * 1e3:.0f}"
+            f" ms (CPU p50 {statistics.median(cpu) * 1e3:.0f} ms p95 "
+            f"{percentile(cpu, 0.95) * 1e3:.0f} ms; {load()})")
 
 
 def disk(data_dir: Path) -> str:
@@ -354,19 +357,14 @@ def measure(cache: Path, size: int, model: Path, models: Path, queries: Sequence
         with Store(data_dir, real) as store:  # the first open builds the indexes
             out.append(f"store open {time.perf_counter() - began:.2f} s ({load()})")
             scope = Scope(space_id=store.space_id(SPACE))
-            p50, p95 = latency(store, scope, queries)
-            out.append(f"search with the query embedded  p50 {p50 * 1e3:.0f} ms "
-                       f"p95 {p95 * 1e3:.0f} ms ({load()})")
+            out.append(f"search with the query embedded  {latency(store, scope, queries)}")
         known = MemoEmbedder(real)
         known.embed_sync(list(queries))
         with Store(data_dir, known) as store:
-            p50, p95 = latency(store, scope, queries)
-            out.append(f"search, vector known            p50 {p50 * 1e3:.0f} ms "
-                       f"p95 {p95 * 1e3:.0f} ms ({load()})")
+            out.append(f"search, vector known            {latency(store, scope, queries)}")
             if reranker is not None:
-                p50, p95 = latency(store, scope, queries, reranker)
-                out.append(f"re-ranked, vector known         p50 {p50 * 1e3:.0f} ms "
-                           f"p95 {p95 * 1e3:.0f} ms ({load()})")
+                out.append("re-ranked, vector known         "
+                           f"{latency(store, scope, queries, reranker)}")
             began = time.perf_counter()
             taken = store.make_backup(reason="bench", keep=1)
             out.append(f"backup {time.perf_counter() - began:.1f} s, "

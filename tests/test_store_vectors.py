@@ -325,3 +325,21 @@ def test_an_index_in_step_is_loaded_without_reading_every_id(
     with open_store(data_dir) as store:
         assert store.index.count("chunk") == len(TOPICS)
     assert reconciled == []  # (out of step, it is: test_an_index_out_of_step_is_reconciled)
+
+
+def test_the_checksum_is_read_once_then_the_files_size_and_mtime_stand_for_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    data_dir = tmp_path / "p"
+    with open_store(data_dir) as store:
+        chunks = fill(store)
+    sidecar = data_dir / "vectors-chunk.json"
+    meta = msgspec.json.decode(sidecar.read_bytes())
+    assert meta["size"] == (data_dir / "vectors-chunk.usearch").stat().st_size
+    del meta["size"], meta["mtime_ns"]  # a sidecar written before they were recorded
+    sidecar.write_bytes(msgspec.json.encode(meta))
+    with caplog.at_level(logging.WARNING, logger=LOGGER), open_store(data_dir) as store:
+        assert top_chunk(store, TOPICS[1]) == chunks[TOPICS[1]]
+    assert not [r for r in caplog.records if r.name == LOGGER]  # verified, not rebuilt
+    index_size = (data_dir / "vectors-chunk.usearch").stat().st_size
+    assert msgspec.json.decode(sidecar.read_bytes())["size"] == index_size

@@ -232,7 +232,6 @@ class VectorIndex:
         """Write the index and its sidecar atomically (a crash leaves the old pair or a
         checksum mismatch, never a silently wrong index)."""
         tmp = self.path.with_suffix(".usearch.tmp")
-        meta_tmp = self.meta_path.with_suffix(".json.tmp")
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with self._save_lock:
             with self._lock:
@@ -265,10 +264,8 @@ class VectorIndex:
                 size=stat.st_size,
                 mtime_ns=stat.st_mtime_ns,
             )
-            meta_tmp.write_bytes(msgspec.json.encode(meta))
-            os.chmod(meta_tmp, 0o600)
             os.replace(tmp, self.path)
-            os.replace(meta_tmp, self.meta_path)
+            _write_private(self.meta_path, msgspec.json.encode(meta))
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -340,6 +337,9 @@ class VectorIndex:
             else:
                 self._view, self._index = None, index
             self._hidden = set()
+        if not unchanged:  # checked once: the next open trusts the file as it is now
+            meta = msgspec.structs.replace(meta, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+            _write_private(self.meta_path, msgspec.json.encode(meta))
         self._saved = meta
         return None
 
@@ -464,6 +464,14 @@ def _index_key(database_key: bytes) -> bytes:
     """The index files' key: derived from the database key, never equal to it."""
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
                 info=b"braincue vector index").derive(database_key)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically, readable by the user alone."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(data)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
 
 
 def _sha256(path: Path) -> str:
