@@ -37,7 +37,7 @@ import shutil
 import statistics
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import apsw
@@ -230,13 +230,14 @@ def _write_sessions(conn: apsw.Connection, batch: list[tuple[list[tuple[str, str
                            draft.body, started + draft.start, draft.first_turn_id,
                            draft.last_turn_id))
             mean = sources[first : last + 1].mean(axis=0, keepdims=True)
-            vectors.append(("chunk", chunk_id, len(draft.body), to_blob(synth.near(mean)[0])))
+            vectors.append(("chunk", chunk_id, len(draft.header) + 1 + len(draft.body),
+                            to_blob(synth.near(mean)[0])))
             anchors.append((chunk_id, first, last))
             chunk_id += 1
         archive = " ".join(t for _, t in said[:12])[:900]
         chunks.append((chunk_id, "session", session_id, space_id, f"[{title}]", archive,
                        started, None, None))
-        vectors.append(("chunk", chunk_id, len(archive),
+        vectors.append(("chunk", chunk_id, len(title) + 3 + len(archive),
                         to_blob(synth.near(sources[:12].mean(axis=0, keepdims=True))[0])))
         chunk_id += 1
         for a in range(ASSERTIONS_PER_SESSION):
@@ -316,6 +317,12 @@ def disk(data_dir: Path) -> str:
     return f"database {db / 2**20:,.0f} MB, vector indexes {index / 2**20:,.0f} MB"
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) process ``pid`` has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def daemon_figures(cache: Path, size: int, models: Path, query: str) -> list[str]:
     """A real daemon on the profile: start to READY, to its first answered search; idle RSS."""
     from daemon.ipc.client import Client
@@ -330,51 +337,55 @@ def daemon_figures(cache: Path, size: int, models: Path, query: str) -> list[str
         began = time.perf_counter()
         daemon = start_daemon(home, timeout=600, env=env)
         ready = time.perf_counter() - began
+        ready_cpu = cpu_seconds(daemon.pid)
         try:
             os.environ["BRAINCUE_HOME"] = str(home)
             with Client(timeout=600) as client:
                 client.request(Search(query=query, k=5, space=SPACE), timeout=600)
             answered = time.perf_counter() - began
+            answered_cpu = cpu_seconds(daemon.pid)
             rss = daemon.rss_bytes()
         finally:
-            daemon.stop()
+            stopping = time.perf_counter()
+            daemon.stop(timeout=600)
         return [f"daemon start to READY {ready:.2f} s, to its first answered search "
-                f"{answered:.2f} s ({load()})", f"daemon RSS idle after it {rss / 2**20:,.0f} MB"]
+                f"{answered:.2f} s (its CPU time {ready_cpu:.2f} s, {answered_cpu:.2f} s; "
+                f"{load()})", f"daemon RSS idle after it {rss / 2**20:,.0f} MB",
+                f"daemon stop {time.perf_counter() - stopping:.1f} s"]
     finally:
         os.environ.pop("BRAINCUE_HOME", None)
         shutil.rmtree(home, ignore_errors=True)
 
 
 def measure(cache: Path, size: int, model: Path, models: Path, queries: Sequence[str],
-            reranker: CrossEncoder | None) -> list[str]:
+            reranker: CrossEncoder | None) -> Iterator[str]:
     data_dir = profile_dir(cache, size)
     built = json.loads((data_dir / "built.json").read_text())
-    out = [f"{built['items']:,} items ({built['sessions']:,} sessions), built in "
-           f"{built['seconds']:,} s"]
+    yield (f"{built['items']:,} items ({built['sessions']:,} sessions), built in "
+           f"{built['seconds']:,} s")
     real = LlamaEmbedder(model, threads=2, batch=32)
     try:
         began = time.perf_counter()
         with Store(data_dir, real) as store:  # the first open builds the indexes
-            out.append(f"store open {time.perf_counter() - began:.2f} s ({load()})")
+            yield (f"store open {time.perf_counter() - began:.2f} s ({load()})")
             scope = Scope(space_id=store.space_id(SPACE))
-            out.append(f"search with the query embedded  {latency(store, scope, queries)}")
+            yield (f"search with the query embedded  {latency(store, scope, queries)}")
         known = MemoEmbedder(real)
         known.embed_sync(list(queries))
         with Store(data_dir, known) as store:
-            out.append(f"search, vector known            {latency(store, scope, queries)}")
+            yield (f"search, vector known            {latency(store, scope, queries)}")
             if reranker is not None:
-                out.append("re-ranked, vector known         "
+                yield ("re-ranked, vector known         "
                            f"{latency(store, scope, queries, reranker)}")
             began = time.perf_counter()
             taken = store.make_backup(reason="bench", keep=1)
-            out.append(f"backup {time.perf_counter() - began:.1f} s, "
+            yield (f"backup {time.perf_counter() - began:.1f} s, "
                        f"{taken.size / 2**20:,.0f} MB ({load()})")
             taken.path.unlink()
     finally:
         real.close()
-    out.append(disk(data_dir))
-    out += daemon_figures(cache, size, models, queries[0])
-    return out
+    yield disk(data_dir)
+    yield from daemon_figures(cache, size, models, queries[0])
 
 
 def main(argv: Sequence[str] | None = None) -> None:
