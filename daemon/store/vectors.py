@@ -276,9 +276,13 @@ class VectorIndex:
             return self._index
         whole = Index.restore(str(self.path))
         assert whole is not None
-        if self._hidden:
-            whole.remove(np.asarray(sorted(self._hidden), dtype=np.uint64))
-        added = np.asarray(self._index.keys, dtype=np.uint64)
+        # (another process may have saved the file since it was mapped: the next open's
+        # reconcile settles any difference, so only keys present are removed, absent added)
+        hidden = [key for key in sorted(self._hidden) if key in whole]
+        if hidden:
+            whole.remove(np.asarray(hidden, dtype=np.uint64))
+        added = np.asarray([int(k) for k in np.asarray(self._index.keys) if int(k) not in whole],
+                           dtype=np.uint64)
         if len(added):
             got: Any = self._index.get(added, dtype="f32")  # a tuple of rows, or one matrix
             whole.add(added, np.stack([np.asarray(row, dtype=np.float32) for row in got]))
