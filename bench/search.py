@@ -160,14 +160,19 @@ def latencies(
     queries: Sequence[str],
     warmup: int = 5,
     reranker: Reranker | None = None,
+    cpu: list[float] | None = None,
 ) -> list[float]:
+    """Wall time of each search (and, into ``cpu``, the process's CPU time for it: what a
+    loaded host does not inflate)."""
     for query in queries[:warmup]:
         search(store, query, scope=scope, k=5, reranker=reranker)
     timings = []
     for query in queries:
-        started = time.perf_counter()
+        started, used = time.perf_counter(), time.process_time()
         search(store, query, scope=scope, k=5, reranker=reranker)
         timings.append(time.perf_counter() - started)
+        if cpu is not None:
+            cpu.append(time.process_time() - used)
     return timings
 
 

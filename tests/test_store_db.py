@@ -12,7 +12,8 @@ import pytest
 import trio
 
 from daemon.errors import StoreError
-from daemon.store.db import Database, MigrationFailed, migrate
+from daemon.store import db as db_module
+from daemon.store.db import CorruptDatabase, Database, MigrationFailed, migrate
 
 
 def m001_numbers(conn: apsw.Connection) -> None:
@@ -169,3 +170,38 @@ def test_close_waits_for_the_running_write_and_then_refuses(tmp_path: Path) -> N
         db.write(insert(3))
     with Database(path, [m001_numbers]) as again:
         assert again.read(count) == 1
+
+
+# -- the check at open -------------------------------------------------------------------------
+
+
+def test_quick_check_runs_only_when_the_file_is_not_as_it_was_closed_cleanly(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "t.db"
+    migrations = [m001_numbers]
+    first = Database(path, migrations)
+    first.write(lambda conn: conn.executemany(
+        "INSERT INTO numbers VALUES (?)", [(n,) for n in range(5000)]))
+    assert first.checked  # a new file: nothing is known of it
+    first.close()
+
+    again = Database(path, migrations)
+    assert not again.checked  # closed cleanly and unchanged: not read again
+    beside = Database(path, migrations)  # as after a crash of the first: no clean close yet
+    assert beside.checked
+    beside.close()
+    again.close()
+
+    monkeypatch.setattr(db_module, "CHECK_EVERY", 0.0)  # the last check is too old
+    old = Database(path, migrations)
+    assert old.checked
+    old.close()
+    monkeypatch.undo()
+
+    with path.open("r+b") as f:  # damaged by something else: the file changed since
+        f.seek(path.stat().st_size // 2 // 4096 * 4096)
+        f.write(b"\xff" * 4096)
+    with pytest.raises(CorruptDatabase, match="quick_check"):
+        Database(path, migrations)
+    with pytest.raises(CorruptDatabase, match="quick_check"):  # and again: nothing recorded
+        Database(path, migrations)

@@ -275,3 +275,71 @@ def test_the_index_is_saved_as_it_grows(tmp_path: Path, monkeypatch: pytest.Monk
         assert meta["count"] == 6  # saved without a close: a crash now loses nothing
     finally:
         store.close()
+
+
+def test_a_large_index_is_memory_mapped_and_keeps_every_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vectors, "MAP_FROM", 4)  # "large": every index of this test
+    data_dir = tmp_path / "p"
+    with open_store(data_dir) as store:
+        chunks = fill(store)
+    with open_store(data_dir) as store:
+        index = store.index.indexes["chunk"]
+        assert index.mapped
+        gone = store.get_chunk(chunks[TOPICS[0]]).session_id
+        assert gone is not None
+        store.delete_session(gone)  # hidden in the read-only mapped file
+        added = store.chunks(session_id=recorded_session(store, ["a brand new skua topic"]))[0]
+        assert store.index.count("chunk") == len(TOPICS) == len(index)
+        assert top_chunk(store, "a brand new skua topic") == added.id
+        assert chunks[TOPICS[0]] not in {h.id for h in store.vector_chunks(TOPICS[0], Scope())}
+        for topic in TOPICS[1:]:
+            assert top_chunk(store, topic) == chunks[topic]
+        store.save_indexes()  # the changes written into a new file, mapped again
+        assert index.mapped and len(index) == len(TOPICS)
+        assert top_chunk(store, "a brand new skua topic") == added.id
+    with open_store(data_dir) as store:
+        assert store.index.indexes["chunk"].keys() == set(
+            store.db.read(lambda conn: [r[0] for r in conn.execute(
+                "SELECT id FROM embeddings WHERE owner_kind = 'chunk'")]))
+        assert chunks[TOPICS[0]] not in {h.id for h in store.vector_chunks(TOPICS[0], Scope())}
+        for topic in TOPICS[1:]:
+            assert top_chunk(store, topic) == chunks[topic]
+
+
+def test_an_index_in_step_is_loaded_without_reading_every_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_dir = tmp_path / "p"
+    with open_store(data_dir) as store:
+        fill(store)
+    reconciled: list[str] = []
+    real = VectorIndex._reconcile
+
+    def spy(self: VectorIndex, conn: object) -> tuple[int, int]:
+        reconciled.append(self.owner_kind)
+        return real(self, conn)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(VectorIndex, "_reconcile", spy)
+    with open_store(data_dir) as store:
+        assert store.index.count("chunk") == len(TOPICS)
+    assert reconciled == []  # (out of step, it is: test_an_index_out_of_step_is_reconciled)
+
+
+def test_the_checksum_is_read_once_then_the_files_size_and_mtime_stand_for_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    data_dir = tmp_path / "p"
+    with open_store(data_dir) as store:
+        chunks = fill(store)
+    sidecar = data_dir / "vectors-chunk.json"
+    meta = msgspec.json.decode(sidecar.read_bytes())
+    assert meta["size"] == (data_dir / "vectors-chunk.usearch").stat().st_size
+    del meta["size"], meta["mtime_ns"]  # a sidecar written before they were recorded
+    sidecar.write_bytes(msgspec.json.encode(meta))
+    with caplog.at_level(logging.WARNING, logger=LOGGER), open_store(data_dir) as store:
+        assert top_chunk(store, TOPICS[1]) == chunks[TOPICS[1]]
+    assert not [r for r in caplog.records if r.name == LOGGER]  # verified, not rebuilt
+    index_size = (data_dir / "vectors-chunk.usearch").stat().st_size
+    assert msgspec.json.decode(sidecar.read_bytes())["size"] == index_size

@@ -12,6 +12,12 @@ key is already 256 random (or scrypt-stretched) bits, so the cipher's own key de
 one round. A wrong key, a missing key or a damaged file is an error naming the cause, before
 anything is written: never a new empty database in the file's place.
 
+At an open the file is checked (``PRAGMA quick_check``, which reads all of it: seconds for a
+lifetime's database) only when it is not exactly as this code last closed it cleanly — a
+crash, another program or a restore changed it, its WAL was left behind — or its last check
+is a week old: a clean close records the file's size and mtime in ``<db>.checked``, and an
+open deletes that record until its own clean close.
+
 Migrations are an ordered list of small functions, each applied once and recorded by name in the
 ``migrations`` table (the sqlite-utils / llm style); those a database has not seen run together in
 one transaction, so an upgrade is whole or not at all. They only go forward: a database that
@@ -31,6 +37,7 @@ from typing import TypeVar
 
 import apsw
 import apsw.bestpractice
+import msgspec
 
 from daemon.errors import BrainCueError, StoreError
 from daemon.store.keys import DatabaseKey
@@ -40,6 +47,12 @@ T = TypeVar("T")
 Migration = Callable[[apsw.Connection], None]
 
 log = logging.getLogger(__name__)
+
+# ``quick_check`` reads the whole file (seconds for a lifetime's database): it runs at an open
+# only when the file is not as this code last closed it cleanly (a crash, another program, a
+# restore, a copy) or its last check is older than this
+CHECK_EVERY = 7 * 86_400
+CHECK_SUFFIX = ".checked"
 
 BUSY_TIMEOUT_MS = 5000  # another process (a CLI opening the store directly) may hold the lock
 
@@ -132,6 +145,9 @@ class Database:
         self._readers: list[apsw.Connection] = []
         self._readers_lock = threading.Lock()
         self._local = threading.local()
+        self.check_file = path.with_name(path.name + CHECK_SUFFIX)
+        self.checked = False  # whether this open ran quick_check (see _check)
+        self._checked_at = 0.0
         self._writer = WorkerThread(f"braincue-db-writer:{path.parent.name}")
         self._writer_ident = 0
         try:
@@ -244,12 +260,10 @@ class Database:
 
     def _open_writer(self, migrations: Sequence[Migration]) -> apsw.Connection:
         self._writer_ident = threading.get_ident()
+        last_check = _last_check(self.check_file, self.path)  # before opening makes a WAL
         conn = connect(self.path, self.key)
         try:
-            check = conn.execute("PRAGMA quick_check").fetchall()
-            if check != [("ok",)]:
-                raise CorruptDatabase(f"the database {self.path} is damaged (quick_check: "
-                                      f"{'; '.join(str(r[0]) for r in check[:3])})")
+            checked = self._check(conn, last_check)
             # deleting is the user's explicit act: overwrite freed content instead of leaving it
             conn.pragma("secure_delete", True)
             self._conn = conn
@@ -264,13 +278,69 @@ class Database:
         except BaseException:
             conn.close()
             raise
+        self._checked_at = checked
+        self.check_file.unlink(missing_ok=True)  # open: a crash from here on means a check
         return conn
+
+    def _check(self, conn: apsw.Connection, last: float | None) -> float:
+        """``quick_check`` the file unless it is as this code last closed it, cleanly, less
+        than CHECK_EVERY ago (``last``: when it was checked then); return when it was last
+        checked."""
+        if last is not None and time.time() - last < CHECK_EVERY:
+            self.checked = False
+            return last
+        began = time.monotonic()
+        check = conn.execute("PRAGMA quick_check").fetchall()
+        if check != [("ok",)]:
+            raise CorruptDatabase(f"the database {self.path} is damaged (quick_check: "
+                                  f"{'; '.join(str(r[0]) for r in check[:3])})")
+        log.info("checked the database in %.1f s (%s)", time.monotonic() - began,
+                 "last checked over a week ago" if last is not None
+                 else "not closed cleanly, or changed since")
+        self.checked = True
+        return time.time()
 
     def _close_writer(self) -> None:
         try:
             self._conn.pragma("optimize")
         finally:
             self._conn.close()
+        # the last connection has checkpointed the WAL into the file: remember the file as
+        # it is now, so the next open need not read it all again
+        _record_check(self.check_file, self.path, self._checked_at)
+
+
+class _Checked(msgspec.Struct, frozen=True):
+    """The sidecar of a cleanly closed database: the file's size and mtime then, and when
+    ``quick_check`` last passed."""
+
+    size: int
+    mtime_ns: int
+    checked_at: float
+
+
+def _last_check(check_file: Path, db_path: Path) -> float | None:
+    """When the database last passed its check, if it is exactly as it was closed since."""
+    try:
+        checked = msgspec.json.decode(check_file.read_bytes(), type=_Checked)
+        stat = db_path.stat()
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if (stat.st_size, stat.st_mtime_ns) != (checked.size, checked.mtime_ns):
+        return None
+    if db_path.with_name(db_path.name + "-wal").exists():  # not closed by its last user
+        return None
+    return checked.checked_at
+
+
+def _record_check(check_file: Path, db_path: Path, checked_at: float) -> None:
+    try:
+        stat = db_path.stat()
+        create_private(check_file)
+        check_file.write_bytes(msgspec.json.encode(
+            _Checked(size=stat.st_size, mtime_ns=stat.st_mtime_ns, checked_at=checked_at)))
+    except OSError as e:  # the next open checks the file: slower, never wrong
+        log.warning("cannot record the database's check in %s: %s", check_file, e)
 
 
 def pending_migrations(conn: apsw.Connection, migrations: Sequence[Migration]) -> list[str]:

@@ -60,6 +60,11 @@ MAX_OVERFETCH = 4096
 # minutes for a large index on two cores; the save itself takes well under a second.
 SAVE_EVERY = 1000
 _REBUILD_BATCH = 4096
+# An index file of this many vectors or more, when not encrypted, is memory-mapped (usearch's
+# ``view``) instead of read into memory: a million 384-dimensional vectors are ~0.9 GB, of
+# which a search touches a few pages. A mapped file is read-only, so what changes after it was
+# saved lives in a small in-memory index beside it until the next save.
+MAP_FROM = 50_000
 
 
 class IndexMeta(msgspec.Struct, frozen=True):
@@ -71,6 +76,10 @@ class IndexMeta(msgspec.Struct, frozen=True):
     max_id: int
     sha256: str
     encrypted: bool = False
+    # the file's size and mtime when it was saved: while they are unchanged the checksum is
+    # not recomputed at open (it reads the whole file, a second per GB)
+    size: int = 0
+    mtime_ns: int = 0
 
 
 def to_blob(vector: npt.ArrayLike) -> bytes:
@@ -116,12 +125,27 @@ class VectorIndex:
         self.dims = dims
         self._lock = threading.Lock()
         self._save_lock = threading.Lock()  # saves come from the writer thread and from close
+        # everything, or — while the saved file is memory-mapped (``_view``) — what was added
+        # since it was saved; keys removed from the mapped file since are ``_hidden``
         self._index = self._new_index()
+        self._view: Index | None = None
+        self._hidden: set[int] = set()
         self._unsaved = 0
+        self._saved: IndexMeta | None = None  # the sidecar of the file loaded
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._index)
+            return self._len()
+
+    def _len(self) -> int:
+        viewed = len(self._view) - len(self._hidden) if self._view is not None else 0
+        return len(self._index) + viewed
+
+    @property
+    def mapped(self) -> bool:
+        """Whether the saved file is memory-mapped rather than read into memory."""
+        with self._lock:
+            return self._view is not None
 
     def open(self, conn: apsw.Connection) -> None:
         """Load the file and bring it in step with the database, or rebuild it from the BLOBs."""
@@ -131,6 +155,9 @@ class VectorIndex:
             self._rebuild(conn)
             self.save()
             return
+        if self._saved is not None and _extent(conn, self) == (
+                self._saved.count, self._saved.max_id):
+            return  # ids only grow and rows are never updated: nothing was added or deleted
         missing, extra = self._reconcile(conn)
         if missing or extra:
             log.warning(
@@ -157,21 +184,35 @@ class VectorIndex:
             if present:
                 self._index.remove(np.asarray(present, dtype=np.uint64))
                 self._unsaved += len(present)
+            if self._view is not None:  # a mapped file is read-only: its keys are hidden
+                mapped = [k for k in keys if k in self._view and k not in self._hidden]
+                self._hidden.update(mapped)
+                self._unsaved += len(mapped)
 
     def keys(self) -> set[int]:
         with self._lock:
-            return {int(k) for k in np.asarray(self._index.keys)}
+            found = {int(k) for k in np.asarray(self._index.keys)}
+            if self._view is not None:
+                found |= {int(k) for k in np.asarray(self._view.keys)} - self._hidden
+            return found
 
     def search(self, query: Vectors, count: int) -> list[tuple[int, float]]:
         """Approximate nearest neighbours: (key, cosine similarity), best first."""
+        if count <= 0:
+            return []
+        unit = normalise(query)[0]
+        found: list[tuple[int, float]] = []
         with self._lock:
-            if not len(self._index) or count <= 0:
-                return []
-            matches = self._index.search(normalise(query)[0], count)
-        return [
-            (int(key), 1.0 - float(distance))
-            for key, distance in zip(matches.keys, matches.distances, strict=True)
-        ]
+            for index, hidden in ((self._index, set()), (self._view, self._hidden)):
+                if index is None or not len(index):
+                    continue
+                matches = index.search(unit, min(len(index), count + len(hidden)))
+                found += [
+                    (int(key), 1.0 - float(distance))
+                    for key, distance in zip(matches.keys, matches.distances, strict=True)
+                    if int(key) not in hidden
+                ]
+        return sorted(found, key=lambda hit: -hit[1])[:count]
 
     @property
     def dirty(self) -> bool:
@@ -182,7 +223,7 @@ class VectorIndex:
     def save_if_due(self) -> bool:
         """Save when enough has changed since the last save (see SAVE_EVERY)."""
         with self._lock:
-            due = self._unsaved >= max(SAVE_EVERY, len(self._index) // 10)
+            due = self._unsaved >= max(SAVE_EVERY, self._len() // 10)
         if due:
             self.save()
         return due
@@ -191,19 +232,28 @@ class VectorIndex:
         """Write the index and its sidecar atomically (a crash leaves the old pair or a
         checksum mismatch, never a silently wrong index)."""
         tmp = self.path.with_suffix(".usearch.tmp")
-        meta_tmp = self.meta_path.with_suffix(".json.tmp")
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with self._save_lock:
             with self._lock:
+                whole = self._whole()
                 if self._sealer is None:
-                    self._index.save(str(tmp))
+                    whole.save(str(tmp))
                 else:
-                    serialised = self._index.save()
+                    serialised = whole.save()
                     assert serialised is not None  # no path: the index as bytes
                     self._write_sealed(tmp, bytes(serialised))
-                keys = np.asarray(self._index.keys)
+                keys = np.asarray(whole.keys)
                 self._unsaved = 0
+                if self._sealer is None and len(whole) >= MAP_FROM:
+                    mapped = Index.restore(str(tmp), view=True)  # the new file, mapped
+                    assert mapped is not None
+                    mapped.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]
+                    self._view, self._index = mapped, self._new_index()
+                else:
+                    self._view, self._index = None, whole
+                self._hidden = set()
             os.chmod(tmp, 0o600)
+            stat = tmp.stat()  # a rename keeps it
             meta = IndexMeta(
                 model_id=self.model_id,
                 dims=self.dims,
@@ -211,13 +261,32 @@ class VectorIndex:
                 max_id=int(keys.max()) if len(keys) else 0,
                 sha256=_sha256(tmp),
                 encrypted=self._sealer is not None,
+                size=stat.st_size,
+                mtime_ns=stat.st_mtime_ns,
             )
-            meta_tmp.write_bytes(msgspec.json.encode(meta))
-            os.chmod(meta_tmp, 0o600)
             os.replace(tmp, self.path)
-            os.replace(meta_tmp, self.meta_path)
+            _write_private(self.meta_path, msgspec.json.encode(meta))
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _whole(self) -> Index:
+        """Everything in one in-memory index (with a mapped file: read in, the changes since
+        applied — memory for the whole index only while it is saved)."""
+        if self._view is None:
+            return self._index
+        whole = Index.restore(str(self.path))
+        assert whole is not None
+        # (another process may have saved the file since it was mapped: the next open's
+        # reconcile settles any difference, so only keys present are removed, absent added)
+        hidden = [key for key in sorted(self._hidden) if key in whole]
+        if hidden:
+            whole.remove(np.asarray(hidden, dtype=np.uint64))
+        added = np.asarray([int(k) for k in np.asarray(self._index.keys) if int(k) not in whole],
+                           dtype=np.uint64)
+        if len(added):
+            got: Any = self._index.get(added, dtype="f32")  # a tuple of rows, or one matrix
+            whole.add(added, np.stack([np.asarray(row, dtype=np.float32) for row in got]))
+        return whole
 
     def _write_sealed(self, path: Path, data: bytes) -> None:
         assert self._sealer is not None
@@ -248,14 +317,17 @@ class VectorIndex:
             )
         if meta.dims != self.dims:
             return f"it holds {meta.dims}-dimensional vectors, the model makes {self.dims}"
-        if _sha256(self.path) != meta.sha256:
+        stat = self.path.stat()
+        unchanged = (stat.st_size, stat.st_mtime_ns) == (meta.size, meta.mtime_ns)
+        if not unchanged and _sha256(self.path) != meta.sha256:
             return "the index file is corrupt (checksum mismatch)"
         if meta.encrypted != (self._sealer is not None):
             return ("it is encrypted and the database is not" if meta.encrypted
                     else "it was written in the clear and the database is encrypted")
+        mapped = self._sealer is None and meta.count >= MAP_FROM
         try:
             index = Index.restore(str(self.path) if self._sealer is None
-                                  else self._read_sealed())
+                                  else self._read_sealed(), view=mapped)
         except InvalidTag:
             return "the index file does not open with the database's key"
         except (ValueError, RuntimeError, OSError) as e:
@@ -264,7 +336,15 @@ class VectorIndex:
             return "the index file does not match its sidecar"
         index.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]  # the stub lacks the setter
         with self._lock:
-            self._index = index
+            if mapped:
+                self._view, self._index = index, self._new_index()
+            else:
+                self._view, self._index = None, index
+            self._hidden = set()
+        if not unchanged:  # checked once: the next open trusts the file as it is now
+            meta = msgspec.structs.replace(meta, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+            _write_private(self.meta_path, msgspec.json.encode(meta))
+        self._saved = meta
         return None
 
     def _rebuild(self, conn: apsw.Connection) -> None:
@@ -279,7 +359,7 @@ class VectorIndex:
                 keys, blobs = [], []
         _add_blobs(index, keys, blobs, self.dims)
         with self._lock:
-            self._index = index
+            self._view, self._index, self._hidden = None, index, set()
 
     def _reconcile(self, conn: apsw.Connection) -> tuple[int, int]:
         """Add the rows the index lacks, drop the keys the database no longer has."""
@@ -352,6 +432,17 @@ def _rows(conn: apsw.Connection, index: VectorIndex) -> apsw.Cursor:
     )
 
 
+def _extent(conn: apsw.Connection, index: VectorIndex) -> tuple[int, int]:
+    """How many rows the index should hold and the highest id (read from the model's index on
+    ``embeddings`` alone: a second for a million rows less than reading their ids)."""
+    row: Any = conn.execute(
+        "SELECT count(*), coalesce(max(id), 0) FROM embeddings"
+        " WHERE model_id = ? AND owner_kind = ?",
+        (index.model_id, index.owner_kind),
+    ).fetchall()[0]
+    return int(row[0]), int(row[1])
+
+
 def _count_rows(conn: apsw.Connection, index: VectorIndex) -> int:
     count: int = conn.execute(
         "SELECT count(*) FROM embeddings WHERE owner_kind = ? AND model_id = ? AND dims = ?",
@@ -377,6 +468,14 @@ def _index_key(database_key: bytes) -> bytes:
     """The index files' key: derived from the database key, never equal to it."""
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
                 info=b"braincue vector index").derive(database_key)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically, readable by the user alone."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(data)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
 
 
 def _sha256(path: Path) -> str:
