@@ -72,11 +72,22 @@ NO_VECTORS_NOTE = (
 
 
 async def register(daemon: Context) -> None:
+    """The store's requests: sessions, transcripts, Spaces and documents."""
     store = daemon.store
-    db = store.run
 
     async def counts() -> dict[str, int]:
-        return await db(store.counts)
+        return await store.run(store.counts)
+
+    daemon.counters.append(counts)
+    _register_sessions(daemon)
+    _register_transcripts(daemon)
+    _register_spaces(daemon)
+    _register_documents(daemon)
+
+
+def _register_sessions(daemon: Context) -> None:
+    store = daemon.store
+    db = store.run
 
     async def list_sessions(request: ListSessions) -> SessionsReply:
         if request.limit is not None and request.limit < 1:
@@ -129,6 +140,17 @@ async def register(daemon: Context) -> None:
 
         return await db(work)
 
+    handlers = daemon.handlers
+    handlers.add(ListSessions, list_sessions)
+    handlers.add(ShowSession, show_session)
+    handlers.add(RenameSpeaker, rename_speaker)
+    handlers.add(ExportSession, export_session)
+
+
+def _register_transcripts(daemon: Context) -> None:
+    store = daemon.store
+    db = store.run
+
     async def import_transcript_(request: ImportTranscript,
                                  publish: Publish) -> ImportTranscriptReply:
         def work(progress: EmbedProgress) -> tuple[SessionInfo, list[Turn], int]:
@@ -148,6 +170,14 @@ async def register(daemon: Context) -> None:
             speakers=list(dict.fromkeys(t.speaker for t in turns)),
         ))
         return ImportTranscriptReply(session=session, chunks=chunks, note=_vectors_note(store))
+
+    handlers = daemon.handlers
+    handlers.add_streaming(ImportTranscript, import_transcript_)
+
+
+def _register_spaces(daemon: Context) -> None:
+    store = daemon.store
+    db = store.run
 
     async def list_spaces(request: ListSpaces) -> SpacesReply:
         def work() -> SpacesReply:
@@ -190,6 +220,17 @@ async def register(daemon: Context) -> None:
 
         return await db(work)
 
+    handlers = daemon.handlers
+    handlers.add(ListSpaces, list_spaces)
+    handlers.add(AddSpace, add_space)
+    handlers.add(SetSpace, set_space)
+    handlers.add(RemoveSpace, remove_space)
+
+
+def _register_documents(daemon: Context) -> None:
+    store = daemon.store
+    db = store.run
+
     async def list_documents(request: ListDocuments) -> DocumentsReply:
         def work() -> DocumentsReply:
             found = store.list_documents(space_id=store.space_id(request.space))
@@ -222,17 +263,7 @@ async def register(daemon: Context) -> None:
 
         return await db(work)
 
-    daemon.counters.append(counts)
     handlers = daemon.handlers
-    handlers.add(ListSessions, list_sessions)
-    handlers.add(ShowSession, show_session)
-    handlers.add(RenameSpeaker, rename_speaker)
-    handlers.add(ExportSession, export_session)
-    handlers.add_streaming(ImportTranscript, import_transcript_)
-    handlers.add(ListSpaces, list_spaces)
-    handlers.add(AddSpace, add_space)
-    handlers.add(SetSpace, set_space)
-    handlers.add(RemoveSpace, remove_space)
     handlers.add(ListDocuments, list_documents)
     handlers.add_streaming(AddDocument, add_document)
     handlers.add(RemoveDocument, remove_document)
