@@ -197,3 +197,10 @@ def _check_turn(i: int, turn: NewTurn) -> None:
     if turn.end is not None and not turn.end >= turn.start:
         raise InvalidInput(f"turns[{i}].end: must not be before its start")
     check_choice(f"turns[{i}].source", turn.source, ("mic", "loopback", "import"))
+
+
+def masked_forms(turns: Sequence[Turn]) -> list[str | None]:
+    """Each turn's text with the secrets said in it masked, as search and ask show it; None
+    for a turn with nothing masked."""
+    masked = mask_lines([t.text for t in turns])
+    return [None if text == t.text else text for t, text in zip(turns, masked, strict=True)]
