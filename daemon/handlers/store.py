@@ -48,6 +48,7 @@ from daemon.ipc.protocol import (
     SessionsReply,
     SetSpace,
     ShowSession,
+    SpaceInfo,
     SpaceReply,
     SpacesReply,
 )
@@ -58,7 +59,7 @@ from daemon.store import voices
 from daemon.store.chunking import format_offset
 from daemon.store.documents import extract_text
 from daemon.store.export import render
-from daemon.store.records import Turn
+from daemon.store.records import Space, Turn
 from daemon.store.store import Store
 from daemon.store.transcript import import_transcript, parse_named_transcript
 
@@ -181,11 +182,7 @@ def _register_spaces(daemon: Context) -> None:
 
     async def list_spaces(request: ListSpaces) -> SpacesReply:
         def work() -> SpacesReply:
-            return SpacesReply(spaces=[
-                space_info(s, sessions=len(store.list_sessions(space_id=s.id)),
-                           documents=len(store.list_documents(space_id=s.id)))
-                for s in store.list_spaces()
-            ])
+            return SpacesReply(spaces=[_counted(store, s) for s in store.list_spaces()])
 
         return await db(work)
 
@@ -206,9 +203,7 @@ def _register_spaces(daemon: Context) -> None:
                 activity=request.activity,
                 memory_enabled=request.memory_enabled,
             )
-            return SpaceReply(space=space_info(
-                space, sessions=len(store.list_sessions(space_id=space.id)),
-                documents=len(store.list_documents(space_id=space.id))))
+            return SpaceReply(space=_counted(store, space))
 
         return await db(work)
 
@@ -267,6 +262,12 @@ def _register_documents(daemon: Context) -> None:
     handlers.add(ListDocuments, list_documents)
     handlers.add_streaming(AddDocument, add_document)
     handlers.add(RemoveDocument, remove_document)
+
+
+def _counted(store: Store, space: Space) -> SpaceInfo:
+    """A Space with how many sessions and documents it holds."""
+    return space_info(space, sessions=len(store.list_sessions(space_id=space.id)),
+                      documents=len(store.list_documents(space_id=space.id)))
 
 
 def _vectors_note(store: Store) -> str:
