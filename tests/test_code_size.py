@@ -1,5 +1,6 @@
-"""No function in ``daemon/`` or ``clients/`` is longer than 80 lines (from its ``def`` to its
-last line, the functions nested in it included): a longer one is split along its seams."""
+"""Sizes one can hold in mind: no function in ``daemon/`` or ``clients/`` over 80 lines (from its
+``def`` to its last line, the functions nested in it included), no module of the store over 600
+lines, none of the transport over 400. What grows past them is split along its seams."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LONGEST = 80
+MODULE_LIMITS = {"daemon/store": 600, "daemon/ipc": 400}
 
 
 def too_long(source: str, name: str) -> list[str]:
@@ -35,3 +37,11 @@ def test_a_long_function_is_named() -> None:
 
     assert too_long(source(LONGEST - 1), "m.py") == []
     assert too_long(source(LONGEST), "m.py") == ["m.py:3 f (81 lines)"]
+
+
+def test_no_module_of_the_store_or_the_transport_is_over_its_limit() -> None:
+    found = [f"{path.relative_to(ROOT)} ({lines} lines, limit {limit})"
+             for package, limit in MODULE_LIMITS.items()
+             for path in sorted((ROOT / package).rglob("*.py"))
+             if (lines := len(path.read_text().splitlines())) > limit]
+    assert found == []
