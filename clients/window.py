@@ -306,23 +306,7 @@ class MemoryWindow(QMainWindow):
     # -- building ------------------------------------------------------------------------------
 
     def _sessions_tab(self) -> QWidget:
-        self.filter = QLineEdit()
-        self.filter.setPlaceholderText("Filter by title; Enter searches everything said")
-        self.filter.textChanged.connect(self._apply_filter)
-        self.filter.returnPressed.connect(self.search)
-        self.session_list = tree(["Session", "Date", "Length", "Status"])
-        self.session_list.setRootIsDecorated(True)
-        self.session_list.currentItemChanged.connect(self._session_chosen)
-        self.results = QListWidget()
-        self.results.setWordWrap(True)
-        self.results.itemActivated.connect(self._result_chosen)
-        self.results.hide()
-        left = QWidget()
-        left_layout = QVBoxLayout(left)
-        left_layout.addWidget(self.filter)
-        left_layout.addWidget(self.session_list, 3)
-        left_layout.addWidget(self.results, 2)
-
+        left = self._session_list_pane()
         self.heading = QLabel("Choose a session")
         self.heading.setWordWrap(True)
         self.keep_space = QComboBox()
@@ -334,17 +318,7 @@ class MemoryWindow(QMainWindow):
         keep_row.insertWidget(1, self.keep_space)
         self.archive = QPlainTextEdit()
         self.archive.setReadOnly(True)
-        self.decisions = tree(["Decision", "Chosen", "Alternatives", "Why", "Who", "When"])
-        self.decisions.currentItemChanged.connect(lambda item, _: self._show_evidence(item))
-        self.item_list = tree(["Commitment or task", "Owner", "Due", "Status", "Kind"])
-        self.item_list.currentItemChanged.connect(lambda item, _: self._show_evidence(item))
-        item_row_, _ = buttons(("&Edit…", self.edit_selected), ("De&lete", self.retract_selected),
-                               ("Do&ne", lambda: self.close_selected("done")),
-                               ("D&rop", lambda: self.close_selected("dropped")),
-                               ("Re&open", self.reopen_selected))
-        self.detail = QLabel("")
-        self.detail.setWordWrap(True)
-        self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        said = self._said_pane()
         self.quotes = QListWidget()
         self.quotes.setWordWrap(True)
         self.transcript = QListWidget()
@@ -352,14 +326,6 @@ class MemoryWindow(QMainWindow):
         self.transcript.setSelectionMode(QListWidget.SelectionMode.ExtendedSelection)
         speaker_row, _ = buttons(("Rename &speaker…", self.rename_speaker))
 
-        said = QWidget()
-        said_layout = QVBoxLayout(said)
-        for label, widget in (("Decisions", self.decisions),
-                              ("Commitments and tasks", self.item_list)):
-            said_layout.addWidget(QLabel(f"<b>{label}</b>"))
-            said_layout.addWidget(widget)
-        said_layout.addWidget(self.detail)
-        said_layout.addLayout(item_row_)
         archive = QWidget()
         archive_layout = QVBoxLayout(archive)
         archive_layout.addWidget(QLabel("<b>Archive</b>"))
@@ -389,6 +355,49 @@ class MemoryWindow(QMainWindow):
         whole.setSizes([420, 1080])
         top.setSizes([400, 680])
         return whole
+
+    def _session_list_pane(self) -> QWidget:
+        """The sessions, the filter over them and the results of a search."""
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText("Filter by title; Enter searches everything said")
+        self.filter.textChanged.connect(self._apply_filter)
+        self.filter.returnPressed.connect(self.search)
+        self.session_list = tree(["Session", "Date", "Length", "Status"])
+        self.session_list.setRootIsDecorated(True)
+        self.session_list.currentItemChanged.connect(self._session_chosen)
+        self.results = QListWidget()
+        self.results.setWordWrap(True)
+        self.results.itemActivated.connect(self._result_chosen)
+        self.results.hide()
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.addWidget(self.filter)
+        left_layout.addWidget(self.session_list, 3)
+        left_layout.addWidget(self.results, 2)
+        return left
+
+    def _said_pane(self) -> QWidget:
+        """What a session said: its decisions, its commitments and tasks, and their buttons."""
+        self.decisions = tree(["Decision", "Chosen", "Alternatives", "Why", "Who", "When"])
+        self.decisions.currentItemChanged.connect(lambda item, _: self._show_evidence(item))
+        self.item_list = tree(["Commitment or task", "Owner", "Due", "Status", "Kind"])
+        self.item_list.currentItemChanged.connect(lambda item, _: self._show_evidence(item))
+        item_row_, _ = buttons(("&Edit…", self.edit_selected), ("De&lete", self.retract_selected),
+                               ("Do&ne", lambda: self.close_selected("done")),
+                               ("D&rop", lambda: self.close_selected("dropped")),
+                               ("Re&open", self.reopen_selected))
+        self.detail = QLabel("")
+        self.detail.setWordWrap(True)
+        self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        said = QWidget()
+        said_layout = QVBoxLayout(said)
+        for label, widget in (("Decisions", self.decisions),
+                              ("Commitments and tasks", self.item_list)):
+            said_layout.addWidget(QLabel(f"<b>{label}</b>"))
+            said_layout.addWidget(widget)
+        said_layout.addWidget(self.detail)
+        said_layout.addLayout(item_row_)
+        return said
 
     def _memory_tab(self) -> QWidget:
         self.switches: dict[str, QCheckBox] = {}

@@ -368,7 +368,7 @@ def samples(session_id: int) -> list[Request[Any]]:
 
 # The protocol's request types (other tests register types of their own)
 PROTOCOL_TYPES = {tag: cls for tag, cls in protocol.REQUESTS.types.items()
-                  if cls.__module__ == protocol.__name__}
+                  if cls.__module__.startswith(f"{protocol.__name__}.")}
 
 # Types whose part is not wired into the daemon yet: none (a new type's part lists it here
 # until its handlers are registered).

@@ -93,6 +93,18 @@ def zmq_context() -> Iterator[zmq.Context[zmq.Socket[bytes]]]:
     context.destroy(linger=0)
 
 
+def connected(
+    context: zmq.Context[zmq.Socket[bytes]], bound_type: int, connected_type: int, name: str
+) -> tuple[zmq.Socket[bytes], zmq.Socket[bytes]]:
+    """Two sockets over the address ``name`` in a short home: the first bound, the second
+    connected to it."""
+    address = f"ipc://{short_home()}/{name}"
+    bound, other = context.socket(bound_type), context.socket(connected_type)
+    bound.bind(address)
+    other.connect(address)
+    return bound, other
+
+
 def raw_dealer(
     context: zmq.Context[zmq.Socket[bytes]], paths: Paths
 ) -> AbstractAsyncContextManager[TrioSocket]:
@@ -255,10 +267,7 @@ def test_error_replies_map_back_to_daemon_errors() -> None:
 async def test_a_burst_of_1000_messages_is_all_received(
     zmq_context: zmq.Context[zmq.Socket[bytes]]
 ) -> None:
-    address = f"ipc://{short_home()}/burst"
-    pull, push = zmq_context.socket(zmq.PULL), zmq_context.socket(zmq.PUSH)
-    pull.bind(address)
-    push.connect(address)
+    pull, push = connected(zmq_context, zmq.PULL, zmq.PUSH, "burst")
     received: list[bytes] = []
     async with trio_socket(pull) as receiver, trio_socket(push) as sender:
 
@@ -280,10 +289,7 @@ async def test_a_burst_of_1000_messages_is_all_received(
 async def test_one_socket_sends_and_receives_at_once(
     zmq_context: zmq.Context[zmq.Socket[bytes]]
 ) -> None:
-    address = f"ipc://{short_home()}/echo"
-    router, dealer = zmq_context.socket(zmq.ROUTER), zmq_context.socket(zmq.DEALER)
-    router.bind(address)
-    dealer.connect(address)
+    router, dealer = connected(zmq_context, zmq.ROUTER, zmq.DEALER, "echo")
     echoed: list[bytes] = []
     async with trio_socket(router) as server, trio_socket(dealer) as client:
 
@@ -308,10 +314,7 @@ async def test_one_socket_sends_and_receives_at_once(
 async def test_a_cancelled_receive_loses_no_message(
     zmq_context: zmq.Context[zmq.Socket[bytes]]
 ) -> None:
-    address = f"ipc://{short_home()}/cancel"
-    pull, push = zmq_context.socket(zmq.PULL), zmq_context.socket(zmq.PUSH)
-    pull.bind(address)
-    push.connect(address)
+    pull, push = connected(zmq_context, zmq.PULL, zmq.PUSH, "cancel")
     async with trio_socket(pull) as receiver, trio_socket(push) as sender:
         async with trio.open_nursery() as nursery:
             scope = trio.CancelScope()
@@ -657,10 +660,7 @@ async def test_replies_to_other_requests_are_ignored(
 async def test_an_operation_that_consumes_the_signal_still_wakes_receivers(
     zmq_context: zmq.Context[zmq.Socket[bytes]]
 ) -> None:
-    address = f"ipc://{short_home()}/edge"
-    router, dealer = zmq_context.socket(zmq.ROUTER), zmq_context.socket(zmq.DEALER)
-    router.bind(address)
-    dealer.connect(address)
+    router, dealer = connected(zmq_context, zmq.ROUTER, zmq.DEALER, "edge")
     async with trio_socket(router) as server, trio_socket(dealer) as client:
         await client.send_multipart([b"hello"])
         identity, _ = await server.recv_multipart()

@@ -6,6 +6,8 @@
 - the transport (``daemon.ipc``) imports only itself, the settings and the errors: it reaches
   the handlers only through the table ``dispatch`` is given;
 - domain packages never import the transport or the handlers;
+- a handler only translates: it never imports the sensitive-data gate (what is masked, and
+  where, is the domain's policy: the store and the memory apply it, a handler shows it);
 - the store imports nothing above it: only itself, the errors, the settings' types, the worker
   thread, the sensitive-data gate and the pure helpers named in ``STORE_HELPERS`` (never the
   memory: the memory reads the store, not the other way);
@@ -104,6 +106,8 @@ def forbidden(graph: Graph) -> list[str]:
                 why = "the transport imports only the protocol side"
             elif within(module, "daemon.store") and within(target, "daemon.memory"):
                 why = "the store never imports the memory"
+            elif within(module, HANDLERS) and within(target, SENSITIVE):
+                why = "a handler only translates: the domain applies the sensitive-data gate"
             elif within(module, SENSITIVE) and not within(target, SENSITIVE):
                 why = "the sensitive-data gate imports nothing of ours"
             elif within(module, "daemon.store") and not (
@@ -219,6 +223,8 @@ def test_a_tree_that_keeps_the_direction_passes(tree: Path) -> None:
      "the store imports nothing above it"),
     ("daemon/sensitive/gate.py", "from daemon.store.store import Store\n",
      "the sensitive-data gate imports nothing of ours"),
+    ("daemon/handlers/ask.py", "from daemon.sensitive.gate import mask_lines\n",
+     "a handler only translates"),
 ])
 def test_a_forbidden_import_is_named(tree: Path, module: str, source: str, reason: str) -> None:
     path = tree / module

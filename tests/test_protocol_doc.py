@@ -24,7 +24,7 @@ INTRO = """\
 # The protocol
 
 Every message between the daemon and its clients, generated from the message types of
-`daemon/ipc/protocol.py` by `{regenerate}`
+`daemon/ipc/protocol/` by `{regenerate}`
 (`tests/test_protocol_doc.py` fails when this page and the code differ).
 
 Each message is one msgpack map tagged by `type` (the snake-case class name). A request goes to
@@ -63,12 +63,12 @@ def the_protocols(family: Any) -> list[tuple[str, Any]]:
     """The family's message types that the protocol module defines, by tag: tests register
     probes of their own into the same families, and those are not the protocol."""
     return sorted((tag, cls) for tag, cls in family.types.items()
-                  if cls.__module__ == protocol.__name__)
+                  if cls.__module__.startswith(f"{protocol.__name__}."))
 
 
 def render() -> str:
     topics = ", ".join(
-        f"`{value}`" for name, value in vars(protocol).items() if name.startswith("TOPIC_")
+        f"`{value}`" for name, value in vars(protocol.base).items() if name.startswith("TOPIC_")
     )
     codes = ", ".join(
         f"`{getattr(protocol, name)}`"

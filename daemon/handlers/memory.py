@@ -55,9 +55,6 @@ def register_memory(
     rememberer: Rememberer,
     settings: Callable[[], Settings],
 ) -> None:
-    def space_id(name: str) -> int:
-        return store.get_space(name).id
-
     async def remember(request: Remember, publish: Publish) -> RememberReply:
         if request.space is not None and request.no_space:
             raise InvalidInput("space and no_space: choose one",
@@ -66,7 +63,8 @@ def register_memory(
         if request.no_space:
             target = None
         elif request.space is not None:
-            target = await store.run(space_id, request.space)
+            target = await store.run(_space_id, store, request.space)
+
         def progress(stage: Stage, done: int, total: int) -> None:
             publish(StageProgress(request_id=request.id, stage=stage, done=done, total=total))
 
@@ -77,6 +75,17 @@ def register_memory(
     async def history(request: History) -> HistoryReply:
         return await store.run(lambda: history_reply(store, store.chain(request.assertion_id)))
 
+    handlers.add_streaming(Remember, remember)
+    handlers.add(History, history)
+    _register_review(handlers, store, settings)
+
+
+def _register_review(
+    handlers: Handlers, store: Store, settings: Callable[[], Settings]
+) -> None:
+    """The review of memories about the person: list, approve, reject, archive, edit, scope,
+    expire."""
+
     async def memory_list(request: MemoryList) -> MemoryListReply:
         if request.space is not None and request.profile_wide:
             raise InvalidInput("space and profile_wide: choose one")
@@ -84,7 +93,7 @@ def register_memory(
         def read() -> list[AssertionInfo]:
             return assertion_infos(store, person.list_memories(
                 store,
-                space_id=None if request.space is None else space_id(request.space),
+                space_id=None if request.space is None else _space_id(store, request.space),
                 profile_wide=request.profile_wide,
                 status=request.status or None,
             ))
@@ -115,14 +124,13 @@ def register_memory(
         if (request.space is None) == (not request.profile):
             raise InvalidInput("scope: give a Space or profile-wide, not both or neither",
                                fix="--space NAME or --profile")
-        target = None if request.profile else await store.run(space_id, request.space or "")
+        target = None if request.profile else await store.run(_space_id, store,
+                                                              request.space or "")
         return await reply(person.rescope, request.memory_id, target)
 
     async def expire(request: MemoryExpire) -> MemoryReply:
         return await reply(person.set_expiry, request.memory_id, request.expires_at)
 
-    handlers.add_streaming(Remember, remember)
-    handlers.add(History, history)
     handlers.add(MemoryList, memory_list)
     handlers.add(MemoryApprove, approve)
     handlers.add(MemoryReject, reject)
@@ -130,3 +138,7 @@ def register_memory(
     handlers.add(MemoryEdit, edit)
     handlers.add(MemoryScope, scope)
     handlers.add(MemoryExpire, expire)
+
+
+def _space_id(store: Store, name: str) -> int:
+    return store.get_space(name).id

@@ -48,6 +48,7 @@ from daemon.ipc.protocol import (
     SessionsReply,
     SetSpace,
     ShowSession,
+    SpaceInfo,
     SpaceReply,
     SpacesReply,
 )
@@ -58,7 +59,7 @@ from daemon.store import receipts, voices
 from daemon.store.chunking import format_offset
 from daemon.store.documents import extract_text
 from daemon.store.export import render
-from daemon.store.records import Turn
+from daemon.store.records import Space, Turn
 from daemon.store.store import Store
 from daemon.store.transcript import import_transcript, parse_named_transcript
 
@@ -72,11 +73,22 @@ NO_VECTORS_NOTE = (
 
 
 async def register(daemon: Context) -> None:
+    """The store's requests: sessions, transcripts, Spaces and documents."""
     store = daemon.store
-    db = store.run
 
     async def counts() -> dict[str, int]:
-        return await db(store.counts)
+        return await store.run(store.counts)
+
+    daemon.counters.append(counts)
+    _register_sessions(daemon)
+    _register_transcripts(daemon)
+    _register_spaces(daemon)
+    _register_documents(daemon)
+
+
+def _register_sessions(daemon: Context) -> None:
+    store = daemon.store
+    db = store.run
 
     async def list_sessions(request: ListSessions) -> SessionsReply:
         if request.limit is not None and request.limit < 1:
@@ -131,6 +143,17 @@ async def register(daemon: Context) -> None:
 
         return await db(work)
 
+    handlers = daemon.handlers
+    handlers.add(ListSessions, list_sessions)
+    handlers.add(ShowSession, show_session)
+    handlers.add(RenameSpeaker, rename_speaker)
+    handlers.add(ExportSession, export_session)
+
+
+def _register_transcripts(daemon: Context) -> None:
+    store = daemon.store
+    db = store.run
+
     async def import_transcript_(request: ImportTranscript,
                                  publish: Publish) -> ImportTranscriptReply:
         def work(progress: EmbedProgress) -> tuple[SessionInfo, list[Turn], int]:
@@ -151,13 +174,17 @@ async def register(daemon: Context) -> None:
         ))
         return ImportTranscriptReply(session=session, chunks=chunks, note=_vectors_note(store))
 
+    handlers = daemon.handlers
+    handlers.add_streaming(ImportTranscript, import_transcript_)
+
+
+def _register_spaces(daemon: Context) -> None:
+    store = daemon.store
+    db = store.run
+
     async def list_spaces(request: ListSpaces) -> SpacesReply:
         def work() -> SpacesReply:
-            return SpacesReply(spaces=[
-                space_info(s, sessions=len(store.list_sessions(space_id=s.id)),
-                           documents=len(store.list_documents(space_id=s.id)))
-                for s in store.list_spaces()
-            ])
+            return SpacesReply(spaces=[_counted(store, s) for s in store.list_spaces()])
 
         return await db(work)
 
@@ -178,9 +205,7 @@ async def register(daemon: Context) -> None:
                 activity=request.activity,
                 memory_enabled=request.memory_enabled,
             )
-            return SpaceReply(space=space_info(
-                space, sessions=len(store.list_sessions(space_id=space.id)),
-                documents=len(store.list_documents(space_id=space.id))))
+            return SpaceReply(space=_counted(store, space))
 
         return await db(work)
 
@@ -191,6 +216,17 @@ async def register(daemon: Context) -> None:
                 store.delete_space(space.id)))
 
         return await db(work)
+
+    handlers = daemon.handlers
+    handlers.add(ListSpaces, list_spaces)
+    handlers.add(AddSpace, add_space)
+    handlers.add(SetSpace, set_space)
+    handlers.add(RemoveSpace, remove_space)
+
+
+def _register_documents(daemon: Context) -> None:
+    store = daemon.store
+    db = store.run
 
     async def list_documents(request: ListDocuments) -> DocumentsReply:
         def work() -> DocumentsReply:
@@ -224,20 +260,16 @@ async def register(daemon: Context) -> None:
 
         return await db(work)
 
-    daemon.counters.append(counts)
     handlers = daemon.handlers
-    handlers.add(ListSessions, list_sessions)
-    handlers.add(ShowSession, show_session)
-    handlers.add(RenameSpeaker, rename_speaker)
-    handlers.add(ExportSession, export_session)
-    handlers.add_streaming(ImportTranscript, import_transcript_)
-    handlers.add(ListSpaces, list_spaces)
-    handlers.add(AddSpace, add_space)
-    handlers.add(SetSpace, set_space)
-    handlers.add(RemoveSpace, remove_space)
     handlers.add(ListDocuments, list_documents)
     handlers.add_streaming(AddDocument, add_document)
     handlers.add(RemoveDocument, remove_document)
+
+
+def _counted(store: Store, space: Space) -> SpaceInfo:
+    """A Space with how many sessions and documents it holds."""
+    return space_info(space, sessions=len(store.list_sessions(space_id=space.id)),
+                      documents=len(store.list_documents(space_id=space.id)))
 
 
 def _vectors_note(store: Store) -> str:

@@ -47,7 +47,6 @@ from daemon.memory.evidence import Evidence
 from daemon.memory.grounding import Cited
 from daemon.memory.open_items import CARRIED_MAX, OpenItem
 from daemon.memory.remember import Remembered
-from daemon.sensitive.gate import mask_lines
 from daemon.store.receipts import Receipt
 from daemon.store.records import (
     Assertion,
@@ -61,6 +60,7 @@ from daemon.store.records import (
 )
 from daemon.store.search import SearchResult
 from daemon.store.store import Store
+from daemon.store.turns import masked_forms
 from daemon.store.voices import StoredVoice
 
 
@@ -221,9 +221,7 @@ def session_info(session: Session, space_names: Mapping[int, str],
 
 def turn_infos(turns: Sequence[Turn]) -> list[TurnInfo]:
     """A session's turns as said, each with its masked form where a secret is masked."""
-    masked = mask_lines([t.text for t in turns])
-    return [turn_info(t, None if text == t.text else text)
-            for t, text in zip(turns, masked, strict=True)]
+    return [turn_info(t, masked) for t, masked in zip(turns, masked_forms(turns), strict=True)]
 
 
 def turn_info(turn: Turn, masked: str | None = None) -> TurnInfo:

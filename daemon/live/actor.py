@@ -35,7 +35,7 @@ from daemon.asr.level import is_quiet, level_warning
 from daemon.audio.capture import SPEAKER, Block, BlockChannel, CaptureThread, Source
 from daemon.audio.files import load_audio_channels
 from daemon.audio.format import SAMPLE_RATE
-from daemon.audio.vad import VadConfig, is_phantom
+from daemon.audio.vad import Utterance, VadConfig, is_phantom
 from daemon.config import Settings
 from daemon.errors import InvalidInput, ModelError, StoreError
 from daemon.live.gaps import Alert, GapTracker, cause_of
@@ -799,16 +799,7 @@ class Live:
                     said = Said("loopback", utterance.start, utterance.end, text,
                                 utterance.audio, segments)
                     parts = None if voices is None else await self._voices_of(session.id, said)
-                    new = (
-                        [NewTurn(speaker=speaker, text=text, start=utterance.start,
-                                 end=utterance.end, source="import")]
-                        if parts is None
-                        else [NewTurn(speaker=p.speaker, text=p.text,
-                                      start=min(utterance.end, utterance.start + p.start),
-                                      end=min(utterance.end, utterance.start + p.end),
-                                      source="import", voice_label=p.voice, voice_id=p.voice_id)
-                              for p in parts]
-                    )
+                    new = imported_turns(speaker, utterance, text, parts)
                     await self._db(partial(self.store.append_turns, session.id, new))
                     turns += len(new)
                     texts.append(text)
@@ -830,3 +821,17 @@ class Live:
             message=f"imported {turns} turns into session {session.id}: {summary}",
             warnings=warnings,
         )
+
+
+def imported_turns(speaker: str, utterance: Utterance, text: str,
+                   parts: Sequence[VoiceSaid] | None) -> list[NewTurn]:
+    """The turns one imported utterance becomes: one of ``speaker``, or (``parts``) one per
+    voice heard in it, each within the utterance."""
+    if parts is None:
+        return [NewTurn(speaker=speaker, text=text, start=utterance.start, end=utterance.end,
+                        source="import")]
+    return [NewTurn(speaker=p.speaker, text=p.text,
+                    start=min(utterance.end, utterance.start + p.start),
+                    end=min(utterance.end, utterance.start + p.end),
+                    source="import", voice_label=p.voice, voice_id=p.voice_id)
+            for p in parts]

@@ -82,6 +82,7 @@ from daemon.memory.extract import (
     ExtractedAssertion,
     Extraction,
     KnownMemory,
+    Plan,
     Ruling,
     Undertaken,
     already_known,
@@ -296,6 +297,45 @@ def _has_items(value: Any) -> bool:
     if isinstance(value, dict):
         return any(_has_items(v) for v in value.values())
     return isinstance(value, list) and bool(value)
+
+
+async def _plan(generator: Generator, new: NewAssertion,
+                similar: Sequence[Existing]) -> Plan | None:
+    """What to write for ``new`` given the ``similar`` statements, as the model rules; None when
+    the model failed (the statement is then stored as separate)."""
+    try:
+        ruling = await generator.generate(chat(reconcile_prompt(new.text, new.kind, similar)),
+                                          Ruling, max_tokens=RULING_TOKENS)
+    except BrainCueError as e:
+        log.warning("reconciliation failed, stored as separate: %s", e)
+        return None
+    return plan_from_ruling(ruling, similar, new.kind, new.text)
+
+
+def _earlier_similar(facts: Sequence[tuple[NewAssertion, int]], accepted: Sequence[int],
+                     vectors: Any, i: int, nearest: float) -> list[Existing]:
+    """The statements of this same keep accepted before statement ``i`` and within
+    ``nearest`` of it: not stored yet, so shown with negative ids (``-(index + 1)``)."""
+    return [Existing(-(j + 1), facts[j][0].kind, facts[j][0].text,
+                     _day(facts[j][0].occurred_at or 0.0))
+            for j in accepted if float(vectors[i] @ vectors[j]) >= nearest]
+
+
+def _replace_earlier(i: int, earlier: int, accepted: list[int],
+                     replaces: dict[int, int]) -> None:
+    """Statement ``i`` replaces the ``earlier`` statement of this keep, and whatever stored
+    row that one superseded."""
+    accepted.remove(earlier)
+    if earlier in replaces:
+        replaces[i] = replaces.pop(earlier)
+
+
+def _inserted(facts: Sequence[tuple[NewAssertion, int]], accepted: Sequence[int],
+              replaces: dict[int, int]) -> tuple[list[tuple[NewAssertion, int]],
+                                                 list[tuple[int, int]]]:
+    """The statements to insert, in order, and the (index among them, stored id) links."""
+    position = {index: n for n, index in enumerate(accepted)}
+    return ([facts[i] for i in accepted], [(position[i], old) for i, old in replaces.items()])
 
 
 async def answer_pieces(generator: Generator, pieces: Sequence[Sequence[str]],
@@ -865,16 +905,9 @@ class Rememberer:
         if not facts:
             return [], [], [], {}
         steps(0, len(facts))
-        space_id = session.space_id
-        scope = Scope(space_id=space_id, person_memory=False)
-        current = await self.store.run(self.store.current_assertions, scope)
-        stored_text: dict[str, int] = {}  # the same sentence stored in this Space: the oldest
-        for a in reversed(current):
-            if a.space_id == space_id:
-                stored_text.setdefault(normalise(a.text), a.id)
-        embedder = self.store.embedder
-        vectors = (None if embedder is None
-                   else await embedder.embed([assertion_body(new) for new, _ in facts]))
+        scope = Scope(space_id=session.space_id, person_memory=False)
+        stored_text = await self._stored_texts(scope)
+        vectors = await self._embedded(facts)
         nearest = 1.0 - self._settings().reconcile_distance
         accepted: list[int] = []  # indexes into facts, in order
         replaces: dict[int, int] = {}  # index into facts -> the stored id it supersedes
@@ -898,36 +931,20 @@ class Rememberer:
                 continue
             similar: list[Existing] = []
             if vectors is not None:
-                hits = await self.store.run(self.store.vector_assertions, vectors[i], scope,
-                                      RECONCILE_CANDIDATES)
-                found = await self.store.run(self.store.get_assertions, [h.id for h in hits])
-                still_open = await self.store.run(open_items.open_ids, self.store, found)
-                score = {h.id: h.score for h in hits}
-                close = [a for a in found if score[a.id] >= nearest - (
-                    open_items.CLOSING_SLACK if a.id in still_open else 0.0)]
-                shown.update((a.id, a) for a in close)
-                similar += [Existing(a.id, a.kind, a.text, _day(a.occurred_at),
-                                     open=a.id in still_open)
-                            for a in close
-                            if a.space_id == space_id and a.id not in replaces.values()]
-                # earlier statements of this same keep, not stored yet: negative ids
-                similar += [Existing(-(j + 1), facts[j][0].kind, facts[j][0].text,
-                                     _day(facts[j][0].occurred_at or 0.0))
-                            for j in accepted if float(vectors[i] @ vectors[j]) >= nearest]
+                close = await self._close_to(vectors[i], scope, nearest)
+                shown.update((a.id, a) for a, _ in close)
+                similar += [Existing(a.id, a.kind, a.text, _day(a.occurred_at), open=is_open)
+                            for a, is_open in close
+                            if a.space_id == scope.space_id and a.id not in replaces.values()]
+                similar += _earlier_similar(facts, accepted, vectors, i, nearest)
             if not similar:
                 accepted.append(i)
                 continue
-            try:
-                ruling = await generator.generate(
-                    chat(reconcile_prompt(new.text, new.kind, similar)), Ruling,
-                    max_tokens=RULING_TOKENS,
-                )
-            except BrainCueError as e:
-                log.warning("reconciliation failed, stored as separate: %s", e)
+            plan = await _plan(generator, new, similar)
+            if plan is None:  # the model failed: stored as separate
                 failed += 1
                 accepted.append(i)
                 continue
-            plan = plan_from_ruling(ruling, similar, new.kind, new.text)
             if plan.action == "skip":
                 log.info("duplicate of assertion %s: %r", plan.target, new.text)
                 if plan.target is not None and plan.target > 0:
@@ -938,10 +955,7 @@ class Rememberer:
             accepted.append(i)
             if plan.action == "supersede" and plan.target is not None:
                 if plan.target < 0:  # replaces an earlier statement of this keep
-                    earlier = -plan.target - 1
-                    accepted.remove(earlier)
-                    if earlier in replaces:
-                        replaces[i] = replaces.pop(earlier)
+                    _replace_earlier(i, -plan.target - 1, accepted, replaces)
                 else:
                     replaces[i] = plan.target
                     if plan.closes is not None:
@@ -952,10 +966,37 @@ class Rememberer:
         if failed:
             out.notes.append(f"reconciliation failed for {_plural(failed, 'assertion')}: "
                              "stored as separate")
-        position = {index: n for n, index in enumerate(accepted)}
-        return ([facts[i] for i in accepted],
-                [(position[i], old) for i, old in replaces.items()],
-                list(restated.values()), closures)
+        inserted, links = _inserted(facts, accepted, replaces)
+        return inserted, links, list(restated.values()), closures
+
+    async def _embedded(self, facts: Sequence[tuple[NewAssertion, int]]) -> Any | None:
+        """The vectors of the statements, as they would be stored; None without a model."""
+        embedder = self.store.embedder
+        if embedder is None:
+            return None
+        return await embedder.embed([assertion_body(new) for new, _ in facts])
+
+    async def _stored_texts(self, scope: Scope) -> dict[str, int]:
+        """The assertions believed now in the Space of ``scope``, by their normalised text (the
+        same sentence stored twice: the oldest)."""
+        current = await self.store.run(self.store.current_assertions, scope)
+        stored_text: dict[str, int] = {}
+        for a in reversed(current):
+            if a.space_id == scope.space_id:
+                stored_text.setdefault(normalise(a.text), a.id)
+        return stored_text
+
+    async def _close_to(self, vector: Any, scope: Scope,
+                        nearest: float) -> list[tuple[Assertion, bool]]:
+        """The stored assertions within ``nearest`` of ``vector`` (an open item by a little
+        more), each with whether it is an open item."""
+        hits = await self.store.run(self.store.vector_assertions, vector, scope,
+                                    RECONCILE_CANDIDATES)
+        found = await self.store.run(self.store.get_assertions, [h.id for h in hits])
+        still_open = await self.store.run(open_items.open_ids, self.store, found)
+        score = {h.id: h.score for h in hits}
+        return [(a, a.id in still_open) for a in found if score[a.id] >= nearest - (
+            open_items.CLOSING_SLACK if a.id in still_open else 0.0)]
 
     async def _closure(self, statement: NewAssertion,
                        status: Literal["done", "dropped"]) -> ItemClosure:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -514,6 +514,12 @@ def convert_st_bert(
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
 
     writer.add_token_type_count(_config_int(config, "type_vocab_size", default=1))
+    _add_tokenizer(writer, vocab)
+    _write_gguf(writer, tensors, out_path, progress)
+
+
+def _add_tokenizer(writer: gguf.GGUFWriter, vocab: BertVocab) -> None:
+    """The WordPiece vocabulary and its normalisation, as llama.cpp's BERT reads them."""
     writer.add_tokenizer_model("bert")
     writer.add_tokenizer_pre(_TOKENIZER_PRE)
     writer.add_token_list(vocab.tokens)
@@ -528,6 +534,14 @@ def convert_st_bert(
     if vocab.strip_accents is not None:
         writer.add_bool(_KEY_STRIP_ACCENTS, vocab.strip_accents)
 
+
+def _write_gguf(
+    writer: gguf.GGUFWriter,
+    tensors: Sequence[_OutputTensor],
+    out_path: Path,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """Write the header, the metadata and the tensors to ``out_path``, then close ``writer``."""
     for tensor in tensors:
         writer.add_tensor_info(tensor.name, tensor.source.shape, tensor.dtype, tensor.nbytes)
 

@@ -1,22 +1,36 @@
 """Rows and records: the column lists the store selects, the structs they become, and small
-query helpers (rows are loosely typed: a row holds what the schema says its columns hold)."""
+query helpers (rows are loosely typed: a row holds what the schema says its columns hold).
+
+A row becomes a record by the names of its columns, never by their positions: each column list
+has its names (:func:`names_of`), and a record's fields are filled by name."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import apsw
 
 from daemon.errors import NotFound
-from daemon.store.records import Assertion, Chunk, Restatement, Session, Space, Turn
+from daemon.store.records import (
+    Assertion,
+    Chunk,
+    Document,
+    ItemClosure,
+    KeepState,
+    Restatement,
+    Session,
+    Space,
+    Turn,
+)
 
 SPACE_COLUMNS = "id, name, activity, memory_enabled, created_at"
 
 SESSION_COLUMNS = (
     "s.id, s.space_id, s.activity, s.title, s.started_at, s.ended_at, s.status, s.practice,"
-    " s.participants, (SELECT count(*) FROM turns t WHERE t.session_id = s.id)"
+    " s.participants, (SELECT count(*) FROM turns t WHERE t.session_id = s.id) AS turn_count"
 )
 
 TURN_COLUMNS = "id, session_id, seq, speaker, source, start_s, end_s, text, ref"
@@ -42,6 +56,49 @@ RESTATEMENT_COLUMNS = (
     "r.id, r.assertion_id, r.session_id, s.title, r.anchor_chunk_id, r.occurred_at,"
     " r.recorded_at"
 )
+
+
+DOCUMENT_COLUMNS = (
+    "d.id, d.space_id, d.title, d.filename, d.media_type, d.sha256, d.chars, d.added_at,"
+    " (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) AS chunk_count"
+)
+
+KEEP_STATE_COLUMNS = (
+    "id AS session_id, keep_status AS status, keep_reason AS reason, keep_since AS since,"
+    " keep_attempts AS attempts"
+)
+CLOSURE_COLUMNS = "status, evidence_turn_id"
+
+
+def names_of(columns: str, **renamed: str) -> tuple[str, ...]:
+    """The name of each column of a select list, in order: its alias (``... AS name``), else
+    its column without the table prefix; ``renamed`` maps a column to its record's field."""
+    names, depth, start = [], 0, 0
+    for i, char in enumerate(columns + ","):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            column = columns[start:i].strip()
+            alias = re.search(r"\sAS\s+(\w+)$", column, flags=re.IGNORECASE)
+            name = alias.group(1) if alias else column.rpartition(".")[2]
+            names.append(renamed.get(name, name))
+            start = i + 1
+    return tuple(names)
+
+
+def by_name(names: tuple[str, ...], r: Sequence[Any]) -> dict[str, Any]:
+    """A row's values by column name (a row may carry more columns after these)."""
+    return dict(zip(names, r, strict=False))
+
+
+SPACE_NAMES = names_of(SPACE_COLUMNS)
+SESSION_NAMES = names_of(SESSION_COLUMNS)
+TURN_NAMES = names_of(TURN_COLUMNS, start_s="start", end_s="end")
+CHUNK_NAMES = names_of(CHUNK_COLUMNS)
+ASSERTION_NAMES = names_of(ASSERTION_COLUMNS)
+RESTATEMENT_NAMES = names_of(RESTATEMENT_COLUMNS, title="session_title")
+DOCUMENT_NAMES = names_of(DOCUMENT_COLUMNS)
+KEEP_STATE_NAMES = names_of(KEEP_STATE_COLUMNS)
+CLOSURE_NAMES = names_of(CLOSURE_COLUMNS)
 
 
 def json_ids(ids: Iterable[int]) -> str:
@@ -74,67 +131,42 @@ def require(conn: apsw.Connection, table: str, row_id: int, what: str, column: s
 
 
 def space_from(r: Any) -> Space:
-    return Space(id=r[0], name=r[1], activity=r[2], memory_enabled=bool(r[3]), created_at=r[4])
+    c = by_name(SPACE_NAMES, r)
+    return Space(**{**c, "memory_enabled": bool(c["memory_enabled"])})
 
 
 def session_from(r: Any) -> Session:
-    return Session(
-        id=r[0],
-        space_id=r[1],
-        activity=r[2],
-        title=r[3],
-        started_at=r[4],
-        ended_at=r[5],
-        status=r[6],
-        practice=bool(r[7]),
-        participants=tuple(json.loads(r[8])),
-        turn_count=r[9],
-    )
+    c = by_name(SESSION_NAMES, r)
+    return Session(**{**c, "practice": bool(c["practice"]),
+                      "participants": tuple(json.loads(c["participants"]))})
 
 
 def turn_from(r: Any) -> Turn:
-    return Turn(*r)
+    return Turn(**by_name(TURN_NAMES, r))
 
 
 def chunk_from(r: Any) -> Chunk:
-    return Chunk(
-        id=r[0],
-        kind=r[1],
-        session_id=r[2],
-        document_id=r[3],
-        space_id=r[4],
-        header=r[5],
-        body=r[6],
-        occurred_at=r[7],
-        first_turn=r[8],
-        last_turn=r[9],
-        closed=bool(r[10]),
-    )
+    c = by_name(CHUNK_NAMES, r)
+    return Chunk(**{**c, "closed": bool(c["closed"])})
 
 
 def assertion_from(r: Any) -> Assertion:
-    return Assertion(
-        id=r[0],
-        kind=r[1],
-        text=r[2],
-        chosen=r[3],
-        alternatives=tuple(json.loads(r[4])),
-        reasoning=r[5],
-        owner=r[6],
-        due=r[7],
-        about_person=bool(r[8]),
-        review_status=r[9],
-        space_id=r[10],
-        source=r[11],
-        anchor_chunk_id=r[12],
-        session_id=r[13],
-        occurred_at=r[14],
-        recorded_at=r[15],
-        invalidated_at=r[16],
-        superseded_by=r[17],
-        expires_at=r[18],
-    )
+    c = by_name(ASSERTION_NAMES, r)
+    return Assertion(**{**c, "alternatives": tuple(json.loads(c["alternatives"])),
+                        "about_person": bool(c["about_person"])})
 
 
 def restatement_from(r: Any) -> Restatement:
-    return Restatement(*r)
+    return Restatement(**by_name(RESTATEMENT_NAMES, r))
+
+
+def document_from(r: Any) -> Document:
+    return Document(**by_name(DOCUMENT_NAMES, r))
+
+
+def keep_state_from(r: Any) -> KeepState:
+    return KeepState(**by_name(KEEP_STATE_NAMES, r))
+
+
+def closure_from(r: Any) -> ItemClosure:
+    return ItemClosure(**by_name(CLOSURE_NAMES, r))

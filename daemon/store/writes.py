@@ -129,6 +129,14 @@ def append_turns(
         title=title,
         participants=tuple(json.loads(participants)),
     )
+    stored = _insert_turns(conn, session_id, turns)
+    return stored, _grow_chunks(conn, session_id, space_id, started_at, stored, ctx, limit)
+
+
+def _insert_turns(
+    conn: apsw.Connection, session_id: int, turns: Sequence[NewTurn]
+) -> list[Turn]:
+    """Insert ``turns`` after the session's last one; returns them as stored."""
     seq: int = conn.execute(
         "SELECT coalesce(max(seq), 0) FROM turns WHERE session_id = ?", (session_id,)
     ).get
@@ -155,7 +163,20 @@ def append_turns(
                 ref=turn.ref,
             )
         )
+    return stored
 
+
+def _grow_chunks(
+    conn: apsw.Connection,
+    session_id: int,
+    space_id: int | None,
+    started_at: float,
+    stored: Sequence[Turn],
+    ctx: chunking.ChunkContext,
+    limit: int,
+) -> list[int]:
+    """Grow the session's transcript chunks by the ``stored`` turns: the open chunk takes them
+    until it is full, then closes; returns the ids of the chunks touched."""
     open_row = sql.row(
         conn,
         "SELECT id, first_turn, last_turn FROM chunks"
@@ -169,7 +190,7 @@ def append_turns(
         open_turns = chunk_turns_between(conn, session_id, open_row[1], open_row[2])
 
     def put(row_id: int | None, draft: chunking.ChunkDraft, closed: bool) -> int:
-        fields = {
+        fields: dict[str, Any] = {
             "header": draft.header,
             "body": draft.body,
             "occurred_at": started_at + draft.start,
@@ -202,7 +223,7 @@ def append_turns(
     draft = chunking.open_chunk(open_turns, ctx)
     if draft is not None:
         touched.append(put(open_id, draft, closed=False))
-    return stored, touched
+    return touched
 
 
 def chunk_turns_between(

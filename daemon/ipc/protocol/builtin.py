@@ -1,0 +1,110 @@
+"""The daemon's own requests: ping, status and settings; the status and subscription events."""
+
+from __future__ import annotations
+
+import msgspec
+
+from daemon.ipc.protocol.base import TOPIC_STATUS, TOPIC_SYNC, Event, Reply, Request, sync_topic
+
+__all__ = [
+    "LiveStatus", "ModelProcessInfo", "Ping", "Pong", "SettingValue", "SettingsGet",
+    "SettingsReply", "SettingsSet", "SourceStatus", "Status", "StatusEvent", "StatusReply",
+    "Subscribed"
+]
+
+
+class Pong(Reply):
+    pass
+
+
+class SourceStatus(msgspec.Struct):
+    """One capture source: ``state`` is stopped | starting | capturing | no audio."""
+
+    state: str
+    device: str = ""
+    detail: str = ""  # why there is no audio
+
+
+class LiveStatus(msgspec.Struct):
+    """Live capture and transcription."""
+
+    sources: dict[str, SourceStatus]  # by source: mic, loopback
+    utterances_queued: int  # waiting for transcription, the one in progress included
+    asr_lag_s: float  # how far transcription is behind the end of speech
+    dropped_blocks: int  # audio dropped because transcription fell behind
+    asr_real_time_factor: float = 0.0  # transcription time / audio transcribed, so far
+    asr_model: str = ""  # empty: no speech model installed
+    session_id: int | None = None  # the live session
+    # where the time from the end of an utterance to its turn stored goes, median seconds per
+    # stage over recent utterances: cut (the VAD's hangover), queued, asr, voices, stored, total
+    stages_p50_s: dict[str, float] = {}
+
+
+class ModelProcessInfo(msgspec.Struct, frozen=True):
+    """A model's own process: ``pid`` None while it is not running (it starts on first use);
+    ``deaths`` since the daemon started, ``last_death`` how (\"killed by SIGSEGV\")."""
+
+    role: str  # "llm"
+    priority: str  # "foreground" (asks) or "background" (keeps)
+    model_id: str
+    pid: int | None
+    deaths: int = 0
+    last_death: str | None = None
+
+
+class StatusReply(Reply):
+    profile: str
+    version: str
+    protocol: int
+    pid: int
+    uptime_s: float
+    models_loaded: list[str]
+    capture: str
+    counts: dict[str, int]  # filled by the parts of the daemon that own the counted things
+    ipc: dict[str, int]  # request counters of the server
+    live: LiveStatus | None = None  # None: capture is not part of this daemon
+    model_processes: list[ModelProcessInfo] = []
+
+
+SettingValue = str | int | float | bool
+
+
+class SettingsReply(Reply):
+    settings: dict[str, SettingValue]
+
+
+class Ping(Request[Pong]):
+    pass
+
+
+class Status(Request[StatusReply]):
+    pass
+
+
+class SettingsGet(Request[SettingsReply]):
+    key: str = ""  # empty: every setting
+
+
+class SettingsSet(Request[SettingsReply]):
+    key: str
+    value: str  # parsed like a TOML value; a bare word is a string
+
+
+class StatusEvent(Event):
+    """What capture is doing; ``alert``: the live session is missing audio (a gap, a mic
+    silent while the other side talks), for the user to see at once."""
+
+    topic_prefix = TOPIC_STATUS
+    capture: str
+    message: str = ""
+    alert: bool = False
+
+
+class Subscribed(Event):
+    """The daemon saw the subscription to ``sync_topic(nonce)``, and every one before it."""
+
+    topic_prefix = TOPIC_SYNC
+    nonce: str
+
+    def topic(self) -> str:
+        return sync_topic(self.nonce)
