@@ -4,8 +4,6 @@ banks matching kaldi-native-fbank, and the numpy network matching 3D-Speaker's o
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import pickle
 import zipfile
@@ -15,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from modelkit import assert_load_errors, assert_matches_pin, convert_once
 
 from daemon.errors import ModelError
 from daemon.models.convert_campplus import CHECKPOINT, convert_campplus
-from daemon.models.registry import lookup
 from daemon.voices.campplus import WINDOW_FRAMES, CampplusEncoder, fbank
 
 DATA = Path(__file__).parent / "data" / "voices"
@@ -70,35 +68,18 @@ def test_a_state_dict_of_another_network_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_missing_or_corrupt_voice_model_is_a_one_line_model_error(tmp_path: Path) -> None:
-    with pytest.raises(ModelError, match="missing") as missing:
-        CampplusEncoder.load(tmp_path / "nothing.npz")
-    assert "braincue models install campplus-zh-en" in str(missing.value)
-    corrupt = tmp_path / "corrupt.npz"
-    corrupt.write_bytes(b"PK\x03\x04 not really a zip")
-    with pytest.raises(ModelError, match="corrupt") as bad:
-        CampplusEncoder.load(corrupt)
-    assert "\n" not in str(bad.value)
-    incomplete = tmp_path / "incomplete.npz"
-    buf = io.BytesIO()
-    np.savez(buf, **{"head.conv1.weight": np.zeros((32, 1, 3, 3), np.float32)})  # type: ignore[arg-type]
-    incomplete.write_bytes(buf.getvalue())
-    with pytest.raises(ModelError, match="lacks"):
-        CampplusEncoder.load(incomplete)
+    assert_load_errors(CampplusEncoder.load, tmp_path, "campplus-zh-en", {"head.conv1.weight": np.zeros((32, 1, 3, 3), np.float32)})
 
 
 @pytest.fixture(scope="module")
 def converted(model_source: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("campplus") / "campplus-zh-en.npz"
-    convert_campplus(model_source("campplus-zh-en"), out)
-    return out
+    source = model_source("campplus-zh-en")
+    return convert_once(convert_campplus, source, tmp_path_factory.mktemp("campplus"), "campplus-zh-en")
 
 
 @pytest.mark.slow
 def test_conversion_is_deterministic_and_matches_the_pin(converted: Path) -> None:
-    recipe = lookup("campplus-zh-en").wheels
-    assert recipe is not None
-    assert hashlib.sha256(converted.read_bytes()).hexdigest() == recipe.sha256
-    assert converted.stat().st_size == recipe.size
+    assert_matches_pin(converted, "campplus-zh-en")
 
 
 @pytest.mark.slow

@@ -5,8 +5,6 @@ make_segmentation_reference.py)."""
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import pickle
 import zipfile
@@ -16,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from modelkit import assert_load_errors, assert_matches_pin, convert_once
 
 from daemon.errors import ModelError
 from daemon.models.convert_segmentation import CHECKPOINT, EXPECTED_SHAPES, convert_segmentation
-from daemon.models.registry import lookup
 from daemon.voices.segmentation import (
     CHUNK_SAMPLES,
     FRAME_DURATION,
@@ -103,38 +101,20 @@ def test_a_checkpoint_of_another_network_or_none_is_refused(tmp_path: Path) -> N
 
 
 def test_a_missing_or_corrupt_model_is_a_one_line_model_error(tmp_path: Path) -> None:
-    with pytest.raises(ModelError, match="missing") as missing:
-        Segmenter.load(tmp_path / "nothing.npz")
-    assert "braincue models install pyannote-segmentation-3.0" in str(missing.value)
-    corrupt = tmp_path / "corrupt.npz"
-    corrupt.write_bytes(b"PK\x03\x04 not really a zip")
-    with pytest.raises(ModelError, match="corrupt") as bad:
-        Segmenter.load(corrupt)
-    assert "\n" not in str(bad.value)
-    incomplete = tmp_path / "incomplete.npz"
-    buf = io.BytesIO()
-    np.savez(buf, **{"classifier.weight": np.zeros((7, 128), np.float32)})  # type: ignore[arg-type]
-    incomplete.write_bytes(buf.getvalue())
-    with pytest.raises(ModelError, match="lacks") as lacks:
-        Segmenter.load(incomplete)
-    assert "braincue models install pyannote-segmentation-3.0" in str(lacks.value)
+    assert_load_errors(Segmenter.load, tmp_path, "pyannote-segmentation-3.0", {"classifier.weight": np.zeros((7, 128), np.float32)})
 
 
 @pytest.fixture(scope="module")
 def converted(model_source: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("segmentation") / "pyannote-segmentation-3.0.npz"
-    convert_segmentation(model_source("pyannote-segmentation-3.0"), out)
-    return out
+    source = model_source("pyannote-segmentation-3.0")
+    return convert_once(convert_segmentation, source, tmp_path_factory.mktemp("segmentation"), "pyannote-segmentation-3.0")
 
 
 @pytest.mark.slow
 def test_conversion_is_deterministic_and_matches_the_pin(
     converted: Path, model_source: Callable[[str], Path], tmp_path: Path
 ) -> None:
-    recipe = lookup("pyannote-segmentation-3.0").wheels
-    assert recipe is not None
-    assert hashlib.sha256(converted.read_bytes()).hexdigest() == recipe.sha256
-    assert converted.stat().st_size == recipe.size
+    assert_matches_pin(converted, "pyannote-segmentation-3.0")
     again = tmp_path / "again.npz"
     convert_segmentation(model_source("pyannote-segmentation-3.0"), again)
     assert again.read_bytes() == converted.read_bytes()
