@@ -350,28 +350,23 @@ def _review(context: Context, request: Request[MemoryReply], verb: str) -> None:
     click.echo(memory_line(verb, reply.memory))
 
 
-@memory.command("approve")
-@click.argument("memory_id", metavar="ID", type=int)
-@click.pass_obj
-def memory_approve(context: Context, memory_id: int) -> None:
-    """Approve memory ID: it is recalled from now on (while memory_enabled is on)."""
-    _review(context, MemoryApprove(memory_id=memory_id), "approved")
+def _review_command(name: str, message: type[MemoryApprove | MemoryReject | MemoryArchive],
+                    verb: str, doc: str) -> None:
+    """``braincue memory NAME ID``: send ``message`` for memory ID and show it ``verb``."""
+
+    @memory.command(name, help=doc)
+    @click.argument("memory_id", metavar="ID", type=int)
+    @click.pass_obj
+    def review(context: Context, memory_id: int) -> None:
+        _review(context, message(memory_id=memory_id), verb)
 
 
-@memory.command("reject")
-@click.argument("memory_id", metavar="ID", type=int)
-@click.pass_obj
-def memory_reject(context: Context, memory_id: int) -> None:
-    """Reject memory ID: never recalled, and not proposed again."""
-    _review(context, MemoryReject(memory_id=memory_id), "rejected")
-
-
-@memory.command("archive")
-@click.argument("memory_id", metavar="ID", type=int)
-@click.pass_obj
-def memory_archive(context: Context, memory_id: int) -> None:
-    """Archive memory ID: kept, but no longer recalled."""
-    _review(context, MemoryArchive(memory_id=memory_id), "archived")
+_review_command("approve", MemoryApprove, "approved",
+                "Approve memory ID: it is recalled from now on (while memory_enabled is on).")
+_review_command("reject", MemoryReject, "rejected",
+                "Reject memory ID: never recalled, and not proposed again.")
+_review_command("archive", MemoryArchive, "archived",
+                "Archive memory ID: kept, but no longer recalled.")
 
 
 @memory.command("edit")
