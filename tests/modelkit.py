@@ -7,6 +7,7 @@ import io
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,7 +19,8 @@ from daemon.models.registry import lookup
 def assert_load_errors(
     load: Callable[[Path], object], tmp_path: Path, model: str, one_array: dict[str, np.ndarray]
 ) -> None:
-    """A missing, a corrupt and an incomplete file each give a one-line ModelError naming ``model``."""
+    """A missing, a corrupt and an incomplete file: each a one-line ModelError naming
+    ``model``."""
     with pytest.raises(ModelError, match="missing") as missing:
         load(tmp_path / "nothing.npz")
     assert f"braincue models install {model}" in str(missing.value)
@@ -36,13 +38,28 @@ def assert_load_errors(
     assert f"braincue models install {model}" in str(lacks.value)
 
 
-def convert_once(
-    convert: Callable[[Path, Path], object], source: Path, folder: Path, model: str
-) -> Path:
-    """``model`` converted from ``source`` into ``folder`` under its registry file name."""
-    out = folder / lookup(model).filename
-    convert(source, out)
-    return out
+def converted_fixture(convert: Callable[[Path, Path], object], model: str) -> Any:
+    """A module fixture ``converted``: ``model`` converted once from its wheel's files."""
+
+    @pytest.fixture(scope="module")
+    def converted(
+        model_source: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory
+    ) -> Path:
+        out = tmp_path_factory.mktemp("converted") / lookup(model).filename
+        convert(model_source(model), out)
+        return out
+
+    return converted
+
+
+def zip_checkpoint(tmp_path: Path, file_name: str, pickled: str, payload: bytes) -> Path:
+    """A model folder holding a torch zip checkpoint ``file_name`` whose ``pickled`` is
+    ``payload``."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    with zipfile.ZipFile(folder / file_name, "w") as archive:
+        archive.writestr(pickled, payload)
+    return folder
 
 
 def assert_matches_pin(converted: Path, model: str) -> None:

