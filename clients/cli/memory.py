@@ -12,6 +12,7 @@ import datetime as dt
 import re
 import time
 from collections.abc import Sequence
+from typing import Literal
 
 import click
 
@@ -243,19 +244,30 @@ _no_space_option = click.option(
     help="File it out of every Space: nothing is summarised or remembered.")
 
 
-@click.command()
-@click.argument("session_id", metavar="ID", type=int)
-@_space_option
-@_no_space_option
-@json_option
-@click.pass_obj
-def keep(context: Context, session_id: int, space: str | None, no_space: bool,
-         as_json: bool) -> None:
-    """Keep session ID: archive it, extract what was decided and said, and propose memories
-    about you for review (each gated by its switch; only sessions filed in a Space)."""
-    space, no_space = _filing(space, no_space)
-    _request_remember(context, Remember(session_id=session_id, answer="keep", space=space,
-                                        no_space=no_space), as_json)
+def _filing_command(answer: Literal["keep", "later"], doc: str) -> click.Command:
+    """``braincue ANSWER ID [--space S | --no-space]``: answer the keep question for session
+    ID, filing it first."""
+
+    @click.command(answer, help=doc)
+    @click.argument("session_id", metavar="ID", type=int)
+    @_space_option
+    @_no_space_option
+    @json_option
+    @click.pass_obj
+    def answer_(context: Context, session_id: int, space: str | None, no_space: bool,
+                as_json: bool) -> None:
+        space, no_space = _filing(space, no_space)
+        _request_remember(context, Remember(session_id=session_id, answer=answer, space=space,
+                                            no_space=no_space), as_json)
+
+    return answer_
+
+
+keep = _filing_command(
+    "keep", "Keep session ID: archive it, extract what was decided and said, and propose "
+    "memories about you for review (each gated by its switch; only sessions filed in a Space).")
+later = _filing_command(
+    "later", "Decide about session ID later: nothing is remembered until then.")
 
 
 @click.command()
@@ -269,20 +281,6 @@ def discard(context: Context, session_id: int, yes: bool, as_json: bool) -> None
     if not yes:
         click.confirm(f"Delete session {session_id} and everything kept from it?", abort=True)
     _request_remember(context, Remember(session_id=session_id, answer="discard"), as_json)
-
-
-@click.command()
-@click.argument("session_id", metavar="ID", type=int)
-@_space_option
-@_no_space_option
-@json_option
-@click.pass_obj
-def later(context: Context, session_id: int, space: str | None, no_space: bool,
-          as_json: bool) -> None:
-    """Decide about session ID later: nothing is remembered until then."""
-    space, no_space = _filing(space, no_space)
-    _request_remember(context, Remember(session_id=session_id, answer="later", space=space,
-                                        no_space=no_space), as_json)
 
 
 @click.command()
