@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -70,3 +71,11 @@ def assert_matches_pin(converted: Path, model: str) -> None:
     assert converted.stat().st_size == recipe.size
     with zipfile.ZipFile(converted) as archive:
         assert all(info.date_time == (1980, 1, 1, 0, 0, 0) for info in archive.infolist())
+
+
+def model_folder(model_source: Callable[[str], Path], model: str, env: str) -> Path:
+    """The folder of ``model``'s source files, read out of its pinned wheel (or the folder the
+    environment variable ``env`` names, extracted by hand)."""
+    if env in os.environ:
+        return Path(os.environ[env])
+    return model_source(model)
