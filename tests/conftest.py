@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from daemon.audio.testing import PulseServer
 from daemon.config import Paths
 from daemon.ipc import testing
 
@@ -47,6 +48,17 @@ def braincue_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("BRAINCUE_KEY", raising=False)
     monkeypatch.delenv("BRAINCUE_NEW_KEY", raising=False)
     return home
+
+
+@pytest.fixture
+def pulse() -> Iterator[PulseServer]:
+    """A private PulseAudio server (a runtime folder of its own) for the tests that play audio."""
+    if shutil.which("pulseaudio") is None:
+        pytest.fail("pulseaudio is not installed (scripts/setup.sh --dev installs it)")
+    server = PulseServer()
+    server.start()
+    yield server
+    server.close()
 
 
 @pytest.fixture

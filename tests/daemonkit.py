@@ -6,7 +6,8 @@ the store and the parts directly while clients talk to the daemon over its real 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 
@@ -28,3 +29,25 @@ async def running_daemon(
             partial(serve, config or Config.load(), engines=engines))
         yield daemon
         nursery.cancel_scope.cancel()
+
+
+async def run_clients(count: int, session: Callable[[int], None]) -> list[BaseException]:
+    """Run ``session(n)`` for every n below ``count`` at once, each on a thread of its own, and
+    return what they raised."""
+    failures: list[BaseException] = []
+
+    def guarded(n: int) -> None:
+        try:
+            session(n)
+        except BaseException as e:
+            failures.append(e)
+
+    def run_all() -> None:
+        threads = [threading.Thread(target=guarded, args=(n,)) for n in range(count)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    await trio.to_thread.run_sync(run_all)
+    return failures

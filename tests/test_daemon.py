@@ -10,7 +10,6 @@ import stat
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ import msgspec
 import pytest
 import trio
 import zmq
-from daemonkit import running_daemon
+from daemonkit import run_clients, running_daemon
 
 from daemon.config import Paths, load_settings
 from daemon.errors import ConfigError, DaemonNotRunning
@@ -103,28 +102,15 @@ async def test_settings_are_read_and_changed_over_ipc(short_home: Path) -> None:
 
 
 async def test_twenty_concurrent_clients(short_home: Path) -> None:
-    failures: list[BaseException] = []
-
     def session(n: int) -> None:
-        try:
-            with Client(timeout=30) as client:
-                for i in range(25):
-                    assert client.request(Ping(id=f"{n}-{i}")).id == f"{n}-{i}"
-                assert client.request(Status()).profile == "default"
-                assert client.request(SettingsGet(key="search_k")).settings == {"search_k": 5}
-        except BaseException as e:
-            failures.append(e)
+        with Client(timeout=30) as client:
+            for i in range(25):
+                assert client.request(Ping(id=f"{n}-{i}")).id == f"{n}-{i}"
+            assert client.request(Status()).profile == "default"
+            assert client.request(SettingsGet(key="search_k")).settings == {"search_k": 5}
 
     async with running_daemon() as daemon:
-        threads = [threading.Thread(target=session, args=(n,)) for n in range(20)]
-
-        def run_all() -> None:
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-
-        await trio.to_thread.run_sync(run_all)
+        failures = await run_clients(20, session)
         assert daemon.ipc is not None
         stats = daemon.ipc.stats
     assert failures == []

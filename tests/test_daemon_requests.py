@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import signal
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import msgspec
 import pytest
 import trio
 import trio.testing
-from daemonkit import running_daemon
+from daemonkit import run_clients, running_daemon
 from storekit import TRANSCRIPT
 from test_documents import make_pdf
 
@@ -236,29 +235,16 @@ async def test_spaces_and_documents(bare_home: Path) -> None:
 
 
 async def test_twenty_concurrent_clients_read_and_write_the_store(bare_home: Path) -> None:
-    failures: list[BaseException] = []
-
     def session(n: int) -> None:
-        try:
-            with Client(timeout=60) as client:
-                imported = client.request(ImportTranscript(content=transcript(title=f"call {n}")))
-                for _ in range(5):
-                    shown = client.request(ShowSession(session_id=imported.session.id))
-                    assert shown.session.title == f"call {n}"
-                    assert len(client.request(ListSessions()).sessions) >= 1
-        except BaseException as e:
-            failures.append(e)
+        with Client(timeout=60) as client:
+            imported = client.request(ImportTranscript(content=transcript(title=f"call {n}")))
+            for _ in range(5):
+                shown = client.request(ShowSession(session_id=imported.session.id))
+                assert shown.session.title == f"call {n}"
+                assert len(client.request(ListSessions()).sessions) >= 1
 
     async with running_daemon(scripted_engines()) as daemon:
-        threads = [threading.Thread(target=session, args=(n,)) for n in range(20)]
-
-        def run_all() -> None:
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-
-        await in_thread(run_all)
+        failures = await run_clients(20, session)
         sessions = daemon.store.list_sessions()
     assert failures == []
     assert sorted(s.title for s in sessions) == sorted(f"call {n}" for n in range(20))

@@ -8,13 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_keep_short_real import keeping
 
 from bench.meetings import StoredAssertion, archive_sections, hygiene
-from daemon.config import Settings
-from daemon.llm.embed import LlamaEmbedder
-from daemon.llm.generate import LlamaGenerator
-from daemon.memory.remember import Rememberer
-from daemon.store.store import Store
 from daemon.store.transcript import import_transcript, parse_transcript
 
 # A few model calls over a 5k-character meeting: about a minute on two idle cores, far more on
@@ -26,16 +22,9 @@ async def test_a_kept_real_meeting_holds_the_content_rules(
     installed_model: Callable[[str], Path], test_data: Path, tmp_path: Path
 ) -> None:
     path = test_data / "meetings" / "TS3010a.json"
-    settings = Settings()
-    generator = LlamaGenerator(installed_model("qwen2.5-coder-0.5b"), threads=2,
-                               n_ctx=settings.llm_context)
-    embedder = LlamaEmbedder(installed_model("all-minilm-l6-v2"), threads=2, batch=16)
-    store = Store(tmp_path / "profile", embedder)
-    try:
-        store.create_space("TS3010", activity="project")
+    async with keeping(installed_model, tmp_path, "TS3010") as (store, _, rememberer):
         session, turns, _ = import_transcript(store, parse_transcript(path.read_bytes()),
                                               "TS3010")
-        rememberer = Rememberer(store, generator=lambda: generator, settings=lambda: settings)
 
         outcome = await rememberer.remember(session.id, "keep")
 
@@ -54,7 +43,3 @@ async def test_a_kept_real_meeting_holds_the_content_rules(
             print(a)
         counts = hygiene(chunk.body, stored, [t.speaker for t in turns], [t.text for t in turns])
         assert counts == dict.fromkeys(counts, 0), counts
-    finally:
-        store.close()
-        generator.close()
-        embedder.close()

@@ -47,15 +47,16 @@ BUTTONS = [
 
 
 @asynccontextmanager
-async def keeping(installed_model: Callable[[str], Path],
-                  tmp_path: Path) -> AsyncIterator[tuple[Store, Space, Rememberer]]:
+async def keeping(installed_model: Callable[[str], Path], tmp_path: Path, space_name: str = "Remote"
+                  ) -> AsyncIterator[tuple[Store, Space, Rememberer]]:
+    """A store with the project Space ``space_name`` and a Rememberer on the real small models."""
     settings = Settings()
     generator = LlamaGenerator(installed_model("qwen2.5-coder-0.5b"), threads=2,
                                n_ctx=settings.llm_context)
     embedder = LlamaEmbedder(installed_model("all-minilm-l6-v2"), threads=2, batch=16)
     store = Store(tmp_path / "profile", embedder)
     try:
-        space = store.create_space("Remote", activity="project")
+        space = store.create_space(space_name, activity="project")
         yield store, space, Rememberer(store, generator=lambda: generator,
                                        settings=lambda: settings)
     finally:

@@ -108,16 +108,6 @@ def voices(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 @pytest.fixture
-def pulse() -> Iterator[PulseServer]:
-    if shutil.which("pulseaudio") is None:
-        pytest.fail("pulseaudio is not installed (scripts/setup.sh --dev installs it)")
-    server = PulseServer()
-    server.start()
-    yield server
-    server.close()
-
-
-@pytest.fixture
 def daemon(pulse: PulseServer, installed_model: Callable[[str], Path],
            monkeypatch: pytest.MonkeyPatch) -> Iterator[DaemonProcess]:
     installed_model("whisper-tiny.en")

@@ -46,16 +46,6 @@ SAID = [
 
 
 @pytest.fixture
-def pulse() -> Iterator[PulseServer]:
-    if shutil.which("pulseaudio") is None:
-        pytest.fail("pulseaudio is not installed (scripts/setup.sh --dev installs it)")
-    server = PulseServer()
-    server.start()
-    yield server
-    server.close()
-
-
-@pytest.fixture
 def daemon(pulse: PulseServer, installed_model: Callable[[str], Path],
            monkeypatch: pytest.MonkeyPatch) -> Iterator[DaemonProcess]:
     for name in ("whisper-tiny.en", LLM, "all-minilm-l6-v2"):

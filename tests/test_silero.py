@@ -4,40 +4,27 @@ the segmenter cutting utterances by it."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
+from modelkit import assert_load_errors, assert_matches_pin, converted_fixture
 
 from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.silero import CHUNK, SileroModel, SileroStream, installed_speech_model
 from daemon.audio.vad import Segmenter, Utterance, VadConfig
 from daemon.errors import ModelError
 from daemon.models.convert_silero import ONNX_FILE, convert_silero, read_onnx_initializers
-from daemon.models.registry import lookup
 
 DATA = Path(__file__).parent / "data" / "vad"
 
 
 def test_a_missing_or_corrupt_speech_model_is_a_one_line_model_error(tmp_path: Path) -> None:
-    with pytest.raises(ModelError, match="missing") as missing:
-        SileroModel.load(tmp_path / "nothing.npz")
-    assert "braincue models install silero-vad-v6" in str(missing.value)
-    corrupt = tmp_path / "corrupt.npz"
-    corrupt.write_bytes(b"PK\x03\x04 not really a zip")
-    with pytest.raises(ModelError, match="corrupt") as bad:
-        SileroModel.load(corrupt)
-    assert "\n" not in str(bad.value)
-    incomplete = tmp_path / "incomplete.npz"
-    np.savez(incomplete, **{"conv1.bias": np.zeros(128, np.float32)})  # type: ignore[arg-type]
-    with pytest.raises(ModelError, match="lacks"):
-        SileroModel.load(incomplete)
+    assert_load_errors(SileroModel.load, tmp_path, "silero-vad-v6",
+                       {"conv1.bias": np.zeros(128, np.float32)})
 
 
 def test_without_the_model_the_daemon_says_so_once_and_detects_by_loudness(
@@ -58,21 +45,12 @@ def test_onnx_reader_refuses_a_file_that_is_not_onnx(tmp_path: Path) -> None:
     assert read_onnx_initializers(b"") == {}
 
 
-@pytest.fixture(scope="module")
-def converted(model_source: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("vad") / "silero-vad-v6.npz"
-    convert_silero(model_source("silero-vad-v6"), out)
-    return out
+converted = converted_fixture(convert_silero, "silero-vad-v6")
 
 
 @pytest.mark.slow
 def test_conversion_is_deterministic_and_matches_the_pin(converted: Path) -> None:
-    recipe = lookup("silero-vad-v6").wheels
-    assert recipe is not None
-    assert hashlib.sha256(converted.read_bytes()).hexdigest() == recipe.sha256
-    assert converted.stat().st_size == recipe.size
-    with zipfile.ZipFile(converted) as archive:
-        assert all(info.date_time == (1980, 1, 1, 0, 0, 0) for info in archive.infolist())
+    assert_matches_pin(converted, "silero-vad-v6")
 
 
 def _audio(test_data: Path, path: str) -> np.ndarray:

@@ -4,22 +4,18 @@ matching embeddings that resemblyzer's own code computed on torch (tests/data/vo
 from __future__ import annotations
 
 import gc
-import hashlib
-import io
 import json
 import pickle
 import warnings
-import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
+from modelkit import assert_load_errors, assert_matches_pin, converted_fixture
 
 from daemon.errors import ModelError
 from daemon.models.convert_resemblyzer import convert_resemblyzer, read_legacy_torch
-from daemon.models.registry import lookup
 from daemon.voices.encoder import (
     VoiceEncoder,
     mel_frames,
@@ -61,38 +57,16 @@ def test_a_checkpoint_naming_any_other_global_is_refused() -> None:
 
 
 def test_a_missing_or_corrupt_voice_model_is_a_one_line_model_error(tmp_path: Path) -> None:
-    with pytest.raises(ModelError, match="missing") as missing:
-        VoiceEncoder.load(tmp_path / "nothing.npz")
-    assert "braincue models install resemblyzer" in str(missing.value)
-    corrupt = tmp_path / "corrupt.npz"
-    corrupt.write_bytes(b"PK\x03\x04 not really a zip")
-    with pytest.raises(ModelError, match="corrupt") as bad:
-        VoiceEncoder.load(corrupt)
-    assert "\n" not in str(bad.value)
-    incomplete = tmp_path / "incomplete.npz"
-    buf = io.BytesIO()
-    np.savez(buf, **{"linear.bias": np.zeros(256, np.float32)})  # type: ignore[arg-type]
-    incomplete.write_bytes(buf.getvalue())
-    with pytest.raises(ModelError, match="lacks"):
-        VoiceEncoder.load(incomplete)
+    assert_load_errors(VoiceEncoder.load, tmp_path, "resemblyzer",
+                       {"linear.bias": np.zeros(256, np.float32)})
 
 
-@pytest.fixture(scope="module")
-def converted(model_source: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("voice") / "resemblyzer-ge2e.npz"
-    convert_resemblyzer(model_source("resemblyzer"), out)
-    return out
+converted = converted_fixture(convert_resemblyzer, "resemblyzer")
 
 
 @pytest.mark.slow
 def test_conversion_is_deterministic_and_matches_the_pin(converted: Path, tmp_path: Path) -> None:
-    recipe = lookup("resemblyzer").wheels
-    assert recipe is not None
-    digest = hashlib.sha256(converted.read_bytes()).hexdigest()
-    assert digest == recipe.sha256
-    assert converted.stat().st_size == recipe.size
-    with zipfile.ZipFile(converted) as archive:
-        assert all(info.date_time == (1980, 1, 1, 0, 0, 0) for info in archive.infolist())
+    assert_matches_pin(converted, "resemblyzer")
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ from itertools import groupby
 from pathlib import Path
 
 import pytest
-from test_live_e2e import Events, daemon, pulse, wait_for  # noqa: F401  (fixtures)
+from test_live_e2e import Events, daemon, wait_for  # noqa: F401  (fixtures)
 
 from daemon.audio.testing import ME_SINK, THEM_SINK, PulseServer, speak
 from daemon.ipc.client import Client
@@ -49,7 +49,7 @@ def wavs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
             for i, (who, text) in enumerate(DIALOGUE)]
 
 
-def talk(pulse: PulseServer, turns: list[tuple[str, Path]]) -> None:  # noqa: F811
+def talk(pulse: PulseServer, turns: list[tuple[str, Path]]) -> None:
     for who, wav in turns:
         pulse.play(ME_SINK if who == "me" else THEM_SINK, wav)
         time.sleep(PAUSE_S)  # the dialogue's pace; nothing waits for the daemon here

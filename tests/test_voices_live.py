@@ -33,6 +33,16 @@ def store(tmp_path: Path) -> Store:
     return Store(tmp_path / "data")
 
 
+async def two_loopback_speakers(store: Store, settings: Settings, voices: Voices) -> list[str]:
+    """The speakers of a call in which two voices take turns on the loopback, one turn each."""
+    async with running(store, settings=settings, voices=voices) as rig:
+        started = await rig.live.start(StartOptions())
+        mic, loop = dialogue(("loopback", 330), ("loopback", 550))
+        await rig.play(mic, loop)
+        await rig.live.stop()
+    return [t.speaker for t in store.turns(started.session_id)]
+
+
 async def test_loopback_voices_are_told_apart_and_the_mic_stays_me(
     autojump_clock: trio.testing.MockClock, store: Store
 ) -> None:
@@ -68,12 +78,7 @@ async def test_without_a_voice_model_transcription_goes_on_and_says_why_once(
     (models / lookup(model).filename).write_bytes(b"not a model")  # corrupt, and the only one
     voices = Voices(store, lambda: settings, models)
     with caplog.at_level(logging.ERROR, logger="daemon.voices.service"):
-        async with running(store, settings=settings, voices=voices) as rig:
-            started = await rig.live.start(StartOptions())
-            mic, loop = dialogue(("loopback", 330), ("loopback", 550))
-            await rig.play(mic, loop)
-            await rig.live.stop()
-    assert [t.speaker for t in store.turns(started.session_id)] == ["them", "them"]
+        assert await two_loopback_speakers(store, settings, voices) == ["them", "them"]
     [error] = [r.getMessage() for r in caplog.records]
     assert "\n" not in error and "corrupt" in error and f"models install {model}" in error
     assert voices.status().startswith("unavailable: the voice model")
@@ -170,11 +175,6 @@ async def test_with_voices_switched_off_the_loopback_is_them_and_nothing_is_held
     settings = Settings(auto_start=False, voices_enabled=False)
     voices = Voices(store, lambda: settings, Path("/nonexistent-models"),
                     encoder=ToneEncoder(PITCHES))
-    async with running(store, settings=settings, voices=voices) as rig:
-        started = await rig.live.start(StartOptions())
-        mic, loop = dialogue(("loopback", 330), ("loopback", 550))
-        await rig.play(mic, loop)
-        await rig.live.stop()
-    assert [t.speaker for t in store.turns(started.session_id)] == ["them", "them"]
+    assert await two_loopback_speakers(store, settings, voices) == ["them", "them"]
     assert voices.heard() == [] and voices.status() == "off (voices_enabled is false)"
     store.close()

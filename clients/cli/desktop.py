@@ -7,13 +7,17 @@ imported only when their command runs, so the rest of the CLI works without it.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 import click
 
 from clients.cli.context import Context
 from clients.service import Layout, ServiceManager
+from daemon.config import Paths
 from daemon.errors import BrainCueError, ConfigError, DaemonNotRunning
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import Status
@@ -74,13 +78,7 @@ def tray() -> None:
     (no audio, no daemon); its menu starts and stops sessions, pauses listening, lists recent
     sessions and edits settings. `braincue service install` starts it at login.
     """
-    context = _pass_context()
-    _log_to_stderr()
-    try:
-        from clients import tray as tray_client
-    except ImportError as e:
-        raise _desktop_missing(e) from None
-    sys.exit(tray_client.run(context.config.paths))
+    _run_desktop_client("tray")
 
 
 @click.command()
@@ -117,17 +115,23 @@ def window() -> None:
     (and search); corrections of decisions, owners and speakers; the review of memories
     about you; the open items of a Space. The tray menu opens it too.
     """
-    context = _pass_context()
-    _log_to_stderr()
-    try:
-        from clients import window as window_client
-    except ImportError as e:
-        raise _desktop_missing(e) from None
-    sys.exit(window_client.run(context.config.paths))
+    _run_desktop_client("window")
 
 
 def _log_to_stderr() -> None:
     logging.basicConfig(level=logging.INFO, format="braincue: %(message)s", stream=sys.stderr)
+
+
+def _run_desktop_client(name: str) -> NoReturn:
+    """Run ``clients.<name>`` (a window of its own) until it closes, and exit with its status."""
+    context = _pass_context()
+    _log_to_stderr()
+    try:
+        client = importlib.import_module(f"clients.{name}")
+    except ImportError as e:
+        raise _desktop_missing(e) from None
+    run: Callable[[Paths], int] = client.run
+    sys.exit(run(context.config.paths))
 
 
 def _desktop_missing(e: ImportError) -> ConfigError:

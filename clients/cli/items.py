@@ -83,22 +83,23 @@ def _close(context: Context, item_id: int, status: str, as_json: bool) -> None:
                    f"`braincue history {closed.id}`)")
 
 
-@click.command()
-@click.argument("item_id", metavar="ID", type=int)
-@click.option("--json", "as_json", is_flag=True, help="Print the closed version as JSON.")
-@click.pass_obj
-def done(context: Context, item_id: int, as_json: bool) -> None:
-    """Mark the open commitment or task ID as done (kept in its history)."""
-    _close(context, item_id, "done", as_json)
+def _close_command(name: str, status: str, doc: str) -> click.Command:
+    """``braincue NAME ID``: close the open item ID as ``status``."""
+
+    @click.command(name, help=doc)
+    @click.argument("item_id", metavar="ID", type=int)
+    @click.option("--json", "as_json", is_flag=True, help="Print the closed version as JSON.")
+    @click.pass_obj
+    def close(context: Context, item_id: int, as_json: bool) -> None:
+        _close(context, item_id, status, as_json)
+
+    return close
 
 
-@click.command()
-@click.argument("item_id", metavar="ID", type=int)
-@click.option("--json", "as_json", is_flag=True, help="Print the closed version as JSON.")
-@click.pass_obj
-def drop(context: Context, item_id: int, as_json: bool) -> None:
-    """Drop the open commitment or task ID: no longer needed (kept in its history)."""
-    _close(context, item_id, "dropped", as_json)
+done = _close_command("done", "done",
+                      "Mark the open commitment or task ID as done (kept in its history).")
+drop = _close_command("drop", "dropped", "Drop the open commitment or task ID: no longer needed "
+                      "(kept in its history).")
 
 
 COMMANDS = (open_, done, drop)

@@ -12,6 +12,7 @@ import datetime as dt
 import re
 import time
 from collections.abc import Sequence
+from typing import Literal
 
 import click
 
@@ -243,19 +244,30 @@ _no_space_option = click.option(
     help="File it out of every Space: nothing is summarised or remembered.")
 
 
-@click.command()
-@click.argument("session_id", metavar="ID", type=int)
-@_space_option
-@_no_space_option
-@json_option
-@click.pass_obj
-def keep(context: Context, session_id: int, space: str | None, no_space: bool,
-         as_json: bool) -> None:
-    """Keep session ID: archive it, extract what was decided and said, and propose memories
-    about you for review (each gated by its switch; only sessions filed in a Space)."""
-    space, no_space = _filing(space, no_space)
-    _request_remember(context, Remember(session_id=session_id, answer="keep", space=space,
-                                        no_space=no_space), as_json)
+def _filing_command(answer: Literal["keep", "later"], doc: str) -> click.Command:
+    """``braincue ANSWER ID [--space S | --no-space]``: answer the keep question for session
+    ID, filing it first."""
+
+    @click.command(answer, help=doc)
+    @click.argument("session_id", metavar="ID", type=int)
+    @_space_option
+    @_no_space_option
+    @json_option
+    @click.pass_obj
+    def answer_(context: Context, session_id: int, space: str | None, no_space: bool,
+                as_json: bool) -> None:
+        space, no_space = _filing(space, no_space)
+        _request_remember(context, Remember(session_id=session_id, answer=answer, space=space,
+                                            no_space=no_space), as_json)
+
+    return answer_
+
+
+keep = _filing_command(
+    "keep", "Keep session ID: archive it, extract what was decided and said, and propose "
+    "memories about you for review (each gated by its switch; only sessions filed in a Space).")
+later = _filing_command(
+    "later", "Decide about session ID later: nothing is remembered until then.")
 
 
 @click.command()
@@ -269,20 +281,6 @@ def discard(context: Context, session_id: int, yes: bool, as_json: bool) -> None
     if not yes:
         click.confirm(f"Delete session {session_id} and everything kept from it?", abort=True)
     _request_remember(context, Remember(session_id=session_id, answer="discard"), as_json)
-
-
-@click.command()
-@click.argument("session_id", metavar="ID", type=int)
-@_space_option
-@_no_space_option
-@json_option
-@click.pass_obj
-def later(context: Context, session_id: int, space: str | None, no_space: bool,
-          as_json: bool) -> None:
-    """Decide about session ID later: nothing is remembered until then."""
-    space, no_space = _filing(space, no_space)
-    _request_remember(context, Remember(session_id=session_id, answer="later", space=space,
-                                        no_space=no_space), as_json)
 
 
 @click.command()
@@ -350,28 +348,23 @@ def _review(context: Context, request: Request[MemoryReply], verb: str) -> None:
     click.echo(memory_line(verb, reply.memory))
 
 
-@memory.command("approve")
-@click.argument("memory_id", metavar="ID", type=int)
-@click.pass_obj
-def memory_approve(context: Context, memory_id: int) -> None:
-    """Approve memory ID: it is recalled from now on (while memory_enabled is on)."""
-    _review(context, MemoryApprove(memory_id=memory_id), "approved")
+def _review_command(name: str, message: type[MemoryApprove | MemoryReject | MemoryArchive],
+                    verb: str, doc: str) -> None:
+    """``braincue memory NAME ID``: send ``message`` for memory ID and show it ``verb``."""
+
+    @memory.command(name, help=doc)
+    @click.argument("memory_id", metavar="ID", type=int)
+    @click.pass_obj
+    def review(context: Context, memory_id: int) -> None:
+        _review(context, message(memory_id=memory_id), verb)
 
 
-@memory.command("reject")
-@click.argument("memory_id", metavar="ID", type=int)
-@click.pass_obj
-def memory_reject(context: Context, memory_id: int) -> None:
-    """Reject memory ID: never recalled, and not proposed again."""
-    _review(context, MemoryReject(memory_id=memory_id), "rejected")
-
-
-@memory.command("archive")
-@click.argument("memory_id", metavar="ID", type=int)
-@click.pass_obj
-def memory_archive(context: Context, memory_id: int) -> None:
-    """Archive memory ID: kept, but no longer recalled."""
-    _review(context, MemoryArchive(memory_id=memory_id), "archived")
+_review_command("approve", MemoryApprove, "approved",
+                "Approve memory ID: it is recalled from now on (while memory_enabled is on).")
+_review_command("reject", MemoryReject, "rejected",
+                "Reject memory ID: never recalled, and not proposed again.")
+_review_command("archive", MemoryArchive, "archived",
+                "Archive memory ID: kept, but no longer recalled.")
 
 
 @memory.command("edit")

@@ -11,11 +11,14 @@ asks the daemon, like `discard`.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
+from typing import TypeVar
 
 import click
 
 from clients.cli.context import Context
 from clients.cli.output import deleted, local_time, plural, table
+from daemon.config import Paths
 from daemon.errors import InvalidInput
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import Forget
@@ -26,6 +29,15 @@ from daemon.store.keys import KeyStore, file_state, key_for
 from daemon.store.schema import MIGRATIONS
 from daemon.store.store import DB_FILE
 from daemon.store.vectors import remove_index_files
+
+T = TypeVar("T")
+
+
+def _locked(context: Context, step: Callable[[Paths], T]) -> T:
+    """``step`` on the profile's files while no daemon may open them."""
+    paths = context.config.paths
+    with profile_lock(paths):
+        return step(paths)
 
 
 @click.group()
@@ -56,9 +68,7 @@ def security_status(context: Context) -> None:
 def security_encrypt(context: Context) -> None:
     """Encrypt a plain database in place (a verified copy is made first). Stop the daemon
     first."""
-    paths = context.config.paths
-    with profile_lock(paths):
-        done = sec.encrypt(paths)
+    done = _locked(context, sec.encrypt)
     click.echo(f"encrypted {done.database} ({plural(sum(done.rows.values()), 'row')} kept); "
                f"the key is in {done.key_where}")
 
@@ -67,9 +77,7 @@ def security_encrypt(context: Context) -> None:
 @click.pass_obj
 def security_rekey(context: Context) -> None:
     """Move the database and its backups to a new key. Stop the daemon first."""
-    paths = context.config.paths
-    with profile_lock(paths):
-        done = sec.rekey(paths)
+    done = _locked(context, sec.rekey)
     click.echo(f"re-encrypted {done.database} and {plural(done.backups, 'backup')} with a new "
                f"key, now in {done.key_where}")
 

@@ -152,6 +152,14 @@ def _write_npz(out: BinaryIO, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
             archive.writestr(info, buf.getvalue())
 
 
+def read_source(source: Path, fix: str) -> bytes:
+    """The bytes of the model file ``source``; an unreadable one is a ModelError."""
+    try:
+        return source.read_bytes()
+    except OSError as exc:
+        raise ModelError(f"cannot read {source}: {exc.strerror or exc}", fix=fix) from exc
+
+
 def write_npz(out_path: Path, arrays: Mapping[str, npt.NDArray[Any]],
               progress: Callable[[int, int], None] | None = None) -> None:
     """Write ``arrays`` to ``out_path`` as an npz whose bytes depend on the arrays only (sorted
@@ -175,10 +183,7 @@ def convert_resemblyzer(
 ) -> None:
     """Write ``out_path``: the encoder weights of ``model_dir/pretrained.pt`` as float32 npz."""
     source = model_dir / "pretrained.pt"
-    try:
-        data = source.read_bytes()
-    except OSError as exc:
-        raise ModelError(f"cannot read {source}: {exc.strerror or exc}", fix=_FIX) from exc
+    data = read_source(source, _FIX)
     try:
         arrays = read_legacy_torch(data)
     except (pickle.UnpicklingError, EOFError, KeyError, ValueError, struct.error) as exc:

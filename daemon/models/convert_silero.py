@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from daemon.audio.silero import SHAPES
 from daemon.errors import ModelError
-from daemon.models.convert_resemblyzer import write_npz
+from daemon.models.convert_resemblyzer import read_source, write_npz
 
 __all__ = ["ONNX_FILE", "convert_silero", "read_onnx_initializers"]
 
@@ -122,10 +122,7 @@ def convert_silero(
 ) -> None:
     """Write ``out_path``: the weights of ``model_dir/silero_vad_16k_op15.onnx`` as npz."""
     source = model_dir / ONNX_FILE
-    try:
-        data = source.read_bytes()
-    except OSError as exc:
-        raise ModelError(f"cannot read {source}: {exc.strerror or exc}", fix=_FIX) from exc
+    data = read_source(source, _FIX)
     try:
         found = read_onnx_initializers(data)
     except (ValueError, IndexError, UnicodeDecodeError) as exc:

