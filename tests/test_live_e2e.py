@@ -365,7 +365,9 @@ def test_the_receipt_names_an_unplugged_and_a_silent_mic_and_tells_of_each_at_on
     assert them_from - 1.5 <= start + silence.start <= them_from + 2.5
     assert them_to - 3.0 <= start + silence.end <= them_to + 1.0
     [gone] = [g for g in receipt.gaps if g.cause == "device lost"]
-    assert gone.source == "mic" and "gone" in gone.detail
+    # the detail is whichever part of capture saw it first: the device gone from the list, or
+    # the audio server refusing to open it
+    assert gone.source == "mic" and ("gone" in gone.detail or "no soundcard" in gone.detail)
     assert unplugged - 0.5 <= start + gone.start <= unplugged + 4.0
     assert plugged - 0.5 <= start + gone.end <= resumed + 1.0
     # nothing else — the unplugged mic is not also "silent" — but for what plugging it in
