@@ -1,4 +1,4 @@
-"""Helpers for the converted-model tests: the load errors every ``.npz`` model gives, the pin."""
+"""What the converted-model tests share: the load errors every ``.npz`` model gives, the pin."""
 
 from __future__ import annotations
 

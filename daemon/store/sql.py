@@ -1,5 +1,5 @@
 """Rows and records: the column lists the store selects, the structs they become, and small
-query helpers (rows are loosely typed: a row holds what the schema says its columns hold).
+query functions (rows are loosely typed: a row holds what the schema says its columns hold).
 
 A row becomes a record by the names of its columns, never by their positions: each column list
 has its names (:func:`names_of`), and a record's fields are filled by name."""
