@@ -39,7 +39,7 @@ from daemon.audio.vad import Utterance, VadConfig, is_phantom
 from daemon.config import Settings
 from daemon.errors import InvalidInput, ModelError, StoreError
 from daemon.live.gaps import Alert, GapTracker, cause_of
-from daemon.live.pipeline import UTTERANCE_QUEUE, Heard, Pipeline, Timing, segment_tracks
+from daemon.live.pipeline import UTTERANCE_QUEUE, Heard, Hooks, Pipeline, Timing, segment_tracks
 from daemon.live.records import (
     Began,
     CaptureChanged,
@@ -174,17 +174,9 @@ class Live:
         self._token = trio.lowlevel.current_trio_token()
         await self._end_stale_sessions()
         channel = BlockChannel(self.block_backlog, on_drop=self._dropped)
-        self.pipeline = Pipeline(
-            channel,
-            self._speech_model,
-            self._on_text,
-            wants_text=self._wants_text,
-            clock=self.clock,
-            vad=self.vad,
-            queue_capacity=self.queue_capacity,
-            on_block=self._heard_block,
-            on_untranscribed=self._untranscribed,
-        )
+        hooks = Hooks(self._speech_model, self._on_text, self.clock, wants_text=self._wants_text,
+                      on_block=self._heard_block, on_untranscribed=self._untranscribed)
+        self.pipeline = Pipeline(channel, hooks, vad=self.vad, queue_capacity=self.queue_capacity)
         async with trio.open_nursery() as nursery:
             await nursery.start(self.pipeline.run)
             nursery.start_soon(self._end_when_silent)

@@ -180,8 +180,9 @@ OnBlock = Callable[[Block, bool], None]  # a block segmented; whether speech is 
 OnUntranscribed = Callable[[Heard, str], None]  # an utterance lost, and why
 
 
-class Pipeline:
-    """Segments blocks into utterances and transcribes them one at a time, in order.
+@dataclass(frozen=True)
+class Hooks:
+    """What the pipeline asks and tells the one it works for.
 
     ``transcriber`` returns the Transcriber to use, or None when no speech model is available
     (then utterances are counted as skipped); ``wants_text`` says whether anyone needs the text
@@ -191,26 +192,29 @@ class Pipeline:
     every utterance wanted but never transcribed (the capture receipt keeps both).
     """
 
+    transcriber: Callable[[], Transcriber | None]
+    on_text: OnText
+    clock: Callable[[], float]
+    wants_text: Callable[[], bool] = lambda: True
+    on_block: OnBlock | None = None
+    on_untranscribed: OnUntranscribed | None = None
+
+
+class Pipeline:
+    """Segments blocks into utterances and transcribes them one at a time, in order, for
+    ``hooks`` (see :class:`Hooks`)."""
+
     def __init__(
         self,
         channel: BlockChannel,
-        transcriber: Callable[[], Transcriber | None],
-        on_text: OnText,
+        hooks: Hooks,
         *,
-        wants_text: Callable[[], bool] = lambda: True,
-        clock: Callable[[], float],
         vad: VadConfig | None = None,
         queue_capacity: int = UTTERANCE_QUEUE,
-        on_block: OnBlock | None = None,
-        on_untranscribed: OnUntranscribed | None = None,
     ) -> None:
         self.channel = channel
-        self._on_block = on_block
-        self._on_untranscribed = on_untranscribed
-        self._transcriber = transcriber
-        self._on_text = on_text
-        self._wants_text = wants_text
-        self._clock = clock
+        self._hooks = hooks
+        self._clock = hooks.clock
         self.segmenters: dict[Source, SourceSegmenter] = {
             "mic": SourceSegmenter("mic", vad),
             "loopback": SourceSegmenter("loopback", vad),
@@ -268,14 +272,14 @@ class Pipeline:
             segmenter = self.segmenters[block.source]
             for heard in segmenter.feed(block):
                 await self._enqueue(heard)
-            if self._on_block is not None:
-                self._on_block(block, segmenter.in_speech)
+            if self._hooks.on_block is not None:
+                self._hooks.on_block(block, segmenter.in_speech)
             self._progress.unpark_all()
 
     async def _enqueue(self, heard: Heard) -> None:
         self.utterances += 1
         heard.timing.mark("cut", self._clock())
-        if not self._wants_text():
+        if not self._hooks.wants_text():
             self.skipped += 1
             return
         await self.queue.put(heard)
@@ -292,7 +296,7 @@ class Pipeline:
                 self._progress.unpark_all()
 
     async def _transcribe(self, heard: Heard) -> None:
-        transcriber = self._transcriber()
+        transcriber = self._hooks.transcriber()
         if transcriber is None:
             self.skipped += 1
             self._untranscribed(heard, "no speech model")
@@ -311,7 +315,7 @@ class Pipeline:
         self.asr_busy_s += heard.timing.marks["asr"] - began
         self.asr_audio_s += len(heard.audio) / SAMPLE_RATE
         try:
-            await self._on_text(heard, segments)
+            await self._hooks.on_text(heard, segments)
         except Exception:  # e.g. the store refused the turn: logged, and the worker goes on
             log.exception("a transcribed utterance could not be kept")
             self.failed += 1
@@ -320,8 +324,8 @@ class Pipeline:
             self.stages.add(heard.timing)
 
     def _untranscribed(self, heard: Heard, why: str) -> None:
-        if self._on_untranscribed is not None:
-            self._on_untranscribed(heard, why)
+        if self._hooks.on_untranscribed is not None:
+            self._hooks.on_untranscribed(heard, why)
 
     def waiting(self) -> list[Heard]:
         """The utterances not transcribed yet, the one in progress included, by end."""

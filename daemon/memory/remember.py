@@ -60,6 +60,7 @@ import datetime as dt
 import functools
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -559,6 +560,7 @@ def completed_decisions(
 # -- the service ---------------------------------------------------------------------------------
 
 
+@dataclass(eq=False)
 class Rememberer:
     """Answers "Keep this conversation?" for one profile's store.
 
@@ -569,21 +571,13 @@ class Rememberer:
     between its model calls (None: a rememberer without live capture never waits).
     """
 
-    def __init__(
-        self,
-        store: Store,
-        *,
-        generator: Callable[[], Generator],
-        settings: Callable[[], Settings],
-        quiet: Quiet | None = None,
-        is_live: Callable[[], bool] = lambda: False,
-    ) -> None:
-        self.store = store
-        self._generator = generator
-        self._settings = settings
-        self._quiet = quiet
-        self._is_live = is_live
-        self._lock = trio.Lock()
+    store: Store
+    _: KW_ONLY
+    generator: Callable[[], Generator]
+    settings: Callable[[], Settings]
+    quiet: Quiet | None = None
+    is_live: Callable[[], bool] = lambda: False
+    _lock: trio.Lock = field(default_factory=trio.Lock, init=False, repr=False)
 
     async def remember(
         self,
@@ -711,7 +705,7 @@ class Rememberer:
                     progress: Progress | None) -> tuple[KeepStatus | None, str | None]:
         """Run the passes the switches ask for; where the keep ends up and why it failed (no
         status: nothing needed the model)."""
-        settings = self._settings()
+        settings = self.settings()
         if space is None:
             out.notes.append(NO_SPACE)
             return None, None
@@ -738,7 +732,7 @@ class Rememberer:
             out.notes.append("nothing was said: there is nothing to summarise")
             return None, None
         try:
-            model = self._generator()
+            model = self.generator()
         except BrainCueError as e:
             out.notes.append(f"nothing was summarised or extracted: {e}")
             return "failed", f"no language model: {e}"
@@ -783,15 +777,15 @@ class Rememberer:
         return ("failed", "; ".join(failed)) if failed else ("done", None)
 
     def _behind_live(self, generator: Generator, session_id: int) -> Generator:
-        if self._quiet is None:
+        if self.quiet is None:
             return generator
 
         async def paused(waiting: bool) -> None:
             await self.store.run(self.store.note_keep, session_id,
                            PAUSED_WHILE_LIVE if waiting else None)
 
-        return BehindLive(generator, self._quiet,
-                          lambda: self._settings().keep_pauses_while_live, is_live=self._is_live,
+        return BehindLive(generator, self.quiet,
+                          lambda: self.settings().keep_pauses_while_live, is_live=self.is_live,
                           paused=paused)
 
     # -- archive -------------------------------------------------------------------------------
@@ -908,7 +902,7 @@ class Rememberer:
         scope = Scope(space_id=session.space_id, person_memory=False)
         stored_text = await self._stored_texts(scope)
         vectors = await self._embedded(facts)
-        nearest = 1.0 - self._settings().reconcile_distance
+        nearest = 1.0 - self.settings().reconcile_distance
         accepted: list[int] = []  # indexes into facts, in order
         replaces: dict[int, int] = {}  # index into facts -> the stored id it supersedes
         restated: dict[int, NewRestatement] = {}  # by stored id: the first time it was said
