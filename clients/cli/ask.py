@@ -150,8 +150,7 @@ def ask(context: Context, question: tuple[str, ...], space: str | None, session_
     text = " ".join(question).strip() or None
     request = Ask(id=uuid.uuid4().hex, question=text, space=space, session=session_id)
     if as_json:
-        with Client(context.profile) as client:
-            reply = client.request(request, timeout=ASK_TIMEOUT_S)
+        reply = context.request(request, timeout=ASK_TIMEOUT_S)
         click.echo(msgspec.json.format(msgspec.json.encode(reply), indent=2).decode())
         return
     view = AnswerView(sys.stdout)

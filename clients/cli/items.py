@@ -11,7 +11,6 @@ import click
 from clients.cli.context import Context
 from clients.cli.output import echo_json, local_time, plural, table
 from clients.cli.search import DATE_FORMATS
-from daemon.ipc.client import Client
 from daemon.ipc.protocol import CloseItem, ItemInfo, OpenItems
 
 # -- pure: what is printed -----------------------------------------------------------------------
@@ -59,9 +58,8 @@ def open_(context: Context, space: str | None, owner: str, as_of: dt.datetime | 
           as_json: bool) -> None:
     """The commitments and tasks still open, oldest first: who, what, by when, where it was
     said. Close one with `braincue done ID` or `braincue drop ID`."""
-    with Client(context.profile) as client:
-        reply = client.request(OpenItems(space=space, owner=owner,
-                                         as_of=None if as_of is None else as_of.timestamp()))
+    reply = context.request(OpenItems(space=space, owner=owner,
+                                      as_of=None if as_of is None else as_of.timestamp()))
     if as_json:
         echo_json(reply.items)
     elif not reply.items:
@@ -72,9 +70,8 @@ def open_(context: Context, space: str | None, owner: str, as_of: dt.datetime | 
 
 
 def _close(context: Context, item_id: int, status: str, as_json: bool) -> None:
-    with Client(context.profile) as client:
-        reply = client.request(CloseItem(item_id=item_id,
-                                         status="done" if status == "done" else "dropped"))
+    reply = context.request(CloseItem(item_id=item_id,
+                                      status="done" if status == "done" else "dropped"))
     if as_json:
         echo_json(reply.chain[-1])
     else:

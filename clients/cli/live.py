@@ -63,8 +63,7 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print the r
 def start(context: Context, space: str | None, activity: str | None, title: str,
           as_json: bool) -> None:
     """Start recording a session now (or give the live one a Space, activity or title)."""
-    with Client(context.profile) as client:
-        reply = client.request(Start(space=space, activity=activity or "", title=title))
+    reply = context.request(Start(space=space, activity=activity or "", title=title))
     if as_json:
         _echo_json(reply)
     else:

@@ -17,10 +17,9 @@ from typing import Literal
 import click
 
 from clients.cli.context import Context
-from clients.cli.output import echo_json, local_time, plural
+from clients.cli.output import echo_json, echo_reply, local_time, plural
 from clients.cli.progress import request_with_progress
 from daemon.errors import InvalidInput
-from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     AssertionInfo,
     ClosureInfo,
@@ -224,10 +223,7 @@ def _request_remember(context: Context, request: Remember, as_json: bool) -> Non
                    "language model can take a few minutes)…", err=True)
     reply = request_with_progress(context.profile, request, timeout=KEEP_TIMEOUT_S,
                                   show=request.answer == "keep" and not as_json)
-    if as_json:
-        echo_json(reply)
-    else:
-        click.echo("\n".join(remember_lines(reply)))
+    echo_reply(reply, remember_lines, as_json)
 
 
 def _filing(space: str | None, no_space: bool) -> tuple[str | None, bool]:
@@ -290,8 +286,7 @@ def discard(context: Context, session_id: int, yes: bool, as_json: bool) -> None
 def history(context: Context, assertion_id: int, as_json: bool) -> None:
     """The history of assertion ID: every version, oldest first, the current one last, each
     with the later sessions that said it again (--json: the versions only)."""
-    with Client(context.profile) as client:
-        reply = client.request(History(assertion_id=assertion_id))
+    reply = context.request(History(assertion_id=assertion_id))
     if as_json:
         echo_json(reply.chain)
     else:
@@ -317,13 +312,9 @@ def memory_list(context: Context, space: str | None, profile_wide: bool, status:
     """List memories grouped by Space, the profile-wide ones last."""
     if space is not None and profile_wide:
         raise click.UsageError("give --space or --profile, not both")
-    with Client(context.profile) as client:
-        reply = client.request(MemoryList(space=space, profile_wide=profile_wide,
-                                          status=status or ""))  # type: ignore[arg-type]
-    if as_json:
-        echo_json(reply)
-        return
-    click.echo("\n".join(memory_list_lines(reply, time.time())))
+    reply = context.request(MemoryList(space=space, profile_wide=profile_wide,
+                                       status=status or ""))  # type: ignore[arg-type]
+    echo_reply(reply, lambda listed: memory_list_lines(listed, time.time()), as_json)
 
 
 def memory_list_lines(reply: MemoryListReply, now: float) -> list[str]:
@@ -343,8 +334,7 @@ def memory_list_lines(reply: MemoryListReply, now: float) -> list[str]:
 
 
 def _review(context: Context, request: Request[MemoryReply], verb: str) -> None:
-    with Client(context.profile) as client:
-        reply = client.request(request)
+    reply = context.request(request)
     click.echo(memory_line(verb, reply.memory))
 
 
@@ -398,8 +388,7 @@ def memory_expire(context: Context, memory_id: int, when: str) -> None:
     """Stop recalling memory ID after WHEN: a duration (30d, 12h, 6w), a date (2026-12-31,
     the end of that day) or never."""
     expires_at = parse_expiry(when, time.time())
-    with Client(context.profile) as client:
-        reply = client.request(MemoryExpire(memory_id=memory_id, expires_at=expires_at))
+    reply = context.request(MemoryExpire(memory_id=memory_id, expires_at=expires_at))
     until = "never expires" if expires_at is None else f"expires {local_time(expires_at)}"
     click.echo(memory_line(until, reply.memory))
 

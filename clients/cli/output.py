@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import click
 import msgspec
 
 from daemon.errors import InvalidInput
 from daemon.ipc.protocol import MAX_CONTENT_BYTES, Citation, EvidenceInfo
+
+T = TypeVar("T")
 
 
 def table(rows: Sequence[Sequence[str]]) -> None:
@@ -26,6 +29,14 @@ def as_json(value: object) -> str:
 
 def echo_json(value: object) -> None:
     click.echo(as_json(value))
+
+
+def echo_reply(reply: T, lines: Callable[[T], list[str]], as_json: bool) -> None:
+    """Print a daemon's reply: as JSON, or as the lines ``lines`` makes of it."""
+    if as_json:
+        echo_json(reply)
+    else:
+        click.echo("\n".join(lines(reply)))
 
 
 def local_time(timestamp: float) -> str:

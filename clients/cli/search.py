@@ -9,7 +9,6 @@ import click
 
 from clients.cli.context import Context
 from clients.cli.output import echo_json, local_time
-from daemon.ipc.client import Client
 from daemon.ipc.protocol import Search, SearchExplain, SearchHit
 
 SEARCH_TIMEOUT_S = 60.0  # the first search may wait for the embedding model to load
@@ -34,8 +33,7 @@ def search(context: Context, query: tuple[str, ...], space: str | None, k: int |
     """Find what was said, decided or written about QUERY."""
     request = Search(query=" ".join(query), k=k, space=space, explain=explain,
                      as_of=None if as_of is None else as_of.timestamp())
-    with Client(context.profile) as client:
-        results = client.request(request, timeout=SEARCH_TIMEOUT_S).results
+    results = context.request(request, timeout=SEARCH_TIMEOUT_S).results
     if as_json:
         echo_json(results)
         return

@@ -8,7 +8,7 @@ import msgspec
 
 from clients.cli.context import Context
 from clients.cli.memory import settings_switch_lines
-from clients.cli.output import duration, echo_json, offset, plural, table
+from clients.cli.output import duration, echo_json, echo_reply, offset, plural, table
 from daemon.config import APPLIES_LATER
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
@@ -39,12 +39,7 @@ COUNTED = ("spaces", "sessions", "turns", "chunks", "documents", "assertions", "
 @click.pass_obj
 def status(context: Context, as_json: bool) -> None:
     """Is the daemon running, and what does it hold and do."""
-    with Client(context.profile) as client:
-        reply = client.request(Status())
-    if as_json:
-        echo_json(reply)
-        return
-    click.echo("\n".join(status_lines(reply)))
+    echo_reply(context.request(Status()), status_lines, as_json)
 
 
 def status_lines(reply: StatusReply) -> list[str]:
@@ -102,8 +97,7 @@ def settings() -> None:
 @click.pass_obj
 def settings_get(context: Context, key: str, as_json: bool) -> None:
     """Print every setting, or the one called KEY."""
-    with Client(context.profile) as client:
-        values = client.request(SettingsGet(key=key)).settings
+    values = context.request(SettingsGet(key=key)).settings
     if as_json:
         echo_json(values)
     elif key:
@@ -121,8 +115,7 @@ def settings_get(context: Context, key: str, as_json: bool) -> None:
 @click.pass_obj
 def settings_set(context: Context, key: str, value: str) -> None:
     """Set KEY to VALUE (read like a TOML value: 8, 2.5, true, or a word)."""
-    with Client(context.profile) as client:
-        values = client.request(SettingsSet(key=key, value=value)).settings
+    values = context.request(SettingsSet(key=key, value=value)).settings
     click.echo(f"{key} = {setting_text(values[key])}")
     if key in APPLIES_LATER:
         click.echo(f"(takes effect {APPLIES_LATER[key]})")

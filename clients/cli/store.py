@@ -103,8 +103,7 @@ def import_transcript(context: Context, file: Path, space: str | None, as_json: 
 @click.pass_obj
 def sessions(context: Context, space: str | None, limit: int | None, as_json: bool) -> None:
     """List sessions, newest first."""
-    with Client(context.profile) as client:
-        found = client.request(ListSessions(space=space, limit=limit)).sessions
+    found = context.request(ListSessions(space=space, limit=limit)).sessions
     if as_json:
         echo_json(found)
         return
@@ -168,8 +167,7 @@ def keep_text(session: SessionInfo) -> str:
 def show(context: Context, session_id: int, as_json: bool) -> None:
     """Show a session: its details, its archive and what was extracted from it (when it was
     kept), and its transcript."""
-    with Client(context.profile) as client:
-        reply = client.request(ShowSession(session_id=session_id))
+    reply = context.request(ShowSession(session_id=session_id))
     if as_json:
         echo_json({"session": reply.session, "archive": reply.archive,
                    "assertions": reply.assertions, "turns": reply.turns})
@@ -250,8 +248,7 @@ def session_summary(session: SessionInfo) -> str:
 @click.pass_obj
 def export(context: Context, session_id: int, fmt: str, output: Path | None) -> None:
     """Export a session's transcript."""
-    with Client(context.profile) as client:
-        text = client.request(ExportSession(session_id=session_id, format=fmt)).text
+    text = context.request(ExportSession(session_id=session_id, format=fmt)).text
     if output is None:
         click.echo(text, nl=False)
         return
@@ -302,8 +299,7 @@ def docs_add(context: Context, file: Path, space: str | None, title: str | None,
 @click.pass_obj
 def docs_list(context: Context, space: str | None, as_json: bool) -> None:
     """List documents, newest first."""
-    with Client(context.profile) as client:
-        found = client.request(ListDocuments(space=space)).documents
+    found = context.request(ListDocuments(space=space)).documents
     if as_json:
         echo_json(found)
         return
@@ -321,8 +317,7 @@ def docs_list(context: Context, space: str | None, as_json: bool) -> None:
 @click.pass_obj
 def docs_rm(context: Context, document_id: int) -> None:
     """Remove a document with its chunks and vectors."""
-    with Client(context.profile) as client:
-        reply = client.request(RemoveDocument(document_id=document_id), timeout=STORE_TIMEOUT_S)
+    reply = context.request(RemoveDocument(document_id=document_id), timeout=STORE_TIMEOUT_S)
     click.echo(deleted(f"document {document_id} {reply.name!r}", reply.deleted))
 
 
@@ -339,8 +334,7 @@ def spaces() -> None:
 @click.pass_obj
 def spaces_list(context: Context, as_json: bool) -> None:
     """List Spaces."""
-    with Client(context.profile) as client:
-        found = client.request(ListSpaces()).spaces
+    found = context.request(ListSpaces()).spaces
     if as_json:
         echo_json(found)
         return
@@ -365,9 +359,8 @@ ACTIVITY_HELP = "What happens in it; decides the format of its session archives.
 @click.pass_obj
 def spaces_add(context: Context, name: str, activity: str, no_memory: bool) -> None:
     """Add a Space called NAME."""
-    with Client(context.profile) as client:
-        space = client.request(AddSpace(name=name, activity=activity,
-                                        memory_enabled=not no_memory)).space
+    space = context.request(AddSpace(name=name, activity=activity,
+                                     memory_enabled=not no_memory)).space
     click.echo(f"added Space {space.id}: {describe(space)}")
 
 
@@ -383,9 +376,8 @@ def spaces_set(context: Context, name: str, activity: str | None, memory: bool |
     """Change the Space NAME: its activity, whether it is remembered, its name."""
     if activity is None and memory is None and rename is None:
         raise click.UsageError("give --activity, --memory/--no-memory or --rename")
-    with Client(context.profile) as client:
-        space = client.request(SetSpace(name=name, rename=rename, activity=activity,
-                                        memory_enabled=memory)).space
+    space = context.request(SetSpace(name=name, rename=rename, activity=activity,
+                                     memory_enabled=memory)).space
     click.echo(f"Space {space.id}: {describe(space)}")
 
 

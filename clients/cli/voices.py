@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import click
 
 from clients.cli.context import Context
-from clients.cli.output import echo_json
+from clients.cli.output import echo_json, echo_reply
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     VoiceForget,
@@ -80,12 +80,7 @@ def voices() -> None:
 @click.pass_obj
 def voices_list(context: Context, as_json: bool) -> None:
     """The named voices, and the voices of the sessions heard since the daemon started."""
-    with Client(context.profile) as client:
-        reply = client.request(VoicesList())
-    if as_json:
-        echo_json(reply)
-    else:
-        click.echo("\n".join(voices_lines(reply)))
+    echo_reply(context.request(VoicesList()), voices_lines, as_json)
 
 
 @voices.command("name")
