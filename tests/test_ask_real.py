@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from askkit import FACT_TITLE, SPACE, import_kept_sessions
+from askkit import FACT_TITLE, LLM, SPACE, import_kept_sessions
 from storekit import T0, open_store
 
 from daemon.config import Settings
@@ -34,8 +34,6 @@ from daemon.memory.ask import Asker
 from daemon.memory.grounding import echoes_question
 from daemon.store.fusion import ItemKey
 from daemon.store.records import NewTurn
-
-LLM = "qwen2.5-coder-0.5b"
 
 
 @pytest.fixture

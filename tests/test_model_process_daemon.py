@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from askkit import SPACE, import_kept_sessions
+from askkit import LLM, QUESTION, SPACE, Asking, foreground, foreground_pid, import_kept_sessions
 
 from clients.cli.status import status_lines
 from daemon.errors import BrainCueError
@@ -21,7 +20,6 @@ from daemon.ipc.protocol import (
     TOPIC_STATUS,
     AnswerToken,
     Ask,
-    AskReply,
     Search,
     SettingsSet,
     Status,
@@ -32,8 +30,6 @@ from daemon.ipc.testing import DaemonProcess, start_daemon
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-LLM = "qwen2.5-coder-0.5b"
-QUESTION = "What is the Orion server budget?"
 
 
 @pytest.fixture
@@ -45,12 +41,6 @@ def daemon(short_home: Path, installed_model: Callable[[str], Path]) -> Iterator
     started.stop()
 
 
-def foreground_pid(client: Client) -> int | None:
-    (process,) = [p for p in client.request(Status()).model_processes
-                  if p.priority == "foreground"]
-    return process.pid
-
-
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV], ids=["SIGKILL", "SIGSEGV"])
 def test_a_model_process_killed_mid_answer_costs_that_answer_only(
         daemon: DaemonProcess, sig: signal.Signals) -> None:
@@ -58,21 +48,12 @@ def test_a_model_process_killed_mid_answer_costs_that_answer_only(
         import_kept_sessions(client)
         client.request(SettingsSet(key="llm_model", value=LLM))
 
-    request = Ask(id=uuid.uuid4().hex, question=QUESTION, space=SPACE)
-    outcome: list[AskReply | BrainCueError] = []
-
-    def send() -> None:
-        try:
-            outcome.append(Client(timeout=900).request(request, timeout=900))
-        except BrainCueError as e:
-            outcome.append(e)
-
+    asking = Asking()
     said: list[StatusEvent] = []
     killed = None
     with Client(timeout=60) as client, \
-            client.subscribe([answer_topic(request.id), TOPIC_STATUS]) as events:
-        sender = threading.Thread(target=send)
-        sender.start()
+            client.subscribe([answer_topic(asking.request.id), TOPIC_STATUS]) as events:
+        asking.start()
         while killed is None:
             event = events.receive(900)
             assert event is not None, "no answer token within 15 minutes"
@@ -81,14 +62,13 @@ def test_a_model_process_killed_mid_answer_costs_that_answer_only(
                     killed = foreground_pid(other)
                 assert killed is not None and killed != daemon.pid
                 os.kill(killed, sig)
-        sender.join()
+        reply = asking.join()
         # the death is said at once (published before the ask's error reply)
         while not said:
             event = events.receive(60)
             assert event is not None, "no status event"
             if isinstance(event, StatusEvent):
                 said.append(event)
-    (reply,) = outcome
     assert isinstance(reply, BrainCueError), reply
     assert f"killed by {sig.name}" in str(reply)
     assert [e.message for e in said] == [
@@ -96,8 +76,8 @@ def test_a_model_process_killed_mid_answer_costs_that_answer_only(
         "failed; it restarts on the next one"]
     with Client(timeout=60) as client:
         status = client.request(Status())
-        (foreground,) = [p for p in status.model_processes if p.priority == "foreground"]
-        assert (foreground.deaths, foreground.last_death) == (1, f"killed by {sig.name}")
+        process = foreground(status)
+        assert (process.deaths, process.last_death) == (1, f"killed by {sig.name}")
         assert f"restarted 1 time (last: killed by {sig.name})" in "\n".join(
             status_lines(status))
         # the daemon answered searches while its model was gone, and answers again

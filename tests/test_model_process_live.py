@@ -9,12 +9,11 @@ import os
 import shutil
 import signal
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from askkit import SPACE, import_kept_sessions
+from askkit import LLM, Asking, foreground, foreground_pid, import_kept_sessions
 from test_live_e2e import Events, turn_events, wait_for
 
 from daemon.audio.testing import ME_SINK, THEM_SINK, PulseServer, speak
@@ -24,8 +23,6 @@ from daemon.ipc.protocol import (
     TOPIC_STATUS,
     TOPIC_TURNS,
     AnswerToken,
-    Ask,
-    AskReply,
     Start,
     Status,
     Stop,
@@ -36,8 +33,6 @@ from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-LLM = "qwen2.5-coder-0.5b"
-QUESTION = "What is the Orion server budget?"
 SAID = [
     (ME_SINK, "en-us", "Good morning, thanks for joining the call about the budget."),
     (THEM_SINK, "en-gb+f3", "Happy to help. We finished the new website yesterday."),
@@ -68,12 +63,6 @@ def daemon(pulse: PulseServer, installed_model: Callable[[str], Path],
         shutil.rmtree(home, ignore_errors=True)
 
 
-def foreground_pid(client: Client) -> int | None:
-    (process,) = [p for p in client.request(Status()).model_processes
-                  if p.priority == "foreground"]
-    return process.pid
-
-
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV], ids=["SIGKILL", "SIGSEGV"])
 def test_the_model_process_killed_mid_answer_during_a_call_loses_no_live_turn(
         pulse: PulseServer, daemon: DaemonProcess, tmp_path: Path, sig: signal.Signals) -> None:
@@ -82,23 +71,14 @@ def test_the_model_process_killed_mid_answer_during_a_call_loses_no_live_turn(
     client = Client(timeout=120)
     import_kept_sessions(client)
     events = Events([TOPIC_TURNS, TOPIC_STATUS])
-    request = Ask(id=uuid.uuid4().hex, question=QUESTION, space=SPACE)
-    outcome: list[AskReply | BrainCueError] = []
-
-    def ask() -> None:
-        try:
-            outcome.append(Client(timeout=900).request(request, timeout=900))
-        except BrainCueError as e:
-            outcome.append(e)
-
+    asking = Asking()
     try:
         started = client.request(Start(title="call"))
         pulse.play(SAID[0][0], wavs[0])
         wait_for("the first turn", lambda: turn_events(events, 1), 120)
-        asker = threading.Thread(target=ask)
         with Client(timeout=60) as tokens_client, \
-                tokens_client.subscribe([answer_topic(request.id)]) as tokens:
-            asker.start()
+                tokens_client.subscribe([answer_topic(asking.request.id)]) as tokens:
+            asking.start()
             while True:
                 event = tokens.receive(900)
                 assert event is not None, "no answer token within 15 minutes"
@@ -111,14 +91,13 @@ def test_the_model_process_killed_mid_answer_during_a_call_loses_no_live_turn(
             assert killed is not None and killed != daemon.pid
             os.kill(killed, sig)
             speaker.join()
-        asker.join()
+        reply = asking.join()
         pulse.play(SAID[2][0], wavs[2])
         wait_for("every turn", lambda: turn_events(events, 3), 120)
         stopped = client.request(Stop())
     finally:
         events.close()
 
-    (reply,) = outcome
     assert isinstance(reply, BrainCueError), reply
     assert f"killed by {sig.name}" in str(reply)
     # every live turn is there, in order, and the receipt names nothing lost to the crash
@@ -127,7 +106,7 @@ def test_the_model_process_killed_mid_answer_during_a_call_loses_no_live_turn(
     assert stopped.receipt is not None
     assert all(g.cause == "capture starting" for g in stopped.receipt.gaps), stopped.receipt
     status = client.request(Status())
-    (foreground,) = [p for p in status.model_processes if p.priority == "foreground"]
-    assert (foreground.deaths, foreground.last_death) == (1, f"killed by {sig.name}")
+    process = foreground(status)
+    assert (process.deaths, process.last_death) == (1, f"killed by {sig.name}")
     assert status.live is not None and status.live.dropped_blocks == 0
     assert "Traceback" not in daemon.log()
