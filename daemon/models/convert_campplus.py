@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import pickle
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,8 @@ from daemon.models.convert_resemblyzer import (
     CheckpointUnpickler,
     StorageType,
     TensorRef,
-    write_npz,
+    Weights,
+    npz_converter,
 )
 
 __all__ = [
@@ -113,16 +114,13 @@ def check_tensors(weights: Mapping[str, npt.NDArray[Any]], expected: Mapping[str
         raise ModelError(f"{what} ({why})", fix=fix)
 
 
-def convert_campplus(
-    model_dir: Path,
-    out_path: Path,
-    *,
-    progress: Callable[[int, int], None] | None = None,
-) -> None:
-    """Write ``out_path``: the CAM++ weights of ``model_dir/campplus_cn_en_common.pt``."""
-    source = model_dir / CHECKPOINT
+def campplus_weights(source: Path) -> Weights:
+    """The CAM++ weights of ``campplus_cn_en_common.pt``, as float32."""
     arrays = read_zip_checkpoint(source, _FIX)
     weights = {name: a.astype(np.float32) for name, a in arrays.items()
                if not name.endswith("num_batches_tracked")}
     check_tensors(weights, EXPECTED_SHAPES, N_TENSORS, f"{source} is not the CAM++ encoder", _FIX)
-    write_npz(out_path, weights, progress)
+    return weights
+
+
+convert_campplus = npz_converter(CHECKPOINT, campplus_weights)

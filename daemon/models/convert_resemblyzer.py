@@ -31,7 +31,10 @@ import numpy.typing as npt
 
 from daemon.errors import ModelError
 
-__all__ = ["EXPECTED_SHAPES", "convert_resemblyzer", "read_legacy_torch", "write_npz"]
+__all__ = [
+    "EXPECTED_SHAPES", "Weights", "convert_resemblyzer", "npz_converter", "read_legacy_torch",
+    "write_npz",
+]
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 STORAGE_DTYPES: dict[str, np.dtype[Any]] = {
@@ -175,14 +178,23 @@ def write_npz(out_path: Path, arrays: Mapping[str, npt.NDArray[Any]],
         progress(len(arrays), len(arrays))
 
 
-def convert_resemblyzer(
-    model_dir: Path,
-    out_path: Path,
-    *,
-    progress: Callable[[int, int], None] | None = None,
-) -> None:
-    """Write ``out_path``: the encoder weights of ``model_dir/pretrained.pt`` as float32 npz."""
-    source = model_dir / "pretrained.pt"
+Weights = dict[str, npt.NDArray[np.float32]]
+
+
+def npz_converter(filename: str, weights: Callable[[Path], Weights]) -> Callable[..., None]:
+    """A converter ``convert(model_dir, out_path, *, progress=None)`` that writes
+    ``out_path``: the weights ``weights`` reads out of ``model_dir/filename``, as an npz (see
+    :func:`write_npz`)."""
+
+    def convert(model_dir: Path, out_path: Path, *,
+                progress: Callable[[int, int], None] | None = None) -> None:
+        write_npz(out_path, weights(model_dir / filename), progress)
+
+    return convert
+
+
+def resemblyzer_weights(source: Path) -> Weights:
+    """The encoder weights of resemblyzer's ``pretrained.pt``, as float32."""
     data = read_source(source, _FIX)
     try:
         arrays = read_legacy_torch(data)
@@ -191,5 +203,7 @@ def convert_resemblyzer(
     wrong = [n for n, shape in EXPECTED_SHAPES.items() if arrays.get(n, np.empty(0)).shape != shape]
     if wrong:
         raise ModelError(f"{source} is not resemblyzer's encoder (bad {wrong[0]})", fix=_FIX)
-    weights = {name: arrays[name].astype(np.float32) for name in EXPECTED_SHAPES}
-    write_npz(out_path, weights, progress)
+    return {name: arrays[name].astype(np.float32) for name in EXPECTED_SHAPES}
+
+
+convert_resemblyzer = npz_converter("pretrained.pt", resemblyzer_weights)

