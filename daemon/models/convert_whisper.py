@@ -383,27 +383,33 @@ def _check_no_key_bias(src: _TensorSource, fused_bias: str, parts: int, part: in
         raise ModelError(f"CTranslate2 variable {fused_bias!r} has a non-zero key bias", fix=_FIX)
 
 
+def _key_value(
+    src: _TensorSource, fused: str, parts: int, key: int, openai: str
+) -> Iterator[tuple[str, Array]]:
+    """The key (without bias) and value projections out of CTranslate2's ``fused`` linear of
+    ``parts`` equal row blocks: the key is block ``key``, the value the one after it."""
+    fused_w, fused_b = f"{fused}/weight", f"{fused}/bias"
+    _check_no_key_bias(src, fused_b, parts, key)
+    yield f"{openai}.key.weight", _as_f16(openai, src.rows(fused_w, parts, key))
+    yield f"{openai}.value.weight", _as_f16(openai, src.rows(fused_w, parts, key + 1))
+    yield f"{openai}.value.bias", _as_f32(openai, src.rows(fused_b, parts, key + 1))
+
+
 def _self_attention(src: _TensorSource, ct2: str, openai: str) -> Iterator[tuple[str, Array]]:
     d = src.width
+    # Rows [0:D] of the fused projection are the query, [D:2D] the key, [2D:3D] the value.
     fused_w, fused_b = f"{ct2}/linear_0/weight", f"{ct2}/linear_0/bias"
-    _check_no_key_bias(src, fused_b, 3, 1)
     yield f"{openai}.query.weight", _as_f16(openai, src.rows(fused_w, 3, 0))
     yield f"{openai}.query.bias", _as_f32(openai, src.rows(fused_b, 3, 0))
-    yield f"{openai}.key.weight", _as_f16(openai, src.rows(fused_w, 3, 1))
-    yield f"{openai}.value.weight", _as_f16(openai, src.rows(fused_w, 3, 2))
-    yield f"{openai}.value.bias", _as_f32(openai, src.rows(fused_b, 3, 2))
+    yield from _key_value(src, f"{ct2}/linear_0", 3, 1, openai)
     yield from _linear(src, f"{ct2}/linear_1", f"{openai}.out", (d, d))
 
 
 def _cross_attention(src: _TensorSource, ct2: str, openai: str) -> Iterator[tuple[str, Array]]:
     d = src.width
-    fused_w, fused_b = f"{ct2}/linear_1/weight", f"{ct2}/linear_1/bias"
     yield from _linear(src, f"{ct2}/linear_0", f"{openai}.query", (d, d))
     # Rows [0:D] of the fused key/value projection are the key, [D:2D] the value.
-    _check_no_key_bias(src, fused_b, 2, 0)
-    yield f"{openai}.key.weight", _as_f16(openai, src.rows(fused_w, 2, 0))
-    yield f"{openai}.value.weight", _as_f16(openai, src.rows(fused_w, 2, 1))
-    yield f"{openai}.value.bias", _as_f32(openai, src.rows(fused_b, 2, 1))
+    yield from _key_value(src, f"{ct2}/linear_1", 2, 0, openai)
     yield from _linear(src, f"{ct2}/linear_2", f"{openai}.out", (d, d))
 
 

@@ -77,13 +77,8 @@ class Assertions(StoreBase):
         now = self._clock()
 
         def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> int:
-            old = sql.row(
-                conn,
-                "SELECT occurred_at, invalidated_at, superseded_by FROM assertions WHERE id = ?",
-                (old_id,),
-            )
-            if old is None:
-                raise NotFound(f"no assertion {old_id}")
+            old = sql.require_row(conn, "assertions", old_id, "assertion",
+                                  "occurred_at, invalidated_at, superseded_by")
             if old[1] is not None:
                 raise InvalidInput(
                     f"assertion {old_id} is no longer current"

@@ -123,11 +123,18 @@ def count_rows(conn: apsw.Connection, table: str) -> int:
     return count
 
 
-def require(conn: apsw.Connection, table: str, row_id: int, what: str, column: str = "id") -> Any:
-    found = row(conn, f"SELECT {column} FROM {table} WHERE id = ?", (row_id,))
+def require_row(conn: apsw.Connection, table: str, row_id: int, what: str, columns: str) -> Any:
+    """The ``columns`` of row ``row_id`` of ``table``; NotFound ("no {what} {row_id}") when
+    there is none."""
+    found = row(conn, f"SELECT {columns} FROM {table} WHERE id = ?", (row_id,))
     if found is None:
         raise NotFound(f"no {what} {row_id}")
-    return found[0]
+    return found
+
+
+def require(conn: apsw.Connection, table: str, row_id: int, what: str, column: str = "id") -> Any:
+    """One column of row ``row_id`` of ``table`` (see :func:`require_row`)."""
+    return require_row(conn, table, row_id, what, column)[0]
 
 
 def space_from(r: Any) -> Space:

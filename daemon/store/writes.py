@@ -111,14 +111,9 @@ def append_turns(
     conn: apsw.Connection, session_id: int, turns: Sequence[NewTurn], limit: int
 ) -> tuple[list[Turn], list[int]]:
     """Insert turns and grow the session's chunks; returns the turns and the chunk ids touched."""
-    row = sql.row(
-        conn,
-        "SELECT started_at, title, participants, status, space_id FROM sessions WHERE id = ?",
-        (session_id,),
-    )
-    if row is None:
-        raise NotFound(f"no session {session_id}")
-    started_at, title, participants, status, space_id = row
+    started_at, title, participants, status, space_id = sql.require_row(
+        conn, "sessions", session_id, "session",
+        "started_at, title, participants, status, space_id")
     if status != "live":
         raise InvalidInput(
             f"session {session_id} has ended; turns can only be added to a live session"
