@@ -69,6 +69,9 @@ def atlas_space(store: Store, activity: str = "meeting") -> int:
     return space.id
 
 
+THEIR_QUESTION = NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=0)
+
+
 def atlas_call(store: Store, turns: list[NewTurn]) -> Session:
     """A live session in the Atlas Space (``atlas_space``) with ``turns`` said so far."""
     space_id = atlas_space(store)
@@ -504,8 +507,7 @@ async def test_them_s_question_is_read_ahead_whole_and_the_hotkey_answer_only_wr
 async def test_a_question_read_ahead_is_read_again_as_the_call_goes_on_and_only_then(
     store: Store,
 ) -> None:
-    live = atlas_call(store, [
-        NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=0)])
+    live = atlas_call(store, [THEIR_QUESTION])
     generator = ScriptedGenerator(["On Friday [2]."])
     ask_live = asker(store, generator, live=lambda: live.id)
 
@@ -527,7 +529,7 @@ async def test_only_a_recent_question_of_theirs_is_read_ahead_and_a_typed_one_is
     store: Store,
 ) -> None:
     live = atlas_call(store, [
-        NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=0),
+        THEIR_QUESTION,
         *(NewTurn(speaker=speaker, text=text, start=4 + i) for i, (speaker, text) in enumerate([
             ("me", "Let me look."), ("them", "Take your time."), ("me", "It is in the notes.")]))
     ])
@@ -567,8 +569,7 @@ class SlowReader(ScriptedGenerator):
 async def test_the_hotkey_pressed_while_their_question_is_read_waits_for_that_reading(
     store: Store,
 ) -> None:
-    live = atlas_call(store, [
-        NewTurn(speaker="them", text="So when does the Atlas beta ship?", start=0)])
+    live = atlas_call(store, [THEIR_QUESTION])
     generator = SlowReader(["On Friday [3]."])
     ask_live = Asker(store, generator=lambda: generator, settings=Settings,
                      recall=fts_recall(store), live_session=lambda: live.id)

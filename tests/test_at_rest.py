@@ -54,6 +54,12 @@ def import_one(**kwargs: str) -> int:
         return client.request(ImportTranscript(content=transcript(**kwargs))).session.id
 
 
+def session_titles() -> list[str]:
+    """The titles of the running daemon's sessions."""
+    with Client(timeout=30) as client:
+        return [s.title for s in client.request(ListSessions()).sessions]
+
+
 def profile_files(paths: Paths) -> list[Path]:
     roots = (paths.config_dir, paths.data_root, paths.cache_dir, paths.runtime_root)
     return [Path(d) / n for root in roots for d, dirs, files in os.walk(root)
@@ -153,9 +159,7 @@ def test_the_database_and_indexes_hold_no_plaintext_and_reopen_with_the_stored_k
             assert b"quokka" not in data and b"SQLite format 3" not in data, f
     restarted = start_daemon(short_home, env=env)
     try:
-        with Client(timeout=30) as client:
-            titles = [s.title for s in client.request(ListSessions()).sessions]
-        assert titles == ["Quokka sync"]
+        assert session_titles() == ["Quokka sync"]
     finally:
         assert restarted.stop(signal.SIGTERM) == 0
         assert "vector index" not in restarted.log()  # the sealed index opened as saved
@@ -310,9 +314,7 @@ def test_a_damaged_database_names_the_restore_and_restore_brings_the_backup_back
     assert aside and any(sha(p) == damaged for p in aside)  # kept aside, not deleted
     daemon = start_daemon(short_home)
     try:
-        with Client(timeout=30) as client:
-            titles = [s.title for s in client.request(ListSessions()).sessions]
-        assert titles == ["kept before the backup"]
+        assert session_titles() == ["kept before the backup"]
     finally:
         assert daemon.stop(signal.SIGTERM) == 0
 

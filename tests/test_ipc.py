@@ -105,6 +105,16 @@ def connected(
     return bound, other
 
 
+@asynccontextmanager
+async def trio_pair(
+    context: zmq.Context[zmq.Socket[bytes]], bound_type: int, connected_type: int, name: str
+) -> AsyncIterator[tuple[TrioSocket, TrioSocket]]:
+    """:func:`connected` sockets, each in the trio adapter."""
+    bound, other = connected(context, bound_type, connected_type, name)
+    async with trio_socket(bound) as first, trio_socket(other) as second:
+        yield first, second
+
+
 def raw_dealer(
     context: zmq.Context[zmq.Socket[bytes]], paths: Paths
 ) -> AbstractAsyncContextManager[TrioSocket]:
@@ -267,9 +277,8 @@ def test_error_replies_map_back_to_daemon_errors() -> None:
 async def test_a_burst_of_1000_messages_is_all_received(
     zmq_context: zmq.Context[zmq.Socket[bytes]]
 ) -> None:
-    pull, push = connected(zmq_context, zmq.PULL, zmq.PUSH, "burst")
     received: list[bytes] = []
-    async with trio_socket(pull) as receiver, trio_socket(push) as sender:
+    async with trio_pair(zmq_context, zmq.PULL, zmq.PUSH, "burst") as (receiver, sender):
 
         async def receive(count: int) -> None:
             for _ in range(count):
@@ -289,9 +298,8 @@ async def test_a_burst_of_1000_messages_is_all_received(
 async def test_one_socket_sends_and_receives_at_once(
     zmq_context: zmq.Context[zmq.Socket[bytes]]
 ) -> None:
-    router, dealer = connected(zmq_context, zmq.ROUTER, zmq.DEALER, "echo")
     echoed: list[bytes] = []
-    async with trio_socket(router) as server, trio_socket(dealer) as client:
+    async with trio_pair(zmq_context, zmq.ROUTER, zmq.DEALER, "echo") as (server, client):
 
         async def echo() -> None:
             while True:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,7 @@ from storekit import open_store, recorded_session
 
 from daemon.sensitive import gate
 from daemon.sensitive.judge import judged
+from daemon.store.db import Migration
 from daemon.store.records import NewAssertion
 from daemon.store.schema import MIGRATIONS, m010_remask_secrets, m011_remask_judged_secrets
 from daemon.store.scope import Scope
@@ -22,13 +25,22 @@ SAID = [
 VALUES = ["Kestrel", "Quarry", "5521", "4417", "2291"]
 
 
+@contextmanager
+def older_build(monkeypatch: pytest.MonkeyPatch, without: Migration
+                ) -> Iterator[pytest.MonkeyPatch]:
+    """An older build inside the block: the store's migrations stop short of ``without``; the
+    monkeypatch given out undoes whatever else the block patches, when it ends."""
+    with monkeypatch.context() as older:
+        older.setattr("daemon.store.store.MIGRATIONS",
+                      tuple(m for m in MIGRATIONS if m is not without))
+        yield older
+
+
 def test_a_session_stored_before_the_change_is_masked_after_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data_dir = tmp_path / "profile"
-    with monkeypatch.context() as older:
-        # an older build: no re-masking step, and a gate that found none of these
-        older.setattr("daemon.store.store.MIGRATIONS",
-                      tuple(m for m in MIGRATIONS if m is not m010_remask_secrets))
+    # an older build: no re-masking step, and a gate that found none of these
+    with older_build(monkeypatch, without=m010_remask_secrets) as older:
         older.setattr("daemon.store.chunking.mask_lines", lambda texts, before="": list(texts))
         with open_store(data_dir) as store:
             space = store.create_space("Ops")
@@ -72,10 +84,8 @@ JUDGED = [
 def test_a_session_stored_before_the_gate_judged_values_in_context_is_masked_after_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data_dir = tmp_path / "profile"
-    with monkeypatch.context() as older:
-        # an older build: no second re-masking step, and a gate without the judge
-        older.setattr("daemon.store.store.MIGRATIONS",
-                      tuple(m for m in MIGRATIONS if m is not m011_remask_judged_secrets))
+    # an older build: no second re-masking step, and a gate without the judge
+    with older_build(monkeypatch, without=m011_remask_judged_secrets) as older:
         older.setattr(gate, "DETECTORS", tuple(d for d in gate.DETECTORS if d is not judged))
         gate.clear_cache()
         with open_store(data_dir) as store:
