@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import pytest
 from click.testing import CliRunner
 
+from bench.live import SCRIPT
 from bench.wer import word_error_rate
 from clients.cli.output import offset
 from clients.shell import cli
@@ -47,14 +48,7 @@ pytestmark = pytest.mark.slow
 T = TypeVar("T")
 
 ME_VOICE, THEM_VOICE = "en-us", "en-gb+f3"
-DIALOGUE = [
-    ("me", "Good morning, thanks for joining the call about the budget."),
-    ("them", "Happy to help. We finished the new website yesterday."),
-    ("me", "Great. Can we move the launch to next week?"),
-    ("them", "Yes, but the payment page still needs more testing."),
-    ("me", "I will ask Maria to test the payment page tomorrow."),
-    ("them", "Perfect. Let us meet again on Friday morning."),
-]
+DIALOGUE = SCRIPT[:6]  # the opening of the call the live benchmark plays
 DISTINCTIVE = (4, "Maria")  # a word only the fifth turn says
 HEARD_AS = {"me": "me", "them": "Them 1"}  # the loopback's voices are told apart
 PAUSE_S = 1.2

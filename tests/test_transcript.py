@@ -7,22 +7,19 @@ import json
 from typing import Any
 
 import pytest
+from storekit import TRANSCRIPT
 
 from daemon.errors import InvalidInput
 from daemon.store.transcript import TurnIn, parse_transcript
 
 
 def doc(**overrides: Any) -> bytes:
-    data: dict[str, Any] = {
-        "title": "Atlas sync",
-        "started_at": "2026-07-28T14:05:00+02:00",
-        "activity": "project",
-        "participants": ["me", "Sarah"],
-        "turns": [
-            {"speaker": "me", "text": "Shall we ship?", "t": 0, "ref": "utt-1"},
-            {"speaker": "Sarah", "text": "Friday.", "t": 2.5, "end": 3.25},
-        ],
-    }
+    """The test transcript's title, start, activity and participants, with two turns of its
+    own, then ``overrides``."""
+    data: dict[str, Any] = {**TRANSCRIPT, "turns": [
+        {"speaker": "me", "text": "Shall we ship?", "t": 0, "ref": "utt-1"},
+        {"speaker": "Sarah", "text": "Friday.", "t": 2.5, "end": 3.25},
+    ]}
     data.update(overrides)
     return json.dumps(data).encode()
 

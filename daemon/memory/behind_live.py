@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TypeVar
 
 from daemon.llm.generate import ChatMessage, Generator
@@ -21,20 +22,23 @@ T = TypeVar("T")
 Quiet = Callable[[], Awaitable[None]]
 
 
+@dataclass(eq=False)
 class BehindLive:
-    """``generator``, each call waiting for ``quiet()`` first while ``pausing()`` holds;
-    ``paused(True)`` is awaited when a wait starts, ``paused(False)`` when it ends."""
+    """``inner``, each call waiting for ``quiet()`` first while ``pausing()`` holds and
+    ``is_live()`` says a session is live; ``paused(True)`` is awaited when a wait starts,
+    ``paused(False)`` when it ends. ``pauses`` counts the waits."""
 
-    def __init__(self, generator: Generator, quiet: Quiet, pausing: Callable[[], bool],
-                 *, is_live: Callable[[], bool],
-                 paused: Callable[[bool], Awaitable[None]] | None = None) -> None:
-        self.inner = generator
-        self.model_id = generator.model_id
-        self._quiet = quiet
-        self._pausing = pausing
-        self._is_live = is_live
-        self._paused = paused
-        self.pauses = 0
+    inner: Generator
+    quiet: Quiet
+    pausing: Callable[[], bool]
+    _: KW_ONLY
+    is_live: Callable[[], bool]
+    paused: Callable[[bool], Awaitable[None]] | None = None
+    model_id: str = field(init=False)
+    pauses: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.model_id = self.inner.model_id
 
     @property
     def loaded(self) -> bool:
@@ -45,15 +49,15 @@ class BehindLive:
         return self.inner.last_used
 
     async def _wait(self) -> None:
-        if self._pausing() and self._is_live():
+        if self.pausing() and self.is_live():
             self.pauses += 1
             log.info("keep paused: a session is live (it goes on when the session ends)")
-            if self._paused is not None:
-                await self._paused(True)
-            await self._quiet()
+            if self.paused is not None:
+                await self.paused(True)
+            await self.quiet()
             log.info("keep goes on: no session is live")
-            if self._paused is not None:
-                await self._paused(False)
+            if self.paused is not None:
+                await self.paused(False)
 
     async def generate(self, messages: Sequence[ChatMessage], output_type: type[T], *,
                        max_tokens: int = 1024, temperature: float = 0.2) -> T:
