@@ -130,7 +130,7 @@ class CorruptDatabase(StoreError):
     """The database file cannot be read as a database (or fails its quick check)."""
 
 
-class Database:
+class Database(contextlib.AbstractContextManager["Database"]):
     """A profile's database file: ``write`` on the writer thread, ``read`` on any other."""
 
     def __init__(self, path: Path, migrations: Sequence[Migration], *,
@@ -247,9 +247,6 @@ class Database:
         finally:
             self._writer.close()
             self._writer.join()
-
-    def __enter__(self) -> Database:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -35,6 +35,7 @@ reach them as ``Store.index`` (embed a query, embed what is pending, count the v
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -67,7 +68,8 @@ log = logging.getLogger(__name__)
 DB_FILE = "braincue.db"
 
 
-class Store(Spaces, Turns, DocumentStore, Assertions, SearchLegs):
+class Store(Spaces, Turns, DocumentStore, Assertions, SearchLegs,
+            contextlib.AbstractContextManager["Store"]):
     """A profile's memory. See the module docstring for the model; every method is documented.
 
     ``embedder`` may be None: then nothing is embedded and the vector searches return nothing,
@@ -157,9 +159,6 @@ class Store(Spaces, Turns, DocumentStore, Assertions, SearchLegs):
         """Save the vector indexes that changed (they are also saved as they grow and on
         close)."""
         self.index.save()
-
-    def __enter__(self) -> Store:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
