@@ -54,6 +54,16 @@ ASK_TIMEOUT_S = 300.0  # a long answer on a slow machine; its tokens show progre
 
 
 @dataclass(frozen=True)
+class _Answering:
+    """Where one streamed answer goes (see :meth:`DaemonLink.ask`)."""
+
+    on_token: Callable[[str], None]
+    on_reply: Callable[[AskReply], None]
+    on_error: Callable[[BrainCueError], None]
+    on_evidence: Callable[[list[EvidenceInfo]], None]
+
+
+@dataclass(frozen=True)
 class Down:
     """The daemon cannot be reached; ``error`` says why (DaemonNotRunning, DaemonTimeout...)."""
 
@@ -133,8 +143,8 @@ class DaemonLink:
         it (first, before the model writes), ``on_token`` for each piece as it comes, then
         ``on_reply`` with the whole answer and its sources. Returns the request id."""
         request = msgspec.structs.replace(request, id=request.id or uuid.uuid4().hex)
-        threading.Thread(target=self._ask,
-                         args=(request, on_token, on_reply, on_error, on_evidence),
+        to = _Answering(on_token, on_reply, on_error, on_evidence)
+        threading.Thread(target=self._ask, args=(request, to),
                          name="braincue-ask", daemon=True).start()
         return request.id
 
@@ -184,14 +194,7 @@ class DaemonLink:
                 except Exception:
                     log.exception("a request failed unexpectedly")
 
-    def _ask(
-        self,
-        request: Ask,
-        on_token: Callable[[str], None],
-        on_reply: Callable[[AskReply], None],
-        on_error: Callable[[BrainCueError], None],
-        on_evidence: Callable[[list[EvidenceInfo]], None],
-    ) -> None:
+    def _ask(self, request: Ask, to: _Answering) -> None:
         listening = threading.Event()
         finished = threading.Event()
         failure: list[BrainCueError] = []
@@ -204,9 +207,9 @@ class DaemonLink:
                     while not (finished.is_set() or self._stopping.is_set()):
                         event = events.receive(POLL_S)
                         if isinstance(event, AnswerEvidence):
-                            self._post(partial(on_evidence, event.evidence))
+                            self._post(partial(to.on_evidence, event.evidence))
                         elif isinstance(event, AnswerToken):
-                            self._post(partial(on_token, event.token))
+                            self._post(partial(to.on_token, event.token))
                         elif isinstance(event, AnswerDone):
                             return
             except BrainCueError as e:
@@ -218,17 +221,17 @@ class DaemonLink:
         streamer.start()
         listening.wait()
         if failure:
-            self._post(partial(on_error, failure[0]))
+            self._post(partial(to.on_error, failure[0]))
             return
         try:
             with Client(self.paths) as client:
                 reply = client.request(request, timeout=ASK_TIMEOUT_S)
         except BrainCueError as e:
             finished.set()
-            self._post(partial(on_error, e))
+            self._post(partial(to.on_error, e))
             return
         # The tokens were published before the reply was sent: let the streamer deliver them
         # all (it returns at AnswerDone) before the reply, so the order on screen is right.
         streamer.join(timeout=2)
         finished.set()
-        self._post(partial(on_reply, reply))
+        self._post(partial(to.on_reply, reply))
