@@ -39,6 +39,18 @@ def echo_reply(reply: T, lines: Callable[[T], list[str]], as_json: bool) -> None
         click.echo("\n".join(lines(reply)))
 
 
+def echo_listing(found: Sequence[T], as_json: bool, empty: str, header: tuple[str, ...],
+                 row: Callable[[T], tuple[str, ...]]) -> None:
+    """Print a list the daemon gave: as JSON, ``empty`` when there is nothing, else a table of
+    ``header`` and one ``row`` per item."""
+    if as_json:
+        echo_json(found)
+    elif not found:
+        click.echo(empty)
+    else:
+        table([header, *(row(item) for item in found)])
+
+
 def local_time(timestamp: float) -> str:
     return f"{dt.datetime.fromtimestamp(timestamp):%Y-%m-%d %H:%M}"
 

@@ -18,11 +18,11 @@ from clients.cli.memory import assertion_details
 from clients.cli.output import (
     deleted,
     echo_json,
+    echo_listing,
     local_time,
     offset,
     plural,
     read_for_daemon,
-    table,
 )
 from clients.cli.progress import IMPORT_TIMEOUT_S, request_with_progress
 from daemon.errors import InvalidInput
@@ -60,6 +60,15 @@ def _note(note: str) -> None:
         click.echo(f"note: {note}", err=True)
 
 
+def _echo_stored(reply: object, note: str, line: str, as_json: bool) -> None:
+    """Print what an import stored: ``reply`` as JSON, or ``note`` (if any) and ``line``."""
+    if as_json:
+        echo_json(reply)
+        return
+    _note(note)
+    click.echo(line)
+
+
 # -- transcripts and sessions ------------------------------------------------------------------
 
 
@@ -86,14 +95,10 @@ def import_transcript(context: Context, file: Path, space: str | None, as_json: 
     reply = request_with_progress(
         context.profile, ImportTranscript(content=content, filename=file.name, space=space),
         timeout=IMPORT_TIMEOUT_S, show=not as_json)
-    if as_json:
-        echo_json(reply)
-        return
-    _note(reply.note)
     session = reply.session
     where = f" into Space {session.space!r}" if session.space else ""
-    click.echo(f"imported session {session.id}: {session.title!r}{where} "
-               f"({plural(session.turns, 'turn')}, {plural(reply.chunks, 'chunk')})")
+    _echo_stored(reply, reply.note, f"imported session {session.id}: {session.title!r}{where} "
+                 f"({plural(session.turns, 'turn')}, {plural(reply.chunks, 'chunk')})", as_json)
 
 
 @click.command()
@@ -104,16 +109,10 @@ def import_transcript(context: Context, file: Path, space: str | None, as_json: 
 def sessions(context: Context, space: str | None, limit: int | None, as_json: bool) -> None:
     """List sessions, newest first."""
     found = context.request(ListSessions(space=space, limit=limit)).sessions
-    if as_json:
-        echo_json(found)
-        return
-    if not found:
-        click.echo("no sessions")
-        return
-    rows = [("ID", "STARTED", "STATUS", "TURNS", "HEARD", "SPACE", "TITLE")]
-    rows += [(str(s.id), local_time(s.started_at), status_text(s), str(s.turns), heard_text(s),
-              s.space or "-", s.title) for s in found]
-    table(rows)
+    echo_listing(found, as_json, "no sessions",
+                 ("ID", "STARTED", "STATUS", "TURNS", "HEARD", "SPACE", "TITLE"),
+                 lambda s: (str(s.id), local_time(s.started_at), status_text(s), str(s.turns),
+                            heard_text(s), s.space or "-", s.title))
     unfinished = [s for s in found if s.keep_status in ("pending", "running", "failed")]
     if unfinished:
         click.echo()
@@ -283,14 +282,11 @@ def docs_add(context: Context, file: Path, space: str | None, title: str | None,
                           modified_at=file.stat().st_mtime)
     reply = request_with_progress(context.profile, request, timeout=IMPORT_TIMEOUT_S,
                                   show=not as_json)
-    if as_json:
-        echo_json(reply)
-        return
-    _note(reply.note)
     document = reply.document
     where = f" to Space {document.space!r}" if document.space else " profile-wide"
-    click.echo(f"added document {document.id}: {document.title!r}{where} "
-               f"({plural(document.chars, 'character')}, {plural(document.chunks, 'chunk')})")
+    _echo_stored(reply, reply.note, f"added document {document.id}: {document.title!r}{where} "
+                 f"({plural(document.chars, 'character')}, {plural(document.chunks, 'chunk')})",
+                 as_json)
 
 
 @docs.command("list")
@@ -300,16 +296,10 @@ def docs_add(context: Context, file: Path, space: str | None, title: str | None,
 def docs_list(context: Context, space: str | None, as_json: bool) -> None:
     """List documents, newest first."""
     found = context.request(ListDocuments(space=space)).documents
-    if as_json:
-        echo_json(found)
-        return
-    if not found:
-        click.echo("no documents")
-        return
-    rows = [("ID", "ADDED", "CHUNKS", "SPACE", "TITLE", "FILE")]
-    rows += [(str(d.id), local_time(d.added_at), str(d.chunks), d.space or "-", d.title,
-              d.filename) for d in found]
-    table(rows)
+    echo_listing(found, as_json, "no documents",
+                 ("ID", "ADDED", "CHUNKS", "SPACE", "TITLE", "FILE"),
+                 lambda d: (str(d.id), local_time(d.added_at), str(d.chunks), d.space or "-",
+                            d.title, d.filename))
 
 
 @docs.command("rm")
@@ -335,16 +325,10 @@ def spaces() -> None:
 def spaces_list(context: Context, as_json: bool) -> None:
     """List Spaces."""
     found = context.request(ListSpaces()).spaces
-    if as_json:
-        echo_json(found)
-        return
-    if not found:
-        click.echo("no Spaces: add one with `braincue spaces add NAME`")
-        return
-    rows = [("ID", "NAME", "ACTIVITY", "MEMORY", "SESSIONS", "DOCUMENTS")]
-    rows += [(str(s.id), s.name, s.activity, "on" if s.memory_enabled else "off",
-              str(s.sessions), str(s.documents)) for s in found]
-    table(rows)
+    echo_listing(found, as_json, "no Spaces: add one with `braincue spaces add NAME`",
+                 ("ID", "NAME", "ACTIVITY", "MEMORY", "SESSIONS", "DOCUMENTS"),
+                 lambda s: (str(s.id), s.name, s.activity, "on" if s.memory_enabled else "off",
+                            str(s.sessions), str(s.documents)))
 
 
 ACTIVITY_HELP = "What happens in it; decides the format of its session archives."
