@@ -406,6 +406,19 @@ async def running(paths: Paths, handlers: Handlers, **options: Any) -> AsyncIter
         nursery.cancel_scope.cancel()
 
 
+@asynccontextmanager
+async def dealing(
+    paths: Paths, zmq_context: zmq.Context[zmq.Socket[bytes]], handlers: Handlers | None = None,
+    **options: Any,
+) -> AsyncIterator[tuple[IpcServer, TrioSocket]]:
+    """A server of ``handlers`` (default: the probes') and a :func:`raw_dealer` talking to it."""
+    async with (
+        running(paths, handlers or Probes().handlers(), **options) as server,
+        raw_dealer(zmq_context, paths) as dealer,
+    ):
+        yield server, dealer
+
+
 async def in_thread(fn: Any, *args: Any) -> Any:
     return await trio.to_thread.run_sync(fn, *args)
 
@@ -498,10 +511,8 @@ async def test_at_most_max_concurrent_requests_are_taken_in(
     paths: Paths, zmq_context: zmq.Context[zmq.Socket[bytes]]
 ) -> None:
     probes = Probes()
-    async with (
-        running(paths, probes.handlers(), max_concurrent=2) as server,
-        raw_dealer(zmq_context, paths) as dealer,
-    ):
+    async with dealing(paths, zmq_context, probes.handlers(),
+                       max_concurrent=2) as (server, dealer):
         for request in (HangProbe(id="h1"), HangProbe(id="h2"), Ping(id="p")):
             await dealer.send_multipart([b"", protocol.encode(request)])
         await probes.wait_entered(2)
@@ -519,10 +530,7 @@ async def test_at_most_max_concurrent_requests_are_taken_in(
 async def test_messages_without_an_envelope_are_dropped(
     paths: Paths, zmq_context: zmq.Context[zmq.Socket[bytes]]
 ) -> None:
-    async with (
-        running(paths, Probes().handlers()) as server,
-        raw_dealer(zmq_context, paths) as dealer,
-    ):
+    async with dealing(paths, zmq_context) as (server, dealer):
         await dealer.send_multipart([protocol.encode(Ping(id="no-delimiter"))])
         await dealer.send_multipart([b"x", b"", protocol.encode(Ping(id="bad-delimiter"))])
         await dealer.send_multipart([b"", protocol.encode(Ping(id="after"))])
@@ -543,10 +551,7 @@ async def test_messages_without_an_envelope_are_dropped(
 async def test_malformed_requests_get_an_error_reply(
     paths: Paths, zmq_context: zmq.Context[zmq.Socket[bytes]], frames: list[bytes], code: str
 ) -> None:
-    async with (
-        running(paths, Probes().handlers()),
-        raw_dealer(zmq_context, paths) as dealer,
-    ):
+    async with dealing(paths, zmq_context) as (_, dealer):
         await dealer.send_multipart(frames)
         with trio.fail_after(10):
             _, payload = await dealer.recv_multipart()
@@ -560,10 +565,7 @@ async def test_malformed_requests_get_an_error_reply(
 async def test_a_frame_over_the_hard_limit_disconnects_only_its_sender(
     paths: Paths, zmq_context: zmq.Context[zmq.Socket[bytes]]
 ) -> None:
-    async with (
-        running(paths, Probes().handlers()) as server,
-        raw_dealer(zmq_context, paths) as dealer,
-    ):
+    async with dealing(paths, zmq_context) as (server, dealer):
         await dealer.send_multipart([b"", b"\x00" * (HARD_FRAME_LIMIT + 1)])
         client = Client(paths, timeout=10)
         for _ in range(3):
