@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from types import ModuleType
 from typing import Any, Literal
 
@@ -155,34 +155,29 @@ def _current_default(sc: ModuleType, source: Source) -> str:
     return str(sc.default_speaker().id)
 
 
+@dataclass(eq=False)
 class CaptureThread:
     """Records one source on its own thread and hands each block to ``deliver``.
 
     ``deliver`` must not block (see :class:`BlockChannel`); ``on_state`` is told of every
-    state change with a human-readable detail.
+    state change with a human-readable detail. ``device`` is empty for the system default;
+    ``state`` and ``detail`` say what capture does now, ``device_name`` what it records from,
+    ``blocks`` how many it delivered and ``epoch`` which opening of the device they came from.
     """
 
-    def __init__(
-        self,
-        source: Source,
-        deliver: Callable[[Block], None],
-        *,
-        device: str = "",
-        on_state: Callable[[Source, CaptureState, str], None] | None = None,
-        max_backoff_s: float = 10.0,
-    ) -> None:
-        self.source = source
-        self.device = device
-        self._deliver = deliver
-        self._on_state = on_state
-        self._max_backoff = max_backoff_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.state: CaptureState = "stopped"
-        self.detail = ""
-        self.device_name = ""
-        self.blocks = 0
-        self.epoch = 0
+    source: Source
+    deliver: Callable[[Block], None]
+    _: KW_ONLY
+    device: str = ""
+    on_state: Callable[[Source, CaptureState, str], None] | None = None
+    max_backoff_s: float = 10.0
+    state: CaptureState = field(default="stopped", init=False)
+    detail: str = field(default="", init=False)
+    device_name: str = field(default="", init=False)
+    blocks: int = field(default=0, init=False)
+    epoch: int = field(default=0, init=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
+    _thread: threading.Thread | None = field(default=None, init=False, repr=False)
 
     def start(self) -> None:
         if self._thread is not None and self._thread.is_alive() and not self._stop.is_set():
@@ -209,8 +204,8 @@ class CaptureThread:
             log.warning("capture %s: no audio (%s)", self.source, detail)
         else:
             log.info("capture %s: %s %s", self.source, state, detail)
-        if self._on_state is not None:
-            self._on_state(self.source, state, detail)
+        if self.on_state is not None:
+            self.on_state(self.source, state, detail)
 
     def _run(self, stop: threading.Event) -> None:
         backoff = 0.5
@@ -236,7 +231,7 @@ class CaptureThread:
                 reason = "no audio server" if isinstance(e, AssertionError) else str(e) or repr(e)
                 self._set_state("no audio", reason)
                 stop.wait(backoff)
-                backoff = min(backoff * 2, self._max_backoff)
+                backoff = min(backoff * 2, self.max_backoff_s)
 
     def _record(
         self, sc: ModuleType, device: Any, default_at_open: str, epoch: int, stop: threading.Event
@@ -249,7 +244,7 @@ class CaptureThread:
                 data = recorder.record(numframes=BLOCK)
                 samples = np.ascontiguousarray(data[:, 0], dtype=np.float32)
                 t = clock.stamp(len(samples), time.time())
-                self._deliver(Block(self.source, t, epoch, samples))
+                self.deliver(Block(self.source, t, epoch, samples))
                 self.blocks += 1
                 # every second, notice that a device chosen by name went away (the server
                 # moves its stream to another device, which must not be heard as this one)
