@@ -12,6 +12,9 @@ a chunk's first turn (``mask_lines([text], before)``), and each call is timed wi
 cached: the per-turn detection time, median and 95th percentile; then the turns arrive one by
 one as live turns, each re-masking the open chunk it joins, as the store does.
 
+``--vectors PATH``: the embedding model whose word pieces the judge reads as word vectors
+(default: the installed one, as the daemon reads it; a missing file: the word lists alone).
+
 ``--transcripts DIR`` also reads real meetings (every ``*.json`` under ``DIR`` holding a
 ``"turns"`` list, as the QMSum meetings are kept) as live turns: the time a turn costs there,
 where most turns hold no value at all, and every turn in which anything was masked (no
@@ -29,6 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.common import machine, percentile
+from daemon.config import Paths
+from daemon.models.registry import word_vectors_file
+from daemon.sensitive import judge
 from daemon.sensitive.gate import MARKER, clear_cache, mask_lines
 
 DEFAULT_DATA = Path(__file__).parent / "data" / "secrets"
@@ -57,6 +63,11 @@ def load(data_dir: Path) -> list[Case]:
                 cases.append(Case(path.stem, row["id"], row["kind"], row.get("before", ""),
                                   row["text"], row.get("value", "")))
     return cases
+
+
+def default_vectors() -> Path:
+    """The installed embedding model whose word pieces the judge reads, as the daemon uses it."""
+    return word_vectors_file(Paths.resolve().models_dir)
 
 
 def _norm(text: str) -> str:
@@ -132,7 +143,11 @@ def main() -> None:
     parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--show", action="store_true", help="print every miss and false alarm")
     parser.add_argument("--transcripts", type=Path, help="real meetings, read as live turns")
+    parser.add_argument("--vectors", type=Path, default=default_vectors(),
+                        help="the embedding model whose word pieces the judge reads "
+                             "(default: the installed one, as the daemon reads it)")
     args = parser.parse_args()
+    judge.use_vectors(args.vectors)
     cases = load(args.data)
     for case in cases[:20]:  # warm up: the regular expressions compiled and used once
         timed(case.text, case.before)

@@ -1,6 +1,6 @@
 """Training the context model of the sensitive-data gate (:mod:`daemon.sensitive.judge`).
 
-    python -m bench.secrets_train cv [DATA_DIR] [--parts P ...]   # leave one part out
+    python -m bench.secrets_train cv [DATA_DIR] [--parts P ...] [--unseen-words] [--model-only]
     python -m bench.secrets_train fit [DATA_DIR] --parts P ... [--write]
 
 Every value-shaped span of a labelled turn is one example: a credential when it overlaps the
@@ -9,6 +9,12 @@ of a look-alike). The model is a logistic regression over the span's feature nam
 gradient descent with an L2 penalty. ``cv`` trains on all parts but one and measures the whole
 gate (rules and model, as ``bench.secrets`` does) on the part left out, for each part; ``fit``
 trains on the parts named and, with ``--write``, writes :mod:`daemon.sensitive.weights`.
+
+``--unseen-words`` keeps on the judge's word lists, for each part left out, only the words the
+other parts say: the lists as they would be had the part been written after them, so the figure
+counts what a fresh part's new words cost (and what the word vectors win back). Both modes read
+the installed embedding model's word pieces as word vectors (``--vectors PATH``; ``--no-vectors``:
+the lists alone).
 """
 
 from __future__ import annotations
@@ -20,10 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.secrets import DEFAULT_DATA, Case, load, readable
+from bench.secrets import DEFAULT_DATA, Case, default_vectors, load, readable
 from daemon.sensitive import gate, judge
 from daemon.sensitive.gate import clear_cache, mask_lines
 from daemon.sensitive.spoken import spoken
+from daemon.sensitive.vectors import WordVectors, read
 
 WEIGHTS_FILE = Path(judge.__file__).parent / "weights.py"
 L2 = 1.0
@@ -68,6 +75,19 @@ def fit(cases: Sequence[Case], l2: float = L2) -> tuple[float, dict[str, float]]
     return b, {n: float(v) for n, v in zip(vocab, w, strict=True) if abs(v) >= 1e-3}
 
 
+def unlisted(cases: Sequence[Case], part: str) -> dict[str, frozenset[str]]:
+    """The judge's word classes less every word no other part than ``part`` says: the lists as
+    they would be had that part never been read."""
+    said = {w for c in cases if c.part != part for w in judge.words(f"{c.before} {c.text}")}
+    return {name: words & said for name, words in judge.CLASSES.items()}
+
+
+def lexicon(classes: dict[str, frozenset[str]], vectors: WordVectors | None) -> None:
+    judge.use_vectors(None)
+    judge.LEXICON = judge.Lexicon(classes, vectors)
+    clear_cache()
+
+
 def use(bias: float, weights: dict[str, float], threshold: float) -> None:
     judge.MODEL = judge.Model(bias, weights, threshold)
     clear_cache()
@@ -93,7 +113,8 @@ def measure(cases: Sequence[Case]) -> tuple[int, int, int, int, list[Case]]:
 
 def write(bias: float, weights: dict[str, float], threshold: float, parts: Sequence[str]) -> None:
     lines = ['"""The weights of :mod:`daemon.sensitive.judge`, written by',
-             f"``python -m bench.secrets_train fit --threshold {threshold} --write`` fitted on",
+             f"``python -m bench.secrets_train fit --threshold {threshold} --write`` fitted, with",
+             "the installed all-MiniLM-L6-v2's word pieces as word vectors, on",
              *textwrap.wrap(f"{', '.join(parts)}.", 96, break_on_hyphens=False),
              '"""', "", f"BIAS = {bias:.4f}", f"THRESHOLD = {threshold}",
              "WEIGHTS: dict[str, float] = {"]
@@ -111,12 +132,20 @@ def main() -> None:
     parser.add_argument("--l2", type=float, default=L2)
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--show", action="store_true")
+    parser.add_argument("--vectors", type=Path, default=default_vectors(),
+                        help="the embedding model whose word pieces place unlisted words "
+                             "(default: the installed one)")
+    parser.add_argument("--no-vectors", action="store_true", help="the word lists alone")
+    parser.add_argument("--unseen-words", action="store_true",
+                        help="cv: the word classes less the words only the left-out part says")
     parser.add_argument("--model-only", action="store_true",
                         help="without the spoken rules: what the model finds by itself")
     args = parser.parse_args()
     if args.model_only:
         gate.DETECTORS = tuple(d for d in gate.DETECTORS if d is not spoken)
     cases = [c for c in load(args.data) if not args.parts or c.part in args.parts]
+    vectors = None if args.no_vectors else read(args.vectors)
+    lexicon(judge.CLASSES, vectors)
     parts = sorted({c.part for c in cases})
     if args.mode == "fit":
         bias, weights = fit(cases, args.l2)
@@ -130,6 +159,7 @@ def main() -> None:
         return
     totals: dict[float, list[int]] = {t: [0, 0, 0, 0] for t in args.threshold}
     for part in parts:
+        lexicon(unlisted(cases, part) if args.unseen_words else judge.CLASSES, vectors)
         bias, weights = fit([c for c in cases if c.part != part], args.l2)
         for t in args.threshold:
             use(bias, weights, t)

@@ -64,6 +64,8 @@ from daemon.ipc.runtime import profile_lock
 from daemon.ipc.server import IpcServer, serve_ipc
 from daemon.live.actor import Live
 from daemon.live.records import LiveState
+from daemon.models.registry import word_vectors_file
+from daemon.sensitive import judge
 from daemon.store.store import Store
 
 log = logging.getLogger("braincue")
@@ -95,6 +97,8 @@ class Daemon:
         self.started_at = time.time()
         self.handlers = Handlers()
         self.engines = engines or Engines(lambda: self.settings, config.paths.models_dir)
+        # the gate's judge places words no list holds by the embedding model's word pieces
+        judge.use_vectors(word_vectors_file(config.paths.models_dir))
         self.engines.on_model_death = self._model_died
         self.ipc: IpcServer | None = None
         # Each part that owns countable things (sessions, turns, ...) adds a counter here.

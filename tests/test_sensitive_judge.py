@@ -2,13 +2,36 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
 import pytest
 
 from bench.secrets import DEFAULT_DATA, load
-from bench.secrets_train import fit
-from daemon.sensitive import weights
-from daemon.sensitive.gate import mask_lines
-from daemon.sensitive.judge import candidates, judged
+from bench.secrets_train import fit, lexicon, unlisted
+from daemon.app import Daemon
+from daemon.config import Config
+from daemon.models.registry import WORD_VECTORS
+from daemon.sensitive import judge, weights
+from daemon.sensitive.gate import clear_cache, mask_lines
+from daemon.sensitive.judge import CLASSES, Lexicon, candidates, judged, use_vectors
+from daemon.sensitive.vectors import VectorsUnavailable, WordVectors, read
+
+
+@pytest.fixture(scope="module")
+def vectors(installed_model: Callable[[str], Path]) -> WordVectors:
+    return read(installed_model(WORD_VECTORS))
+
+
+@pytest.fixture(autouse=True)
+def with_vectors(installed_model: Callable[[str], Path]) -> Iterator[None]:
+    """The judge as the daemon runs it: the installed embedding model's word pieces read."""
+    use_vectors(installed_model(WORD_VECTORS))
+    clear_cache()
+    yield
+    use_vectors(None)
+    clear_cache()
 
 # said in ways none of the spoken rules was written for
 JUDGED: list[tuple[str, str, str]] = [
@@ -63,3 +86,94 @@ def test_the_weights_are_what_training_on_the_set_gives() -> None:
     assert bias == pytest.approx(weights.BIAS, abs=1e-3)
     assert fitted.keys() == weights.WEIGHTS.keys()
     assert all(fitted[n] == pytest.approx(w, abs=1e-3) for n, w in weights.WEIGHTS.items())
+
+
+# words of the held-out parts that no list holds, placed by their word pieces
+PLACED = [("passkeys", "secret"), ("pincodes", "secret"), ("doorcode", "secret"),
+          ("padlocks", "opens"), ("masterkey", "secret"), ("alarmcode", "secret")]
+
+
+@pytest.mark.parametrize(("word", "kind"), PLACED)
+def test_an_unlisted_word_is_placed_by_its_vector(vectors: WordVectors, word: str,
+                                                  kind: str) -> None:
+    assert all(word not in listed for listed in CLASSES.values())
+    assert kind in Lexicon(CLASSES, vectors).of(word)
+    assert Lexicon(CLASSES).of(word) == ()
+
+
+@pytest.mark.parametrize("word", ["pineapple", "harbor", "courier", "meeting", "weather",
+                                  "printer", "shipment"])
+def test_an_unrelated_word_is_placed_nowhere(vectors: WordVectors, word: str) -> None:
+    assert Lexicon(CLASSES, vectors).of(word) == ()
+
+
+def test_a_word_splits_into_the_models_pieces(vectors: WordVectors) -> None:
+    assert vectors.split("mastercode") == ["\u2581master", "code"]
+    assert vectors.split("password") == ["\u2581password"]
+    first, again = vectors.vector("deadbolt"), vectors.vector("deadbolt")
+    assert first is not None and again is not None and (first == again).all()
+    assert abs(float(first @ first) - 1.0) < 1e-5
+
+
+def test_a_word_taken_off_the_lists_comes_back_by_its_vector(vectors: WordVectors) -> None:
+    """A mastercode on a deadbolt, with the fifth part's words taken off the lists: the value
+    is still masked, placed by "mastercode" being near "passcode"."""
+    cases = load(DEFAULT_DATA)
+    classes = unlisted(cases, "dev-fifth-heldout")
+    assert "mastercode" not in classes["secret"] and "deadbolt" not in classes["opens"]
+    text = "I put a new mastercode on the deadbolt, it's 7 2 6 4 1 9."
+    try:
+        lexicon(classes, None)
+        names_without = judge.features(text, "", next(judge.candidates(text)))
+        lexicon(classes, vectors)
+        names_with = judge.features(text, "", next(judge.candidates(text)))
+    finally:
+        lexicon(CLASSES, None)
+    assert "bc:secret" not in names_without and "bc:secret" in names_with
+
+
+# said with a word no list holds; masked only once the word's vector places it
+UNLISTED: list[tuple[str, str]] = [
+    ("The new doorcode for the annex is 4 9 1 7 2.", "4 9 1 7 2"),
+    ("I changed the alarmcode, it is now 8 3 0 5 1.", "8 3 0 5 1"),
+    ("My passkeys reset to Otter-Lamp-5521 yesterday.", "Otter-Lamp-5521"),
+]
+
+
+def test_the_daemon_gives_the_judge_the_installed_models_word_pieces(
+        braincue_home: Path) -> None:
+    use_vectors(None)
+    clear_cache()
+    assert [mask_lines([text])[0] for text, _ in UNLISTED] == [text for text, _ in UNLISTED]
+    Daemon(Config.load())
+    clear_cache()
+    for text, value in UNLISTED:
+        assert mask_lines([text])[0] == text.replace(value, "[redacted password]")
+
+
+def test_a_cue_further_back_in_the_turn_counts() -> None:
+    text = "The safe deposit box combination is left 32, right 14, left 7, so 32 14 7."
+    spans = [text[f.start:f.end] for f in judged(text)]
+    assert "32 14 7" in spans
+    names = judge.features(text, "", list(judge.candidates(text))[-1])
+    assert "fc:secret" in names
+
+
+def test_missing_vectors_fall_back_to_the_lists_with_one_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    corrupt = tmp_path / "model.gguf"
+    corrupt.write_bytes(b"GGUF not really a model")
+    for path in (tmp_path / "absent.gguf", corrupt):
+        with pytest.raises(VectorsUnavailable, match=str(path)):
+            read(path)
+        use_vectors(path)
+        clear_cache()
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="daemon.sensitive.judge"):
+            masked = [mask_lines([text], before)[0] for before, text, _ in JUDGED]
+            mask_lines(["The new mastercode on the deadbolt is 7 2 6 4 1 9."])
+        [record] = caplog.records
+        assert record.getMessage().startswith(
+            "sensitive-data judge without word vectors (the word lists alone): ")
+        assert str(path) in record.getMessage()
+        assert all(value not in m for m, (_, _, value) in zip(masked, JUDGED, strict=True))

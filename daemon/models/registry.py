@@ -519,10 +519,19 @@ def is_installed(entry: Entry, models_dir: Path) -> bool:
     return (models_dir / entry.filename).is_file()
 
 
+WORD_VECTORS = "all-minilm-l6-v2"
+
+
 def _not_installed(name: str) -> ModelNotInstalled:
     return ModelNotInstalled(
         f"model {name} is not installed", fix=f"run `braincue models install {name}`"
     )
+
+
+def word_vectors_file(models_dir: Path) -> Path:
+    """Where the sentence-embedding model whose word pieces the sensitive-data judge reads as
+    word vectors is installed (the file may be missing)."""
+    return models_dir / lookup(WORD_VECTORS).filename
 
 
 def model_path(name: str, models_dir: Path, entries: Sequence[Entry] = ENTRIES) -> Path:

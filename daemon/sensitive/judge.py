@@ -11,6 +11,11 @@ writes :mod:`daemon.sensitive.weights`). Words are taken both as themselves and 
 they belong to (a word for a credential, for something a code opens, for a quantity, a date,
 an id), so a lock nobody wrote into the training set still reads like a lock.
 
+A word no list holds is placed by word vectors (:mod:`daemon.sensitive.vectors`, the installed
+embedding model's word pieces): in every class one of whose listed words is near it, so a
+"mastercode" reads as a "passcode". A secret word anywhere earlier in the turn counts too ("the
+combination is left 32, right 14, left 7, so 32 14 7"), beyond the eight words read one by one.
+
 What stays: a span is masked only when the score reaches the model's threshold. Look-alikes —
 order numbers, extensions, dates, prices, versions, rooms, tickets — carry the words that say so
 and a shape that says so (a year, a decimal, a time, a currency sign).
@@ -18,18 +23,29 @@ and a shape that says so (a year, a decimal, a time, a currency sign).
 
 from __future__ import annotations
 
+import logging
 import math
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
 
 from daemon.sensitive import weights
 from daemon.sensitive.finding import Finding
 from daemon.sensitive.spoken import NOT_A_CODE
+from daemon.sensitive.vectors import VectorsUnavailable, WordVectors, read
 
-__all__ = ["KIND", "MODEL", "Candidate", "Model", "candidates", "features", "judged", "score"]
+Matrix = npt.NDArray[np.float32]
+
+__all__ = ["CLASSES", "KIND", "LEXICON", "MODEL", "Candidate", "Lexicon", "Model", "candidates",
+           "features", "judged", "score", "use_vectors", "words"]
 
 KIND = "password"
+log = logging.getLogger(__name__)
 
 _DIGIT_WORD = (r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine|double|triple"
                r"|niner)")
@@ -45,8 +61,9 @@ _INNER = re.compile(r"[a-z][A-Z]|[A-Za-z0-9][!#$%&*+=^~@][A-Za-z0-9]")
 _SYMBOL = re.compile(r"[A-Za-z0-9][!#$%&*+=^~@][A-Za-z0-9]")
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[?$£€#%:@/]")
 
-_BEFORE_WORDS = 6
-_AFTER_WORDS = 4
+_BEFORE_WORDS = 8
+_FAR = frozenset({"secret", "opens"})
+_AFTER_WORDS = 6
 
 
 @dataclass(frozen=True)
@@ -69,10 +86,10 @@ class Candidate:
     shape: str
 
 
-def _words(text: str) -> list[str]:
+def words(text: str) -> list[str]:
     """The words of ``text``, a possessive or "is" said on to a word taken off ("password's")."""
-    words = _WORD.findall(text.lower().replace("’", "'"))
-    return [w[:-2] if w.endswith("'s") and w not in _KEEP else w for w in words]
+    found = _WORD.findall(text.lower().replace("’", "'"))
+    return [w[:-2] if w.endswith("'s") and w not in _KEEP else w for w in found]
 
 
 _KEEP = frozenset({"it's", "that's", "what's", "here's", "there's", "he's", "she's", "let's"})
@@ -111,7 +128,7 @@ def _words_of(words: str) -> frozenset[str]:
 
 
 # word classes: what a feature generalises by (a lock nobody wrote into the training set)
-_CLASSES: dict[str, frozenset[str]] = {
+CLASSES: dict[str, frozenset[str]] = {
     "secret": _words_of(
         "password passwords passcode passphrase pin pins pincode code codes combination combo"
         " key keys token tokens secret secrets credential credentials login logins pw pwd otp"
@@ -155,8 +172,78 @@ _CLASSES: dict[str, frozenset[str]] = {
 # a word can be in more than one class ("gate", "account", "safe"): each class is a feature
 
 
-def _classes(word: str) -> list[str]:
-    return [name for name, words in _CLASSES.items() if word in words]
+# a word no list holds is placed in a class when one of its listed words is this near (cosine);
+# chosen by cross-validation with the words of the left-out part taken off the lists
+NEAR = 0.4
+_PLACED = ("secret", "opens", "id")  # the classes a word can be placed in by its vector
+
+
+class Lexicon:
+    """The classes a word is in: those whose list holds it, else, with word vectors, every class
+    one of whose listed words is ``NEAR`` or nearer to it (only ``_PLACED`` classes)."""
+
+    def __init__(self, classes: dict[str, frozenset[str]],
+                 vectors: WordVectors | None = None) -> None:
+        self.classes = classes
+        self.vectors = vectors
+        self._cache: dict[str, tuple[str, ...]] = {}
+        self._listed: dict[str, Matrix] = {}
+        if vectors is not None:
+            for name in _PLACED:
+                rows = [v for w in sorted(classes[name]) if (v := vectors.vector(w)) is not None]
+                self._listed[name] = np.stack(rows)
+
+    def of(self, word: str) -> tuple[str, ...]:
+        found = self._cache.get(word)
+        if found is None:
+            found = tuple(name for name, listed in self.classes.items() if word in listed)
+            if not found and word.isalpha() and len(word) >= 3:
+                found = self._nearest(word)
+            self._cache[word] = found
+        return found
+
+    def _nearest(self, word: str) -> tuple[str, ...]:
+        v = self.vectors.vector(word) if self.vectors is not None else None
+        if v is None:
+            return ()
+        return tuple(name for name, rows in self._listed.items()
+                     if float((rows @ v).max()) >= NEAR)
+
+
+LEXICON = Lexicon(CLASSES)
+_vectors_file: Path | None = None
+_loading = threading.Lock()
+
+
+def use_vectors(path: Path | None) -> None:
+    """Place unlisted words with the word vectors of the embedding model at ``path`` (read when
+    a word first needs them); None: the lists alone."""
+    global LEXICON, _vectors_file
+    with _loading:
+        _vectors_file = path
+        LEXICON = Lexicon(CLASSES)
+
+
+def _lexicon() -> Lexicon:
+    """The lexicon in use, its vectors read on first need (every thread waits for them, so no
+    turn is judged half without). A missing or unreadable file falls back to the lists alone
+    with one warning: the gate runs on every turn stored and must not stop storing, and the
+    lists and rules still catch all but the words the vectors would have placed."""
+    global LEXICON, _vectors_file
+    if _vectors_file is not None:
+        with _loading:
+            if _vectors_file is not None:
+                path, _vectors_file = _vectors_file, None
+                try:
+                    LEXICON = Lexicon(CLASSES, read(path))
+                except VectorsUnavailable as e:
+                    log.warning("sensitive-data judge without word vectors (the word lists "
+                                "alone): %s", e)
+    return LEXICON
+
+
+def _classes(word: str) -> tuple[str, ...]:
+    return _lexicon().of(word)
 
 
 def _shape(value: str, shape: str, text: str, start: int, end: int) -> list[str]:
@@ -214,10 +301,14 @@ def features(text: str, before: str, c: Candidate) -> list[str]:
     """The names of the features of candidate ``c`` in ``text`` (``before`` the turn before)."""
     value = text[c.start:c.end]
     out = _shape(value, c.shape, text, c.start, c.end)
-    left = _words(text[:c.start])[-_BEFORE_WORDS:]
-    right = _words(text[c.end:])[:_AFTER_WORDS]
-    for region, words in (("b", left), ("a", right)):
-        for w in words:
+    said_before = words(text[:c.start])
+    left = said_before[-_BEFORE_WORDS:]
+    # a cue further back in the turn ("the combination is left 32, right 14, left 7, so 32 14 7")
+    out.extend(sorted({f"fc:{k}" for w in said_before[:-_BEFORE_WORDS] for k in _classes(w)
+                       if k in _FAR}))
+    right = words(text[c.end:])[:_AFTER_WORDS]
+    for region, span_words in (("b", left), ("a", right)):
+        for w in span_words:
             out.append(f"{region}:{w}")
             out.extend(f"{region}c:{k}" for k in _classes(w))
     if left:
@@ -228,10 +319,10 @@ def features(text: str, before: str, c: Candidate) -> list[str]:
     if not right:
         out.append("last")
     if before:
-        words = _words(before)
-        out.extend(f"p:{w}" for w in set(words))
-        out.extend(f"pc:{k}" for k in {k for w in words for k in _classes(w)})
-        asked = any("secret" in _classes(w) for w in words)
+        said = words(before)
+        out.extend(f"p:{w}" for w in set(said))
+        out.extend(f"pc:{k}" for k in {k for w in said for k in _classes(w)})
+        asked = any("secret" in _classes(w) for w in said)
         if before.rstrip().endswith("?"):
             out.append("p:question")
             if not left or len(left) <= 3:
@@ -249,7 +340,8 @@ def features(text: str, before: str, c: Candidate) -> list[str]:
 
 # a value is judged only when a word around it, or in the turn before, names a secret or what a
 # secret opens: a number said with nothing of the kind near it ("It's 4417-2291.") stays
-_EVIDENCE = frozenset(f"{region}c:{k}" for region in ("b", "a", "p") for k in ("secret", "opens"))
+_EVIDENCE = frozenset(f"{region}c:{k}" for region in ("b", "a", "p", "f")
+                      for k in ("secret", "opens"))
 
 
 def score(names: list[str]) -> float:
