@@ -35,6 +35,18 @@ with warnings.catch_warnings():  # platformdirs warns about an unset XDG_RUNTIME
 
 
 @pytest.fixture(autouse=True)
+def judge_with_vectors() -> None:
+    """The gate's judge as the daemon runs it, whatever a test before pointed it at: the
+    installed embedding model's word pieces (read once for the whole run)."""
+    from daemon.models.registry import word_vectors_file
+    from daemon.sensitive import judge
+    from daemon.sensitive.gate import clear_cache
+
+    judge.use_vectors(word_vectors_file(_MODELS_DIR))
+    clear_cache()
+
+
+@pytest.fixture(autouse=True)
 def braincue_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "braincue-home"
     monkeypatch.setenv("BRAINCUE_HOME", str(home))

@@ -24,11 +24,9 @@ def vectors(installed_model: Callable[[str], Path]) -> WordVectors:
     return read(installed_model(WORD_VECTORS))
 
 
-@pytest.fixture(autouse=True)
-def with_vectors(installed_model: Callable[[str], Path]) -> Iterator[None]:
-    """The judge as the daemon runs it: the installed embedding model's word pieces read."""
-    use_vectors(installed_model(WORD_VECTORS))
-    clear_cache()
+@pytest.fixture
+def vectors_reset() -> Iterator[None]:
+    """A test that points the judge elsewhere; the next test's set-up points it back."""
     yield
     use_vectors(None)
     clear_cache()
@@ -141,7 +139,7 @@ UNLISTED: list[tuple[str, str]] = [
 
 
 def test_the_daemon_gives_the_judge_the_installed_models_word_pieces(
-        braincue_home: Path) -> None:
+        braincue_home: Path, vectors_reset: None) -> None:
     use_vectors(None)
     clear_cache()
     assert [mask_lines([text])[0] for text, _ in UNLISTED] == [text for text, _ in UNLISTED]
@@ -160,7 +158,7 @@ def test_a_cue_further_back_in_the_turn_counts() -> None:
 
 
 def test_missing_vectors_fall_back_to_the_lists_with_one_warning(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, vectors_reset: None) -> None:
     corrupt = tmp_path / "model.gguf"
     corrupt.write_bytes(b"GGUF not really a model")
     for path in (tmp_path / "absent.gguf", corrupt):

@@ -211,16 +211,19 @@ class Lexicon:
 
 
 LEXICON = Lexicon(CLASSES)
-_vectors_file: Path | None = None
+_vectors_file: Path | None = None  # to be read on first need
+_vectors_source: Path | None = None  # the file asked for last
 _loading = threading.Lock()
 
 
 def use_vectors(path: Path | None) -> None:
     """Place unlisted words with the word vectors of the embedding model at ``path`` (read when
-    a word first needs them); None: the lists alone."""
-    global LEXICON, _vectors_file
+    a word first needs them); None: the lists alone. The file asked for already: nothing done."""
+    global LEXICON, _vectors_file, _vectors_source
     with _loading:
-        _vectors_file = path
+        if path == _vectors_source:
+            return
+        _vectors_file = _vectors_source = path
         LEXICON = Lexicon(CLASSES)
 
 
