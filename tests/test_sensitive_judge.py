@@ -99,8 +99,9 @@ def test_an_unlisted_word_is_placed_by_its_vector(vectors: WordVectors, word: st
     assert Lexicon(CLASSES).of(word) == ()
 
 
+# nor the parts of listed compounds ("passcode", "deadbolt", "mastercode"), nor fragments
 @pytest.mark.parametrize("word", ["pineapple", "harbor", "courier", "meeting", "weather",
-                                  "printer", "shipment"])
+                                  "printer", "shipment", "passed", "dead", "master", "aac"])
 def test_an_unrelated_word_is_placed_nowhere(vectors: WordVectors, word: str) -> None:
     assert Lexicon(CLASSES, vectors).of(word) == ()
 
@@ -108,6 +109,9 @@ def test_an_unrelated_word_is_placed_nowhere(vectors: WordVectors, word: str) ->
 def test_a_word_splits_into_the_models_pieces(vectors: WordVectors) -> None:
     assert vectors.split("mastercode") == ["\u2581master", "code"]
     assert vectors.split("password") == ["\u2581password"]
+    assert vectors.head("mastercode") == "code" and vectors.head("padlocks") == "lock"
+    assert vectors.head("password") is None and vectors.head("aac") is None
+    assert vectors.split("aac") == ["\u2581aa", "c"] and vectors.vector("aac") is None
     first, again = vectors.vector("deadbolt"), vectors.vector("deadbolt")
     assert first is not None and again is not None and (first == again).all()
     assert abs(float(first @ first) - 1.0) < 1e-5
@@ -115,7 +119,7 @@ def test_a_word_splits_into_the_models_pieces(vectors: WordVectors) -> None:
 
 def test_a_word_taken_off_the_lists_comes_back_by_its_vector(vectors: WordVectors) -> None:
     """A mastercode on a deadbolt, with the fifth part's words taken off the lists: the value
-    is still masked, placed by "mastercode" being near "passcode"."""
+    is still masked: "mastercode" is what its last part, "code", is."""
     cases = load(DEFAULT_DATA)
     classes = unlisted(cases, "dev-fifth-heldout")
     assert "mastercode" not in classes["secret"] and "deadbolt" not in classes["opens"]

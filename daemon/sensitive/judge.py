@@ -12,8 +12,9 @@ they belong to (a word for a credential, for something a code opens, for a quant
 an id), so a lock nobody wrote into the training set still reads like a lock.
 
 A word no list holds is placed by word vectors (:mod:`daemon.sensitive.vectors`, the installed
-embedding model's word pieces): in every class one of whose listed words is near it, so a
-"mastercode" reads as a "passcode". A secret word anywhere earlier in the turn counts too ("the
+embedding model's word pieces): a compound in the classes of its last part ("mastercode" as
+"code"), any other word in every class one of whose one-piece listed words is near it
+("temporary" as "temp"). A secret word anywhere earlier in the turn counts too ("the
 combination is left 32, right 14, left 7, so 32 14 7"), beyond the eight words read one by one.
 
 What stays: a span is masked only when the score reaches the model's threshold. Look-alikes —
@@ -179,8 +180,9 @@ _PLACED = ("secret", "opens", "id")  # the classes a word can be placed in by it
 
 
 class Lexicon:
-    """The classes a word is in: those whose list holds it, else, with word vectors, every class
-    one of whose listed words is ``NEAR`` or nearer to it (only ``_PLACED`` classes)."""
+    """The classes a word is in: those whose list holds it; else, with word vectors, for a
+    compound the classes of its last part ("mastercode": code), for any other word every class
+    one of whose listed one-piece words is ``NEAR`` or nearer to it (only ``_PLACED`` classes)."""
 
     def __init__(self, classes: dict[str, frozenset[str]],
                  vectors: WordVectors | None = None) -> None:
@@ -190,20 +192,30 @@ class Lexicon:
         self._listed: dict[str, Matrix] = {}
         if vectors is not None:
             for name in _PLACED:
-                rows = [v for w in sorted(classes[name]) if (v := vectors.vector(w)) is not None]
+                # anchors: the listed words that are one piece ("code", "lock"); a compound's
+                # mean ("deadbolt") sits near each of its parts ("dead")
+                rows = [v for w in sorted(classes[name])
+                        if (v := vectors.vector(w)) is not None and vectors.head(w) is None]
                 self._listed[name] = np.stack(rows)
 
     def of(self, word: str) -> tuple[str, ...]:
         found = self._cache.get(word)
         if found is None:
             found = tuple(name for name, listed in self.classes.items() if word in listed)
-            if not found and word.isalpha() and len(word) >= 3:
+            if not found and word.isalpha() and len(word) >= 4:
                 found = self._nearest(word)
             self._cache[word] = found
         return found
 
     def _nearest(self, word: str) -> tuple[str, ...]:
-        v = self.vectors.vector(word) if self.vectors is not None else None
+        if self.vectors is None:
+            return ()
+        head = self.vectors.head(word)  # a compound is what its last part is: "mastercode"
+        if head is not None:
+            by_head = tuple(name for name in _PLACED if head in self.classes[name])
+            if by_head:
+                return by_head
+        v = self.vectors.vector(word)
         if v is None:
             return ()
         return tuple(name for name, rows in self._listed.items()

@@ -2,9 +2,11 @@
 
 The vectors are the input word-piece embeddings of the sentence-embedding model already
 installed (all-MiniLM-L6-v2, a GGUF file): a word is split into the model's word pieces the way
-its tokenizer splits it (longest piece first) and its vector is the mean of its pieces' rows, so
-"mastercode" (master + code) lands near "passcode" (pass + code). Nothing is computed by the
-model itself: one table read once, then a lookup and a mean per word.
+its tokenizer splits it (longest piece first) and its vector is the mean of its pieces' rows
+("servers" near "server", "temporary" near "temp"); a compound's last piece is its head
+("mastercode": "code"). Pieces of one or two letters spell rather than mean: a word that splits
+into one has no vector. Nothing is computed by the model itself: one table read once, then a
+lookup and a mean per word.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ _TABLE = "token_embd.weight"
 _TOKENS = "tokenizer.ggml.tokens"
 _START = "\u2581"  # how the GGUF vocabulary marks a word's first piece
 _LONGEST_WORD = 30
+_SHORTEST_PIECE = 3
+_PLURAL = frozenset({"s", "es"})
 
 Vector = npt.NDArray[np.float32]
 
@@ -51,9 +55,25 @@ class WordVectors:
                 return None
         return out
 
-    def vector(self, word: str) -> Vector | None:
-        """The unit-length mean of ``word``'s pieces, or None for a word that does not split."""
+    def head(self, word: str) -> str | None:
+        """The last part of a compound, as a word ("mastercode": "code", "padlocks": "lock"),
+        when the word splits into two or more pieces of three letters or more; else None."""
+        pieces = self._meaningful(word)
+        return pieces[-1] if pieces and len(pieces) > 1 else None
+
+    def _meaningful(self, word: str) -> list[str] | None:
         pieces = self.split(word) if 0 < len(word) <= _LONGEST_WORD else None
+        if pieces and len(pieces) > 1 and pieces[-1] in _PLURAL:
+            pieces = pieces[:-1]  # "padlocks": pad + lock (+ s)
+        if not pieces or any(len(p.lstrip(_START)) < _SHORTEST_PIECE for p in pieces):
+            return None
+        return pieces
+
+    def vector(self, word: str) -> Vector | None:
+        """The unit-length mean of ``word``'s pieces; None for a word that does not split, or
+        splits into a fragment shorter than three letters ("aac": "aa" + "c"), which spells
+        rather than means; a plural ending is left out."""
+        pieces = self._meaningful(word)
         if not pieces:
             return None
         rows = self._table[[self._pieces[p] for p in pieces]].astype(np.float32)
