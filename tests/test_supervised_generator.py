@@ -128,6 +128,26 @@ async def test_a_generate_whose_process_died_is_asked_again_of_a_new_one(
     assert generator.pid not in (None, first_pid)
 
 
+async def test_a_generate_whose_process_dies_again_fails_with_the_cause(
+        supervised: tuple[SupervisedGenerator, list[str]]) -> None:
+    """Asked once more, not forever: a model that keeps dying fails the call, saying how."""
+    generator, deaths = supervised
+
+    async def keep() -> None:
+        with pytest.raises(ModelProcessDied, match="killed by SIGKILL during the request"):
+            await generator.generate(QUESTION, Answer, max_tokens=60, temperature=0.0)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(keep)
+        killed: list[int] = []
+        while len(killed) < 2:
+            await trio.testing.wait_all_tasks_blocked(cushion=0.05)  # sent, or backing off
+            if (pid := generator.pid) is not None and pid not in killed:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+    assert deaths == ["killed by SIGKILL"] * 2 and generator.pid is None
+
+
 async def test_a_process_killed_between_requests_costs_the_next_stream_only(
         supervised: tuple[SupervisedGenerator, list[str]]) -> None:
     generator, deaths = supervised
