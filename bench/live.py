@@ -15,6 +15,10 @@ default output, 0.8 s between turns; replies of 1-2 s, sentences of 3-5 s and mo
   utterance length (< 3 s, 3-8 s, > 8 s);
 - the ASR real-time factor (transcription time / audio transcribed, from `status`);
 - the daemon's CPU use over the whole run (% of one core) and its peak RSS;
+- the memory of the daemon and the processes it started (the language model's), sampled twice a
+  second from the session's start to its end: the peak of their sum as RSS (a model's weights,
+  mapped from their file, count in every process mapping them), PSS (shared pages divided
+  among their processes: counted once) and private, and each process's own peak RSS;
 - dropped blocks, and the word error rate of everything heard against the script.
 
 ``--compare`` first runs each model the way the daemon once decoded (whisper's full
@@ -64,6 +68,7 @@ from daemon.ipc.protocol import (
     VoicesList,
 )
 from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
+from daemon.resident import Resident, children, resident
 
 PAUSE_S = 0.8
 SCRIPT = [
@@ -147,6 +152,68 @@ def threads_by_nice(pid: int) -> dict[int, int]:
     return dict(sorted(counts.items()))
 
 
+MEMORY_PERIOD_S = 0.5
+MB = 1 << 20
+
+
+def process_name(pid: int, daemon_pid: int) -> str:
+    """``daemon``, ``llm foreground`` / ``llm background`` (a model process by its nice value),
+    else the program's name."""
+    if pid == daemon_pid:
+        return "daemon"
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return f"pid {pid}"
+    if "daemon.llm.model_process" in argv:
+        nice = argv[argv.index("--nice") + 1] if "--nice" in argv else "0"
+        return "llm background" if nice != "0" else "llm foreground"
+    return Path(argv[0]).name
+
+
+class MemorySampler:
+    """The memory of a daemon and of every process it started, sampled from a thread: the
+    peak of their sum (RSS, PSS, private: each its own peak) and each process's peak RSS."""
+
+    def __init__(self, daemon_pid: int) -> None:
+        self.daemon_pid = daemon_pid
+        self.peak = {"rss": 0, "pss": 0, "private": 0}
+        self.peak_by_process: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> MemorySampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while True:
+            self.sample()
+            if self._stop.wait(MEMORY_PERIOD_S):
+                return
+
+    def sample(self) -> None:
+        found: dict[str, Resident] = {}
+        for pid in [self.daemon_pid, *children(self.daemon_pid)]:
+            memory = resident(pid)
+            if memory is not None:
+                found[process_name(pid, self.daemon_pid)] = memory
+        for name, memory in found.items():
+            self.peak_by_process[name] = max(self.peak_by_process.get(name, 0), memory.rss)
+        for measure in self.peak:
+            total = sum(getattr(m, measure) or 0 for m in found.values())
+            self.peak[measure] = max(self.peak[measure], total)
+
+    def summary(self) -> tuple[str, str]:
+        """(RSS / PSS / private peaks in MB, each process's peak RSS)."""
+        return (" / ".join(f"{self.peak[m] / MB:.0f}" for m in ("rss", "pss", "private")),
+                ", ".join(f"{name} {n / MB:.0f}" for name, n in self.peak_by_process.items()))
+
+
 class BackgroundKeep:
     """A keep of a transcript file running in the daemon while the call goes on."""
 
@@ -217,6 +284,7 @@ class Result:
     keep_state: str = ""  # with a keep in the background: how it stood at the end of the call
     threads_by_nice: str = ""
     voices: str = ""  # `voices list`'s state and the encoder telling "them" apart
+    memory: tuple[str, str] = ("", "")  # MemorySampler.summary()
 
 
 def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
@@ -259,32 +327,36 @@ def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
         subscribed.wait(30)
         if background is not None:
             background.start(client)
-        started = client.request(Start(title=f"bench {model}"))
-        cpu_before, wall_before = cpu_seconds(daemon.pid), time.monotonic()
+        sampler = MemorySampler(daemon.pid)
+        with sampler:
+            started = client.request(Start(title=f"bench {model}"))
+            cpu_before, wall_before = cpu_seconds(daemon.pid), time.monotonic()
 
-        played: list[Played] = []
-        deadline = time.monotonic() + minutes * 60
-        i = 0
-        while time.monotonic() < deadline:
-            who, text = SCRIPT[i % len(SCRIPT)]
-            pulse.play(ME_SINK if who == "me" else THEM_SINK, voices[i % len(SCRIPT)])
-            played.append(Played("mic" if who == "me" else "loopback", text, time.time(),
-                                 lengths[i % len(SCRIPT)]))
-            time.sleep(PAUSE_S)  # the dialogue's own pace, not a wait for the daemon
-            i += 1
+            played: list[Played] = []
+            deadline = time.monotonic() + minutes * 60
+            i = 0
+            while time.monotonic() < deadline:
+                who, text = SCRIPT[i % len(SCRIPT)]
+                pulse.play(ME_SINK if who == "me" else THEM_SINK, voices[i % len(SCRIPT)])
+                played.append(Played("mic" if who == "me" else "loopback", text, time.time(),
+                                     lengths[i % len(SCRIPT)]))
+                time.sleep(PAUSE_S)  # the dialogue's own pace, not a wait for the daemon
+                i += 1
 
-        def caught_up() -> bool:
-            live = client.request(Status()).live
-            return live is not None and live.utterances_queued == 0
+            def caught_up() -> bool:
+                live = client.request(Status()).live
+                return live is not None and live.utterances_queued == 0
 
-        wait_until(caught_up, 300)
-        priorities = threads_by_nice(daemon.pid)
-        keep_state = "" if background is None else (
-            f"{background.state(client)} after {time.monotonic() - background.started:.0f} s")
-        status = client.request(Status())
-        listed = client.request(VoicesList())
-        voices_state = f"{listed.state} ({listed.model_id})" if listed.model_id else listed.state
-        stopped = client.request(Stop())
+            wait_until(caught_up, 300)
+            priorities = threads_by_nice(daemon.pid)
+            keep_state = "" if background is None else (
+                f"{background.state(client)} after {time.monotonic() - background.started:.0f}"
+                " s")
+            status = client.request(Status())
+            listed = client.request(VoicesList())
+            voices_state = (f"{listed.state} ({listed.model_id})" if listed.model_id
+                            else listed.state)
+            stopped = client.request(Stop())
         cpu = cpu_seconds(daemon.pid) - cpu_before
         wall = time.monotonic() - wall_before
         rss = peak_rss_mb(daemon.pid)
@@ -309,7 +381,7 @@ def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
                       rtf=status.live.asr_real_time_factor, cpu_percent=100 * cpu / wall,
                       wall_s=wall, rss_mb=rss, dropped=status.live.dropped_blocks,
                       wer=word_error_rate(reference, heard), stages=status.live.stages_p50_s,
-                      keep_state=keep_state, voices=voices_state,
+                      keep_state=keep_state, voices=voices_state, memory=sampler.summary(),
                       threads_by_nice=", ".join(f"{n} at {nice}"
                                                 for nice, n in priorities.items()))
     finally:
@@ -358,6 +430,8 @@ def report(results: list[Result]) -> None:
     row("daemon CPU (% of one core)", [f"{r.cpu_percent:.0f}% / {r.wall_s:.0f} s"
                                        for r in results])
     row("daemon peak RSS", [f"{r.rss_mb:.0f} MB" for r in results])
+    row("with its processes: RSS/PSS/private", [f"{r.memory[0]} MB" for r in results])
+    row("  each process's peak RSS (MB)", [r.memory[1] for r in results])
     row("dropped blocks", [str(r.dropped) for r in results])
     row("word error rate (all turns)", [f"{r.wer:.1%}" for r in results])
     if any(r.keep_state for r in results):

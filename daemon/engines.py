@@ -26,6 +26,7 @@ from daemon.llm.generate import Generator, LlamaGenerator
 from daemon.llm.rerank import CrossEncoder, Reranker
 from daemon.llm.supervised import SupervisedGenerator
 from daemon.models.registry import resolve_model
+from daemon.resident import Resident, resident
 
 log = logging.getLogger(__name__)
 
@@ -35,17 +36,26 @@ MAX_UNLOAD_CHECK_S = 30.0
 # 15 against 1024 for a normal thread), so live transcription gets the cores whenever it needs
 BACKGROUND_NICE = 19
 Priority = Literal["foreground", "background"]
+# tokens the foreground model (asks, and reading a live call ahead) starts with: its prompts are
+# the latest 12-23 turns of the call cut at 240 characters, ~500-740 characters of sources and
+# the question (1,600 tokens for 23 full English turns, 740 characters of sources and a long
+# question, then the answer's 128); the context grows, up to ``llm_context``, for a prompt that
+# does not fit. 4,096 instead of 16,384: ~145 MB less held while a call is live. Keeps start
+# with the whole ``llm_context`` (their pieces are sized by it).
+ASK_START_CONTEXT = 4096
 
 
 class ModelProcess(msgspec.Struct, frozen=True):
-    """A language model's process, for ``status``: its pid (None: not running now), and how
-    often it died under a request since the daemon started, the last time how."""
+    """A language model's process, for ``status``: its pid (None: not running now), how
+    often it died under a request since the daemon started, the last time how, and its memory
+    now (None: not running)."""
 
     priority: Priority
     model_id: str
     pid: int | None
     deaths: int
     last_death: str | None
+    memory: Resident | None
 
 
 class Engines:
@@ -146,14 +156,15 @@ class Engines:
             settings = self._settings()
             path = resolve_model("llm", settings.llm_model, self.models_dir)
             nice = BACKGROUND_NICE if priority == "background" else 0
+            start_ctx = ASK_START_CONTEXT if priority == "foreground" else None
             if settings.llm_process:
                 made = SupervisedGenerator(
                     path, threads=settings.llm_threads, n_ctx=settings.llm_context,
-                    idle_unload_s=settings.llm_idle_unload_s, nice=nice,
+                    start_ctx=start_ctx, idle_unload_s=settings.llm_idle_unload_s, nice=nice,
                     on_death=lambda cause: self._model_died(priority, cause))
             else:
                 made = LlamaGenerator(path, threads=settings.llm_threads,
-                                      n_ctx=settings.llm_context,
+                                      n_ctx=settings.llm_context, start_ctx=start_ctx,
                                       idle_unload_s=settings.llm_idle_unload_s, nice=nice)
             self._generators[priority] = made
             self._generators_made_with = _generator_settings(settings)
@@ -167,7 +178,8 @@ class Engines:
 
     def model_processes(self) -> list[ModelProcess]:
         """The language models that run in processes of their own."""
-        return [ModelProcess(priority, made.model_id, made.pid, made.deaths, made.last_death)
+        return [ModelProcess(priority, made.model_id, made.pid, made.deaths, made.last_death,
+                             None if made.pid is None else resident(made.pid))
                 for priority, made in self._generators.items()
                 if isinstance(made, SupervisedGenerator)]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     ImportTranscript,
     LiveStatus,
+    ModelProcessInfo,
     SessionEnded,
     SessionStarted,
     SourceStatus,
@@ -52,12 +54,14 @@ def test_status(daemon: DaemonProcess) -> None:
     lines = ok("status").stdout.splitlines()
     assert lines[0].startswith("BrainCue daemon ")
     assert f"(protocol 1), pid {daemon.pid}, up " in lines[0]
-    assert lines[1:] == [
+    assert lines[1:-1] == [
         "profile: default",
         "capture: off",
         "models loaded: none",
         "holds: 0 spaces, 0 sessions, 0 turns, 0 chunks, 0 documents, 0 assertions, 0 vectors",
     ]
+    # no model process runs: the daemon's memory is all there is
+    assert re.fullmatch(r"memory: ([\d,]+) MB resident \(daemon \1 MB\)", lines[-1]), lines[-1]
     reply = json.loads(ok("status", "--json").stdout)
     assert (reply["type"], reply["pid"], reply["counts"]["sessions"]) == (
         "status_reply", daemon.pid, 0)
@@ -71,7 +75,10 @@ def test_status_lines_show_what_capture_does() -> None:
     reply = StatusReply(profile="work", version="1.0", protocol=1, pid=5, uptime_s=3725,
                         models_loaded=["embed:minilm", "llm:qwen"],
                         capture="mic capturing, loopback no audio",
-                        counts={"sessions": 1, "turns": 12, "memories": 2}, ipc={}, live=live)
+                        counts={"sessions": 1, "turns": 12, "memories": 2}, ipc={}, live=live,
+                        model_processes=[ModelProcessInfo(
+                            role="llm", priority="foreground", model_id="qwen", pid=6,
+                            rss_bytes=560 << 20)], rss_bytes=420 << 20)
     assert status_lines(reply) == [
         "BrainCue daemon 1.0 (protocol 1), pid 5, up 1 h 02 min",
         "profile: work",
@@ -79,6 +86,8 @@ def test_status_lines_show_what_capture_does() -> None:
         "3 utterances queued, 4.2 s behind; 2 audio blocks dropped)",
         "models loaded: embed:minilm, llm:qwen",
         "holds: 1 session, 12 turns, 2 memories",
+        "model processes: llm (foreground) pid 6",
+        "memory: 980 MB resident (daemon 420 MB, llm foreground 560 MB)",
     ]
 
 

@@ -5,6 +5,7 @@ on meanwhile, and the next ask is answered by a new process (the real small mode
 from __future__ import annotations
 
 import os
+import re
 import signal
 import uuid
 from collections.abc import Callable, Iterator
@@ -86,3 +87,6 @@ def test_a_model_process_killed_mid_answer_costs_that_answer_only(
                                timeout=900)
         assert "48,000" in again.answer or "48000" in again.answer, again.answer
         assert foreground_pid(client) not in (None, killed)
+        # the memory of each process, the new model process's beside the daemon's
+        assert re.search(r"memory: [\d,]+ MB resident \(daemon [\d,]+ MB, llm foreground "
+                         r"[\d,]+ MB\)", "\n".join(status_lines(client.request(Status()))))

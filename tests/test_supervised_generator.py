@@ -175,3 +175,27 @@ async def test_a_background_model_process_computes_at_nice_19(model: Path) -> No
     # process's own loop as it was
     assert nices.pop(pid) < 19, nices
     assert 19 in nices.values(), nices
+
+
+# a call's opening of ~700 tokens: more than a small starting context holds
+LONG = [ChatMessage("system", "You answer from the conversation.\n\n" + "\n".join(
+            f"Ann: the crate for week {week} costs {week * 40} euros and ships from Porto."
+            for week in range(1, 41))),
+        ChatMessage("user", "What does the crate for week 7 cost?")]
+
+
+async def test_a_context_started_small_grows_for_a_prompt_that_does_not_fit(model: Path) -> None:
+    """The answer is the one of a model loaded with the whole context at once."""
+    full = LlamaGenerator(model, threads=1, n_ctx=2048)
+    small = LlamaGenerator(model, threads=1, n_ctx=2048, start_ctx=256)
+    try:
+        short = await small.generate(QUESTION, Answer, max_tokens=40, temperature=0.0)
+        assert short.who and small.context == 256  # it fitted: nothing loaded again
+        await small.prefill(LONG[:1])
+        assert small.context == 1024
+        answers = [await whole(g.stream(LONG, max_tokens=30, temperature=0.0))
+                   for g in (full, small)]
+        assert answers[0] == answers[1] and "280" in answers[0], answers
+    finally:
+        full.close()
+        small.close()

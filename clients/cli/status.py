@@ -57,7 +57,24 @@ def status_lines(reply: StatusReply) -> list[str]:
     if reply.model_processes:
         lines.append("model processes: " + "; ".join(
             model_process(p) for p in reply.model_processes))
+    if reply.rss_bytes is not None:
+        lines.append(memory_line(reply))
     return lines
+
+
+def memory_line(reply: StatusReply) -> str:
+    """``memory: 980 MB resident (daemon 420 MB, llm foreground 560 MB)``: each process's
+    resident set; a model's weights, mapped from their file, count in each process mapping
+    them."""
+    parts = [("daemon", reply.rss_bytes or 0)] + [
+        (f"{p.role} {p.priority}", p.rss_bytes) for p in reply.model_processes
+        if p.rss_bytes is not None]
+    return (f"memory: {megabytes(sum(n for _, n in parts))} resident ("
+            + ", ".join(f"{name} {megabytes(n)}" for name, n in parts) + ")")
+
+
+def megabytes(n: int) -> str:
+    return f"{n / (1 << 20):,.0f} MB"
 
 
 def model_process(p: ModelProcessInfo) -> str:

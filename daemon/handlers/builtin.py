@@ -25,6 +25,7 @@ from daemon.ipc.protocol import (
     Status,
     StatusReply,
 )
+from daemon.resident import resident
 
 
 def package_version() -> str:
@@ -56,8 +57,10 @@ def register(state: Context) -> None:
             live=None if (live := state.live_status()) is None else wire.live_status(live),
             model_processes=[
                 ModelProcessInfo(role="llm", priority=p.priority, model_id=p.model_id,
-                                 pid=p.pid, deaths=p.deaths, last_death=p.last_death)
+                                 pid=p.pid, deaths=p.deaths, last_death=p.last_death,
+                                 rss_bytes=None if p.memory is None else p.memory.rss)
                 for p in state.engines.model_processes()],
+            rss_bytes=None if (own := resident(os.getpid())) is None else own.rss,
         )
 
     async def settings_get(request: SettingsGet) -> SettingsReply:

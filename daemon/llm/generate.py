@@ -251,7 +251,13 @@ def require_model_file(model_path: Path) -> None:
 
 
 class LlamaGenerator:
-    """A GGUF instruct model run by llama.cpp on its own thread, loaded on first use."""
+    """A GGUF instruct model run by llama.cpp on its own thread, loaded on first use.
+
+    Its context holds up to ``n_ctx`` tokens. Started with a smaller ``start_ctx``, it is
+    loaded with that and loaded again with a larger one when a prompt and its answer do not
+    fit (what it read ahead is lost then): the context's cache (~12 KB a token on the 0.5B)
+    is memory held for as long as the model is loaded.
+    """
 
     def __init__(
         self,
@@ -259,6 +265,7 @@ class LlamaGenerator:
         *,
         threads: int,
         n_ctx: int,
+        start_ctx: int | None = None,
         idle_unload_s: float | None = None,
         nice: int = 0,
     ) -> None:
@@ -267,6 +274,7 @@ class LlamaGenerator:
         self.model_id = model_path.stem
         self.threads = threads
         self.n_ctx = n_ctx
+        self.context = min(n_ctx, start_ctx or n_ctx)  # what the model loads with
         self.idle_unload_s = idle_unload_s
         self._llm: Any = None
         self._prefix: _PrefixState | None = None  # what prefill read, to restore (worker only)
@@ -303,7 +311,7 @@ class LlamaGenerator:
             try:
                 self._llm = fast_grammar_llama(
                     str(self.model_path),
-                    n_ctx=self.n_ctx,
+                    n_ctx=self.context,
                     n_threads=self.threads,
                     verbose=False,
                 )
@@ -313,6 +321,24 @@ class LlamaGenerator:
                     fix="the file may be damaged; reinstall it with `braincue models install`",
                 ) from e
         return self._llm
+
+    def _with_room(self, llm: Any, messages: Sequence[ChatMessage], answer_tokens: int) -> Any:
+        """``llm``, or the model loaded again with a larger context (up to ``n_ctx``) when the
+        whole prompt of ``messages`` and ``answer_tokens`` more do not fit the one it has."""
+        if self.context >= self.n_ctx:
+            return llm
+        try:
+            needed = len(_prompt_tokens(llm, messages, whole=True)) + answer_tokens
+        except EngineError:  # no chat template to count with: the largest context
+            needed = self.n_ctx
+        if needed <= self.context:
+            return llm
+        grown = min(self.n_ctx, max(2 * self.context, -(-needed // 1024) * 1024))
+        log.info("language model %s: a prompt of %d tokens with its answer: its context grows "
+                 "from %d to %d tokens", self.model_id, needed, self.context, grown)
+        self._free()
+        self.context = grown
+        return self._load()
 
     async def generate(
         self,
@@ -337,10 +363,12 @@ class LlamaGenerator:
     ) -> tuple[str, bool]:
         """The model's raw answer constrained by ``schema``, and whether ``max_tokens`` cut it
         off: :meth:`generate` before decoding (what a model process hands back)."""
-        prompt = _as_dicts(with_schema_instruction(messages, schema))
+        instructed = with_schema_instruction(messages, schema)
+        prompt = _as_dicts(instructed)
 
         def complete() -> Any:
             with self._working() as llm:
+                llm = self._with_room(llm, instructed, max_tokens)
                 try:
                     return llm.create_chat_completion(
                         prompt,
@@ -366,6 +394,7 @@ class LlamaGenerator:
 
         def produce(cancelled: threading.Event) -> Iterator[str]:
             with self._working() as llm:
+                llm = self._with_room(llm, messages, max_tokens)
                 if self._prefix is not None and not _starts_with(llm, self._prefix.tokens):
                     _restore(llm, self._prefix)  # a generate read something else meanwhile
                 read_before = list(llm.input_ids[: llm.n_tokens])
@@ -403,6 +432,7 @@ class LlamaGenerator:
     ) -> None:
         def read() -> None:
             with self._working() as llm:
+                llm = self._with_room(llm, messages, 0)
                 tokens = _prompt_tokens(llm, messages)
                 saved = self._prefix
                 if saved is not None and tokens[: len(saved.tokens)] == saved.tokens:

@@ -1,6 +1,7 @@
 """The language model's own process: a :class:`LlamaGenerator` serving the daemon over a pipe.
 
-    python -m daemon.llm.model_process MODEL_PATH --threads N --n-ctx N [--nice N]
+    python -m daemon.llm.model_process MODEL_PATH --threads N --n-ctx N [--start-ctx N]
+                                      [--nice N]
 
 Requests arrive on stdin and replies leave on stdout as frames (:mod:`daemon.llm.frames`); the
 log goes to stderr, which the daemon shares. The model loads on the first request and its
@@ -99,7 +100,7 @@ async def main(args: argparse.Namespace) -> None:
     """Serve until stdin closes (the daemon stopped it, or died): then the process ends at
     once, without waiting for work in progress that nobody will read."""
     generator = LlamaGenerator(Path(args.model), threads=args.threads, n_ctx=args.n_ctx,
-                               nice=args.nice)
+                               start_ctx=args.start_ctx, nice=args.nice)
     stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
     stdout = trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
     async with stdin, stdout:
@@ -111,6 +112,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("model")
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--n-ctx", type=int, required=True)
+    parser.add_argument("--start-ctx", type=int, default=None)
     parser.add_argument("--nice", type=int, default=0)
     return parser.parse_args(argv)
 

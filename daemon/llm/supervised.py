@@ -73,6 +73,7 @@ class SupervisedGenerator:
         *,
         threads: int,
         n_ctx: int,
+        start_ctx: int | None = None,
         idle_unload_s: float | None = None,
         nice: int = 0,
         on_death: Callable[[str], None] | None = None,
@@ -82,6 +83,7 @@ class SupervisedGenerator:
         self.model_id = model_path.stem
         self.threads = threads
         self.n_ctx = n_ctx
+        self.start_ctx = start_ctx
         self.idle_unload_s = idle_unload_s
         self.nice = nice
         self.on_death = on_death
@@ -118,7 +120,7 @@ class SupervisedGenerator:
                 0.0, backoff - (time.monotonic() - self._died_at)))
         command = [sys.executable, "-m", "daemon.llm.model_process", str(self.model_path),
                    "--threads", str(self.threads), "--n-ctx", str(self.n_ctx),
-                   "--nice", str(self.nice)]
+                   "--start-ctx", str(self.start_ctx or self.n_ctx), "--nice", str(self.nice)]
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert proc.stdin is not None and proc.stdout is not None
         self._to = trio.lowlevel.FdStream(os.dup(proc.stdin.fileno()))

@@ -50,6 +50,7 @@ class ModelProcessInfo(msgspec.Struct, frozen=True):
     pid: int | None
     deaths: int = 0
     last_death: str | None = None
+    rss_bytes: int | None = None  # its memory now (resident, weights mapped from file included)
 
 
 class StatusReply(Reply):
@@ -64,6 +65,7 @@ class StatusReply(Reply):
     ipc: dict[str, int]  # request counters of the server
     live: LiveStatus | None = None  # None: capture is not part of this daemon
     model_processes: list[ModelProcessInfo] = []
+    rss_bytes: int | None = None  # the daemon's own memory now (its model processes' apart)
 
 
 SettingValue = str | int | float | bool
