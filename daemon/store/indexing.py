@@ -131,7 +131,7 @@ class Indexing:
         """The query's vector under the current model (None without an embedder)."""
         if self.embedder is None:
             return None
-        vector: Vectors = self.embedder.embed_sync([text])[0]
+        vector: Vectors = self.embedder.embed_sync([self.embedder.query_prefix + text])[0]
         return vector
 
     def _embed_texts(
