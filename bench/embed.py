@@ -1,4 +1,5 @@
-"""Embedding throughput: texts per second at batch 1 and batch 32.
+"""Embedding throughput: texts per second at batch 1 and batch 32, and the process's CPU time
+per text (what a loaded host does not inflate).
 
     .venv/bin/python -m bench.embed [--models-dir DIR] [--model NAME] [--threads N]
 
@@ -14,8 +15,8 @@ import time
 from pathlib import Path
 
 from bench.common import default_models_dir, machine
-from daemon.llm import LlamaEmbedder
-from daemon.models.registry import model_path
+from daemon.engines import load_embedder
+from daemon.models.registry import pick_installed
 
 SUBJECTS = ["Alice", "Bob", "The team", "Our client", "The manager", "Priya", "The vendor"]
 VERBS = ["will send", "reviewed", "postponed", "approved", "asked about", "rewrote", "booked"]
@@ -52,21 +53,24 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=256, help="sentences per measurement")
     args = parser.parse_args()
 
-    path = model_path(args.model, args.models_dir)
+    entry = pick_installed("embed", args.models_dir, args.model)
     workloads = {"sentence": sentences(args.count), "passage": passages(max(8, args.count // 8))}
     print(f"{machine()} at start; {args.model}, {args.threads} threads")
-    header = f"{'texts':<9} {'chars':>6} {'batch':>6} {'count':>6} {'texts/s':>8}"
+    header = (f"{'texts':<9} {'chars':>6} {'batch':>6} {'count':>6} {'texts/s':>8}"
+              f" {'CPU ms/text':>12}")
     print(header)
     print("-" * len(header))
     for batch in (1, 32):
-        embedder = LlamaEmbedder(path, threads=args.threads, batch=batch)
+        embedder = load_embedder(entry, args.models_dir, threads=args.threads, batch=batch)
         embedder.embed_sync(["warm up"])
         for kind, texts in workloads.items():
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             embedder.embed_sync(texts)
             rate = len(texts) / (time.perf_counter() - started)
+            cpu_ms = 1000 * (time.process_time() - cpu) / len(texts)
             chars = sum(map(len, texts)) // len(texts)
-            print(f"{kind:<9} {chars:>6} {batch:>6} {len(texts):>6} {rate:>8.1f}", flush=True)
+            print(f"{kind:<9} {chars:>6} {batch:>6} {len(texts):>6} {rate:>8.1f}"
+                  f" {cpu_ms:>12.1f}", flush=True)
         embedder.close()
     print(f"{machine()} at end")
 
