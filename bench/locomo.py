@@ -47,7 +47,7 @@ from daemon.models.registry import pick_installed
 from daemon.store.fusion import ItemKey, fuse
 from daemon.store.records import NewTurn
 from daemon.store.scope import Scope
-from daemon.store.search import SearchResult, search
+from daemon.store.search import DEFAULT_OPTIONS, LEG_WEIGHTS, SearchResult, search
 from daemon.store.store import Store
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -271,7 +271,10 @@ def run(
     ks: Sequence[int],
     progress: Callable[[str], None] = lambda line: None,
     reranker: Reranker | None = None,
+    fts_weights: Sequence[float] = (),
 ) -> Tally:
+    """``fts_weights``: the full-text legs' fusion weight (the vector legs' is 1) of extra
+    fusion rows (``fts=W``, at the smallest k, not re-ranked), for tuning by conversation."""
     tally = Tally()
     for conversation in conversations:
         own = Tally()
@@ -284,6 +287,7 @@ def run(
                 for q in conversation.questions:
                     for counted in (tally, own):
                         _ask(store, scope, q, refs, ks, counted, reranker)
+                        _weighed(store, scope, q, min(ks), counted, fts_weights)
             turns = sum(len(s.turns) for s in conversation.sessions)
             k0 = min(ks)
             progress(
@@ -292,6 +296,8 @@ def run(
                 f" {_pct(own.percent('shipped', 'all', k0))}, not re-ranked"
                 f" {_pct(own.percent('fused', 'all', k0))}, vectors alone"
                 f" {_pct(own.percent('vector', 'all', k0))}"
+                + "".join(f", fts={w:g} {_pct(own.percent(f'fts={w:g}', 'all', k0))}"
+                          for w in fts_weights)
             )
     return tally
 
@@ -334,6 +340,16 @@ def _ask(
             fts_chars = sum(refs[i].chars for i in ranked["fts"][:k])
             budget = within_budget(shipped, fts_chars)
             tally.add("shipped_budget", k, q.category, q.evidence, budget)
+
+
+def _weighed(
+    store: Store, scope: Scope, q: Question, k: int, tally: Tally, fts_weights: Sequence[float]
+) -> None:
+    for w in fts_weights:
+        weights = {leg: w if leg.startswith("fts") else 1.0 for leg in LEG_WEIGHTS}
+        options = msgspec.structs.replace(DEFAULT_OPTIONS, weights=weights)
+        found = [_found(r) for r in search(store, q.text, scope=scope, k=k, options=options)]
+        tally.add(f"fts={w:g}", k, q.category, q.evidence, found)
 
 
 def _chunk_refs(store: Store) -> dict[int, Found]:
@@ -410,6 +426,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rerank-model", default="",
                         help="re-ranking model name (default: the installed one)")
     parser.add_argument("--no-rerank", action="store_true", help="fusion without re-ranking")
+    parser.add_argument("--fts-weights", type=float, nargs="*", default=[],
+                        help="also fuse with these full-text weights (vectors 1), per conversation")
     args = parser.parse_args(argv)
     ks = sorted(set(args.k))
 
@@ -422,7 +440,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = time.perf_counter()
     try:
         tally = run(conversations, embedder, ks, progress=lambda line: print(line, flush=True),
-                    reranker=reranker)
+                    reranker=reranker, fts_weights=args.fts_weights)
     finally:
         embedder.close()
         if reranker is not None:
