@@ -45,7 +45,7 @@ def examples(cases: Sequence[Case]) -> list[tuple[list[str], int]]:
     for case in cases:
         at = case.text.find(case.value) if case.kind == "secret" and case.value else -1
         span = (at, at + len(case.value)) if at >= 0 else None
-        for c in judge.candidates(case.text):
+        for c in judge.candidates(case.text, case.before):
             label = int(span is not None and c.start < span[1] and span[0] < c.end)
             out.append((judge.features(case.text, case.before, c), label))
     return out

@@ -37,6 +37,11 @@ JUDGED: list[tuple[str, str, str]] = [
     ("", "Our storage unit keypad takes 3 9 0 4 7, then the bell.", "3 9 0 4 7"),
     ("", "The spare laptop unlocks with Quill-Marsh-508 for now.", "Quill-Marsh-508"),
     ("What's your voicemail PIN?", "Mine is 5 0 2 9.", "5 0 2 9"),
+    # a passphrase said as plain words: after its cue (whose rule alone takes the first word),
+    # or as the answer, NATO words mixed with digits
+    ("", "The passphrase on the archive is tidal marble thirty six.", "tidal marble thirty six"),
+    ("Which password did you put on the backup disk?", "Yankee four golf eight, all one word.",
+     "Yankee four golf eight"),
 ]
 
 STAYS: list[tuple[str, str]] = [
@@ -49,6 +54,11 @@ STAYS: list[tuple[str, str]] = [
     ("", "The gate code changes on 12 March 2027."),
     ("How many people came?", "Mine is 5 0 2 9."),
     ("", "The tracking code is 1Z999AA10123456784, it comes Monday."),
+    ("", "The password is on the sticky note by the till."),
+    ("", "The passphrase is in the vault with the others."),
+    ("", "The password is the same as last time."),
+    ("What's the surname for the password reset?", "Kowalski, kilo oscar whiskey alpha lima."),
+    ("", "The phrase he kept using was blue sky thinking."),
 ]
 
 

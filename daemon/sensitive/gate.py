@@ -173,7 +173,8 @@ DETECTORS: tuple[Callable[[str, str], Iterator[Finding]], ...] = (
 
 
 def find_sensitive(text: str, before: str = "") -> list[Finding]:
-    """Non-overlapping findings in text order; an earlier detector wins an overlap.
+    """Non-overlapping findings in text order; an earlier detector wins an overlap, unless a
+    later one's span holds the earlier ones whole.
     ``before`` is the turn said just before ``text`` (context only: nothing in it is found)."""
     return list(_find(text, before))
 
@@ -192,8 +193,14 @@ def _find(text: str, before: str) -> tuple[Finding, ...]:
     taken: list[Finding] = list(markers)
     for detector in DETECTORS:
         for f in detector(text, before):
-            if not any(f.start < t.end and t.start < f.end for t in taken):
+            inside = [t for t in taken if f.start < t.end and t.start < f.end]
+            if not inside:
                 taken.append(f)
+            elif all(t.kind and f.start <= t.start and t.end <= f.end for t in inside) and any(
+                    t.end - t.start < f.end - f.start for t in inside):
+                # a longer span over the part an earlier detector found: the passphrase
+                # "copper lantern ninety one", not its first word
+                taken = [t for t in taken if t not in inside] + [f]
     return tuple(sorted((f for f in taken if f.kind), key=lambda f: f.start))
 
 

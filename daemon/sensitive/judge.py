@@ -4,7 +4,8 @@ The rules of :mod:`daemon.sensitive.spoken` need the phrasings they were written
 say a PIN, a door code or a password in more ways than anyone writes down ("I set the hotel safe
 to 1 5 0 9", "for the church hall alarm you put in 6060"). This detector does not parse: it
 finds every *value-shaped* span of a turn (digits, grouped or spelled out, letters and digits
-mixed, passphrases of joined words, symbols inside a word), describes it by its shape and the
+mixed, passphrases of joined words, symbols inside a word, and a passphrase said as plain words
+after its cue or as the answer to a turn that names one), describes it by its shape and the
 words around it (before and after it in the turn, and the turn said before it, whoever said
 it), and scores it with a linear model trained on labelled turns (:mod:`bench.secrets_train`
 writes :mod:`daemon.sensitive.weights`). Words are taken both as themselves and by the class
@@ -24,6 +25,7 @@ and a shape that says so (a year, a decimal, a time, a currency sign).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import re
@@ -61,6 +63,44 @@ _JOINED = re.compile(r"[A-Za-z]{2,}(?:[-_.][A-Za-z0-9]{2,}){2,}")  # not "T_V_s"
 _INNER = re.compile(r"[a-z][A-Z]|[A-Za-z0-9][!#$%&*+=^~@][A-Za-z0-9]")
 _SYMBOL = re.compile(r"[A-Za-z0-9][!#$%&*+=^~@][A-Za-z0-9]")
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[?$£€#%:@/]")
+def _words_of(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# a passphrase said as plain words ("copper lantern ninety one"): a run of two to six words with
+# no word of ordinary grammar in it, in the clause after a cue or opening the answer to a turn
+# that asks for one; the NATO alphabet mixed with digit names anywhere ("tango seven bravo two")
+_CUE = re.compile(r"(?i)\b(?:pass\s?phrase|phrase|pass\s?word|passcode|memorable\s+word)s?\b")
+_CLAUSE = re.compile(r"[^,.;:!?()\"“”—]+")
+_PLAIN = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
+_SAID = _words_of("is was to as")
+_NOT_A_NOUN = re.compile(r"(?:ly|ed|ing)$")  # "changed successfully", "rotated quarterly"
+_GAP = re.compile(r"\s+|\s?-\s?")
+_LINK = _words_of("is was are be to as it's its it now just simply still yes yeah sure ok okay"
+                  " right so")
+_GRAMMAR = _words_of(
+    "a an the on in at of to for from with without by about into onto under over behind is are"
+    " was were be been being am it it's its this that that's these those there here what which"
+    " who how when where why i you he she we they me him her us them my your his our their mine"
+    " yours not no yes ok okay so and or but if then than as just also still really very too"
+    " same last next time need needs have has had got get do does did done will would can could"
+    " should must may might don't can't won't isn't wasn't didn't doesn't let let's up down out"
+    " one's all any some every each more most less only again ever never always already yet"
+    " sure think know say said tell told see use used using put set write written wrote"
+    " times characters character letters digits minimum maximum nothing something wrong right"
+    " correct incorrect random long short strong weak sensitive expired old new")
+_NATO = ("alpha|alfa|bravo|charlie|delta|echo|foxtrot|golf|hotel|india|juliet|juliett|kilo|lima"
+         "|mike|november|oscar|papa|quebec|romeo|sierra|tango|uniform|victor|whiskey|whisky"
+         "|x-ray|xray|yankee|zulu")
+_NATO_RUN = re.compile(
+    rf"(?i)\b(?:{_NATO}|{_DIGIT_WORD})(?:[\s,-]+(?:{_NATO}|{_DIGIT_WORD})){{2,}}\b")
+_NATO_WORD = re.compile(rf"(?i)\b(?:{_NATO})\b")
+_TYPING = re.compile(r"(?i)\bcase\b|capital|one word|no spaces|spaces? between"
+                     r"|type it|typed|hyphens?|dashes")
+_NUMBER_WORD = re.compile(r"(?i)\b(?:zero|one|two|three|four|five|six|seven|eight|nine|niner|ten"
+                          r"|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen"
+                          r"|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+                          r"|hundred)\b")
 
 _BEFORE_WORDS = 8
 _FAR = frozenset({"secret", "opens"})
@@ -96,9 +136,59 @@ def words(text: str) -> list[str]:
 _KEEP = frozenset({"it's", "that's", "what's", "here's", "there's", "he's", "she's", "let's"})
 
 
-def candidates(text: str) -> Iterator[Candidate]:
-    """Every value-shaped span of ``text``, each once, the longest where they overlap."""
-    found: list[Candidate] = []
+def _cue(text: str, before: str) -> re.Match[str] | None:
+    """A cue for a passphrase in ``text``; a bare "phrase" only with a word of a secret or of
+    what one opens in the turn or the one before ("you open it with the same phrase", not "the
+    phrase she kept using")."""
+    cue = _CUE.search(text)
+    if cue is None or not cue.group().lower().startswith("phrase"):
+        return cue
+    said = set(words(f"{before} {text}")) - {"phrase", "phrases"}
+    opened = said & (CLASSES["secret"] | CLASSES["opens"])
+    return cue if opened else None
+
+
+def _phrases(text: str, before: str) -> Iterator[Candidate]:
+    """Runs of two to six plain words that may be a passphrase: after a cue in its clause (the
+    linking "is", "to" left out), in a clause after the cue's, or opening the answer to a turn
+    that names one."""
+    cue = _cue(text, before)
+    answer = _cue(before, "") is not None
+    if cue is None and not answer:
+        return
+    for i, clause in enumerate(_CLAUSE.finditer(text)):
+        spans = [(m.start() + clause.start(), m.end() + clause.start(), m.group().lower())
+                 for m in _PLAIN.finditer(clause.group())]
+        if cue is not None and clause.start() <= cue.start() < clause.end():
+            # the words said after the cue's "is", "to", "as" ("He typed the password wrong
+            # three times": none)
+            tail = [k for k, s in enumerate(spans) if s[0] >= cue.end() and s[2] in _SAID]
+            if not tail:
+                continue
+            spans = spans[tail[-1]:]
+        elif not ((cue is not None and clause.start() >= cue.end()) or (answer and i <= 1)):
+            continue
+        while spans and spans[0][2] in _LINK:
+            spans.pop(0)
+        plain = [w for *_, w in spans]
+        if any(_NATO_WORD.fullmatch(w) for w in plain) and not any(
+                _NUMBER_WORD.fullmatch(w) for w in plain):
+            continue  # a name spelled ("november oscar victor"), no passphrase
+        joined = all(_GAP.fullmatch(text[a[1]:b[0]]) for a, b in itertools.pairwise(spans))
+        if (2 <= len(spans) <= 6 and joined
+                and not any(w in _GRAMMAR or w in CLASSES["secret"] or _NOT_A_NOUN.search(w)
+                            for w in plain)
+                and not _TYPING.search(text[spans[0][0]:spans[-1][1]])):
+            yield Candidate(spans[0][0], spans[-1][1], "phrase")
+
+
+def candidates(text: str, before: str = "") -> Iterator[Candidate]:
+    """Every value-shaped span of ``text``, each once, the longest where they overlap (with
+    ``before``, the turn said before it, the plain-word passphrases it asks for)."""
+    found: list[Candidate] = list(_phrases(text, before))
+    for m in _NATO_RUN.finditer(text):
+        if _NATO_WORD.search(m.group()) and _DIGIT_NAME.search(m.group()):
+            found.append(Candidate(m.start(), m.end(), "nato"))
     for m in _SPELLED.finditer(text):
         if _DIGIT_NAME.search(m.group()):  # not "oh oh oh"
             found.append(Candidate(m.start(), m.end(), "spelled"))
@@ -124,17 +214,13 @@ def candidates(text: str) -> Iterator[Candidate]:
             end = c.end
 
 
-def _words_of(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
 # word classes: what a feature generalises by (a lock nobody wrote into the training set)
 CLASSES: dict[str, frozenset[str]] = {
     "secret": _words_of(
         "password passwords passcode passphrase pin pins pincode code codes combination combo"
         " key keys token tokens secret secrets credential credentials login logins pw pwd otp"
         " cvv cvc passkey passwd unlock verification security auth 2fa mfa mastercode temporary"
-        " temp"),
+        " temp phrase"),
     "opens": _words_of(
         "safe lock locks padlock lockbox door doors gate keypad alarm locker lockers garage vault"
         " entry access wifi router network account app portal phone tablet laptop screen"
@@ -279,6 +365,19 @@ def _shape(value: str, shape: str, text: str, start: int, end: int) -> list[str]
             out.append("leading-zero")
         if re.fullmatch(r"(\d)\1+", value.replace(" ", "").replace("-", "")):
             out.append("repeated")
+    elif shape in ("phrase", "nato"):
+        n_words = len(value.split())
+        out.append(f"words:{min(n_words, 6)}")
+        numbers = len(_NUMBER_WORD.findall(value))
+        out.append("number-words" if numbers else "no-number-words")
+        if numbers == n_words:
+            out.append("all-number-words")
+        if _NATO_WORD.search(value):
+            out.append("nato-word")
+        if all(w[0].isupper() for w in value.split()):
+            out.append("capitalised")
+        if _TYPING.search(text[end:]):
+            out.append("typing")
     else:
         out.append(f"len:{min(len(value) // 4, 6)}")
         if digits and letters:
@@ -348,7 +447,7 @@ def features(text: str, before: str, c: Candidate) -> list[str]:
             out.append("after-secret")
     if any("secret" in _classes(w) for w in left[-3:]):
         out.append("secret-near")
-    n_values = sum(1 for _ in candidates(text))
+    n_values = sum(1 for _ in candidates(text, before))
     out.append(f"values:{min(n_values, 3)}")
     return out
 
@@ -368,7 +467,7 @@ def score(names: list[str]) -> float:
 def judged(text: str, before: str = "") -> Iterator[Finding]:
     """The value-shaped spans of ``text`` the model judges to be credentials; never one said
     right after a code that is no secret ("tracking code", "promo code")."""
-    for c in candidates(text):
+    for c in candidates(text, before):
         names = features(text, before, c)
         if (_EVIDENCE.intersection(names) and score(names) >= MODEL.threshold
                 and not NOT_A_CODE.search(text[max(0, c.start - 40):c.start])):

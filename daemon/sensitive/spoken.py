@@ -126,6 +126,7 @@ _NOT_A_VALUE = {
     "if", "you", "we", "they", "i", "he", "she", "no", "none", "nothing", "empty",
     "blank", "valid", "invalid", "fine", "ok", "okay", "easy", "hard", "long", "short",
     "different", "new", "old", "shared", "private", "public", "secret", "unknown", "locked",
+    "case",
 }
 # ten digits or more, grouped: a phone number given in answer, not a code (cards are found
 # by their checksum elsewhere)
