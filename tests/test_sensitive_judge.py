@@ -59,6 +59,7 @@ STAYS: list[tuple[str, str]] = [
     ("", "The password is the same as last time."),
     ("What's the surname for the password reset?", "Kowalski, kilo oscar whiskey alpha lima."),
     ("", "The phrase he kept using was blue sky thinking."),
+    ("What is the wifi password?", "Ask Maria, she knows it."),
 ]
 
 

@@ -86,7 +86,8 @@ _GRAMMAR = _words_of(
     " same last next time need needs have has had got get do does did done will would can could"
     " should must may might don't can't won't isn't wasn't didn't doesn't let let's up down out"
     " one's all any some every each more most less only again ever never always already yet"
-    " sure think know say said tell told see use used using put set write written wrote"
+    " sure think know say said tell told see use used using put set write written wrote ask"
+    " check try look call"
     " times characters character letters digits minimum maximum nothing something wrong right"
     " correct incorrect random long short strong weak sensitive expired old new")
 _NATO = ("alpha|alfa|bravo|charlie|delta|echo|foxtrot|golf|hotel|india|juliet|juliett|kilo|lima"
