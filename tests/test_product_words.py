@@ -46,11 +46,15 @@ def hits(text: str) -> list[tuple[int, str, str]]:
     return found
 
 
+# labelled speech: what people say in calls ("the fix is in commit 9f3c…"), not the project's words
+SPEECH = ("bench/data/secrets/",)
+
+
 def tracked_text_files() -> list[Path]:
     out = subprocess.run(
         ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
     ).stdout.decode()
-    paths = [ROOT / name for name in out.split("\0") if name]
+    paths = [ROOT / name for name in out.split("\0") if name and not name.startswith(SPEECH)]
     return [p for p in paths if p.is_file() and b"\0" not in p.read_bytes()[:8192]]
 
 
