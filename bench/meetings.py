@@ -510,13 +510,13 @@ def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
 
     from bench.remember import CountingGenerator
     from daemon.config import Settings
-    from daemon.llm import LlamaEmbedder
+    from daemon.llm import LlamaEmbedder, ModelLoad
     from daemon.memory.remember import Rememberer
     from daemon.store.store import Store
     from daemon.store.transcript import import_transcript, parse_transcript
 
-    generator = CountingGenerator(installed(model, args.models_dir), threads=args.threads,
-                                  n_ctx=args.context)
+    generator = CountingGenerator(ModelLoad(installed(model, args.models_dir),
+                                            threads=args.threads, n_ctx=args.context))
     embedder = LlamaEmbedder(installed(args.embed_model, args.models_dir), threads=args.threads,
                              batch=32)
     settings = Settings(llm_context=args.context, llm_threads=args.threads)

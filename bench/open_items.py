@@ -21,7 +21,7 @@ import trio
 from bench.common import default_models_dir, machine
 from daemon.config import Settings
 from daemon.errors import NotFound
-from daemon.llm import LlamaEmbedder, LlamaGenerator
+from daemon.llm import LlamaEmbedder, LlamaGenerator, ModelLoad
 from daemon.memory import open_items
 from daemon.memory.remember import Rememberer
 from daemon.models.registry import model_path
@@ -42,8 +42,8 @@ def main() -> None:
     args = parser.parse_args()
 
     print(f"{machine()} at start")
-    generator = LlamaGenerator(model_path(args.model, args.models_dir),
-                               threads=args.threads, n_ctx=args.context)
+    generator = LlamaGenerator(ModelLoad(model_path(args.model, args.models_dir),
+                                         threads=args.threads, n_ctx=args.context))
     embedder = LlamaEmbedder(model_path(args.embed_model, args.models_dir),
                              threads=args.threads, batch=32)
     settings = Settings(llm_context=args.context)

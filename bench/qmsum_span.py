@@ -29,7 +29,7 @@ import trio
 from bench.common import default_models_dir, machine
 from bench.qa import qmsum_series, rouge_f1, without_citations
 from daemon.config import Settings
-from daemon.llm.generate import LlamaGenerator
+from daemon.llm.generate import LlamaGenerator, ModelLoad
 from daemon.memory import grounding
 from daemon.memory.ask import source_budget
 from daemon.memory.grounding import Passage, Source
@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error("--source: compact or first:N")
     path = resolve_model("llm", args.model, args.models or default_models_dir())
     print(f"machine: {machine()}; model {path.stem}; source {args.source}", flush=True)
-    generator = LlamaGenerator(path, threads=args.threads, n_ctx=4096)
+    generator = LlamaGenerator(ModelLoad(path, threads=args.threads, n_ctx=4096))
     try:
         scores = trio.run(answer_all, generator, args)
     finally:

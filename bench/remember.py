@@ -26,7 +26,7 @@ import trio
 
 from bench.common import default_models_dir, machine
 from daemon.config import Settings
-from daemon.llm import LlamaEmbedder, LlamaGenerator
+from daemon.llm import LlamaEmbedder, LlamaGenerator, ModelLoad
 from daemon.memory.remember import Rememberer
 from daemon.models.registry import model_path
 from daemon.store.records import NewAssertion, NewTurn
@@ -152,8 +152,8 @@ def main() -> None:
     print(f"transcript: {len(turns)} turns, {words} words, {chars} characters, "
           f"{(turns[-1].end or 0) / 60:.1f} minutes")
 
-    generator = CountingGenerator(model_path(args.model, args.models_dir),
-                                  threads=args.threads, n_ctx=args.context)
+    generator = CountingGenerator(ModelLoad(model_path(args.model, args.models_dir),
+                                            threads=args.threads, n_ctx=args.context))
     embedder = LlamaEmbedder(model_path(args.embed_model, args.models_dir),
                              threads=args.threads, batch=32)
     settings = Settings(memory_enabled=True, llm_context=args.context)

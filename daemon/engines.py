@@ -22,7 +22,7 @@ import trio
 from daemon.config import Settings
 from daemon.errors import EngineError, ModelError
 from daemon.llm.embed import Embedder, LlamaEmbedder
-from daemon.llm.generate import Generator, LlamaGenerator
+from daemon.llm.generate import Generator, LlamaGenerator, ModelLoad
 from daemon.llm.onnx_embed import OnnxEmbedder
 from daemon.llm.rerank import CrossEncoder, Reranker
 from daemon.llm.supervised import SupervisedGenerator
@@ -166,15 +166,14 @@ class Engines:
             path = resolve_model("llm", settings.llm_model, self.models_dir)
             nice = BACKGROUND_NICE if priority == "background" else 0
             start_ctx = ASK_START_CONTEXT if priority == "foreground" else None
+            load = ModelLoad(path, threads=settings.llm_threads, n_ctx=settings.llm_context,
+                             start_ctx=start_ctx, nice=nice)
             if settings.llm_process:
                 made = SupervisedGenerator(
-                    path, threads=settings.llm_threads, n_ctx=settings.llm_context,
-                    start_ctx=start_ctx, idle_unload_s=settings.llm_idle_unload_s, nice=nice,
+                    load, idle_unload_s=settings.llm_idle_unload_s,
                     on_death=lambda cause: self._model_died(priority, cause))
             else:
-                made = LlamaGenerator(path, threads=settings.llm_threads,
-                                      n_ctx=settings.llm_context, start_ctx=start_ctx,
-                                      idle_unload_s=settings.llm_idle_unload_s, nice=nice)
+                made = LlamaGenerator(load, idle_unload_s=settings.llm_idle_unload_s)
             self._generators[priority] = made
             self._generators_made_with = _generator_settings(settings)
             log.info("language model %s ready for the %s (loads on first use)", made.model_id,

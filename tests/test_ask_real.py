@@ -29,7 +29,7 @@ from daemon.ipc.protocol import (
     answer_topic,
 )
 from daemon.ipc.testing import DaemonProcess, start_daemon
-from daemon.llm.generate import LlamaGenerator
+from daemon.llm.generate import LlamaGenerator, ModelLoad
 from daemon.memory.ask import Asker
 from daemon.memory.grounding import echoes_question
 from daemon.store.fusion import ItemKey
@@ -131,7 +131,7 @@ async def test_their_question_read_ahead_leaves_the_real_model_only_the_answer_t
     live = store.create_session(title="Orion call", started_at=T0 + 86400)
     store.append_turns(live.id, [
         NewTurn(speaker="them", text="Good morning. What is the Orion server budget?", start=0)])
-    generator = LlamaGenerator(installed_model(LLM), threads=2, n_ctx=4096)
+    generator = LlamaGenerator(ModelLoad(installed_model(LLM), threads=2, n_ctx=4096))
     asker = Asker(store, generator=lambda: generator, settings=Settings,
                   recall=lambda question, scope, k: [ItemKey("chunk", chunk.id)],
                   live_session=lambda: live.id)

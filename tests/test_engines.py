@@ -31,6 +31,7 @@ from daemon.llm import (
     ChatMessage,
     LlamaEmbedder,
     LlamaGenerator,
+    ModelLoad,
     ScriptedEmbedder,
     ScriptedGenerator,
 )
@@ -327,7 +328,7 @@ class FakeLlama:
 def fake_llama_generator(tmp_path: Path) -> Iterator[tuple[LlamaGenerator, FakeLlama]]:
     model = tmp_path / "fake.gguf"
     model.write_bytes(b"GGUF")
-    generator = LlamaGenerator(model, threads=1, n_ctx=512, idle_unload_s=0.0)
+    generator = LlamaGenerator(ModelLoad(model, threads=1, n_ctx=512), idle_unload_s=0.0)
     fake = FakeLlama()
     generator._llm = fake
     yield generator, fake
@@ -360,7 +361,7 @@ async def test_llama_generator_keeps_a_recently_used_model(tmp_path: Path) -> No
     model = tmp_path / "fake.gguf"
     model.write_bytes(b"GGUF")
     for idle in (None, 3600.0):
-        generator = LlamaGenerator(model, threads=1, n_ctx=512, idle_unload_s=idle)
+        generator = LlamaGenerator(ModelLoad(model, threads=1, n_ctx=512), idle_unload_s=idle)
         generator._llm = FakeLlama()
         assert not await generator.unload_if_idle() and generator.loaded
         generator.close()
@@ -390,7 +391,7 @@ def test_llama_threads_sleep_instead_of_spinning_unless_the_user_says_otherwise(
 def test_engines_report_a_missing_model_file(tmp_path: Path) -> None:
     missing = tmp_path / "missing.bin"
     with pytest.raises(ModelNotInstalled, match="not found"):
-        LlamaGenerator(missing, threads=1, n_ctx=512)
+        LlamaGenerator(ModelLoad(missing, threads=1, n_ctx=512))
     with pytest.raises(ModelNotInstalled, match="not found"):
         LlamaEmbedder(missing, threads=1, batch=1)
     with pytest.raises(ModelNotInstalled, match="not found"):
@@ -411,7 +412,7 @@ async def test_engines_report_a_damaged_model_file_instead_of_crashing(damaged_m
     transcriber.close()
     with pytest.raises(EngineError, match="cannot load embedding model"):
         LlamaEmbedder(damaged_model, threads=1, batch=1)
-    generator = LlamaGenerator(damaged_model, threads=1, n_ctx=512)
+    generator = LlamaGenerator(ModelLoad(damaged_model, threads=1, n_ctx=512))
     with pytest.raises(EngineError, match="cannot load language model"):
         await generator.generate([ChatMessage("user", "hi")], Task)
     generator.close()
@@ -561,7 +562,7 @@ async def test_a_changed_language_model_setting_applies_from_the_next_request(
     settings = Settings(llm_model="qwen2.5-1.5b-instruct", llm_threads=2, llm_process=False)
     await engines.settings_changed(settings)
     third = engines.generator()
-    assert isinstance(third, LlamaGenerator) and third is not second and third.threads == 2
+    assert isinstance(third, LlamaGenerator) and third is not second and third.load.threads == 2
 
     del first
     gc.collect()

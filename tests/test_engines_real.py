@@ -22,7 +22,7 @@ from clients.shell import cli
 from daemon.asr import WhisperTranscriber
 from daemon.audio import load_audio
 from daemon.audio.format import SAMPLE_RATE
-from daemon.llm import ChatMessage, LlamaEmbedder, LlamaGenerator
+from daemon.llm import ChatMessage, LlamaEmbedder, LlamaGenerator, ModelLoad
 from daemon.llm.embed import EmbedProgress
 from daemon.llm.generate import PREFILL_BATCH
 
@@ -47,7 +47,7 @@ def minilm(installed_model: ModelPath) -> Iterator[LlamaEmbedder]:
 
 @pytest.fixture(scope="module")
 def qwen(installed_model: ModelPath) -> Iterator[LlamaGenerator]:
-    generator = LlamaGenerator(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=2048)
+    generator = LlamaGenerator(ModelLoad(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=2048))
     yield generator
     generator.close()
 
@@ -250,7 +250,7 @@ async def test_a_prefilled_opening_survives_other_work_and_changes_no_answer(
     assert qwen._prefix is not None and qwen._prefix.tokens == (
         await qwen._worker.call(lambda: list(qwen._llm.input_ids[:read_ahead])))
 
-    fresh = LlamaGenerator(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=2048)
+    fresh = LlamaGenerator(ModelLoad(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=2048))
     try:
         assert cached == await answer(fresh)  # the restored state is the state it read
     finally:
@@ -285,7 +285,7 @@ async def test_a_stopped_prefill_keeps_what_it_read_and_goes_on_from_there(
 async def test_closing_ends_a_reading_ahead_at_its_next_batch(installed_model: ModelPath) -> None:
     # a daemon told to stop while the model reads a call ahead must not wait for the whole
     # reading (> 20 s under load): close() ends it before the next batch
-    generator = LlamaGenerator(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=4096)
+    generator = LlamaGenerator(ModelLoad(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=4096))
     notes = " ".join(f"Item {i}: the Atlas task {i} is owned by person {i}." for i in range(120))
     opening = [ChatMessage("system", "You answer in one short sentence."),
                ChatMessage("user", f"Notes: {notes}\n\n")]

@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from daemon.engines import BACKGROUND_NICE
-from daemon.llm import ChatMessage, LlamaGenerator
+from daemon.llm import ChatMessage, LlamaGenerator, ModelLoad
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(sys.platform != "linux", reason="nice is per thread on Linux")]
@@ -69,10 +69,10 @@ async def test_the_background_engine_and_its_llama_threads_run_at_nice_19(
     base = os.getpriority(os.PRIO_PROCESS, 0)
     path = installed_model("qwen2.5-coder-0.5b")
     started = await threads_of(
-        lambda: LlamaGenerator(path, threads=2, n_ctx=512, nice=BACKGROUND_NICE))
+        lambda: LlamaGenerator(ModelLoad(path, threads=2, n_ctx=512, nice=BACKGROUND_NICE)))
     # the engine's own thread and at least one compute thread of llama.cpp (2 threads asked)
     assert len(started) >= 2, started
     assert set(started.values()) == {min(19, base + BACKGROUND_NICE)}, started
 
-    started = await threads_of(lambda: LlamaGenerator(path, threads=2, n_ctx=512))
+    started = await threads_of(lambda: LlamaGenerator(ModelLoad(path, threads=2, n_ctx=512)))
     assert len(started) >= 2 and set(started.values()) == {base}, started

@@ -14,7 +14,7 @@ import pytest
 from bench.meetings import archive_sections
 from daemon.config import Settings
 from daemon.llm.embed import LlamaEmbedder
-from daemon.llm.generate import LlamaGenerator
+from daemon.llm.generate import LlamaGenerator, ModelLoad
 from daemon.memory import open_items
 from daemon.memory.remember import Rememberer
 from daemon.store.records import NewTurn, Space
@@ -51,8 +51,7 @@ async def keeping(installed_model: Callable[[str], Path], tmp_path: Path, space_
                   ) -> AsyncIterator[tuple[Store, Space, Rememberer]]:
     """A store with the project Space ``space_name`` and a Rememberer on the real small models."""
     settings = Settings()
-    generator = LlamaGenerator(installed_model("qwen2.5-coder-0.5b"), threads=2,
-                               n_ctx=settings.llm_context)
+    generator = LlamaGenerator(ModelLoad(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=settings.llm_context))
     embedder = LlamaEmbedder(installed_model("all-minilm-l6-v2"), threads=2, batch=16)
     store = Store(tmp_path / "profile", embedder)
     try:

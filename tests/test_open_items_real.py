@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.llm.generate import LlamaGenerator
+from daemon.llm.generate import LlamaGenerator, ModelLoad
 from daemon.memory.extract import Existing, Ruling, plan_from_ruling, reconcile_prompt
 from daemon.memory.remember import RULING_TOKENS, chat
 
@@ -26,7 +26,7 @@ CASES = [
 async def test_the_real_model_rules_on_closing_an_open_item(
     installed_model: Callable[[str], Path]
 ) -> None:
-    generator = LlamaGenerator(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=4096)
+    generator = LlamaGenerator(ModelLoad(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=4096))
     existing = [Existing(7, "commitment", "Priya will send the revised budget by Friday.",
                          "2026-11-24", open=True),
                 Existing(8, "decision", "The offsite is in Lisbon.", "2026-11-24")]

@@ -15,7 +15,7 @@ import pytest
 
 from daemon.config import Settings
 from daemon.llm.embed import LlamaEmbedder
-from daemon.llm.generate import LlamaGenerator
+from daemon.llm.generate import LlamaGenerator, ModelLoad
 from daemon.memory.archive import FORMATS, format_for, normalise
 from daemon.memory.remember import Rememberer
 from daemon.store.records import NewTurn
@@ -51,7 +51,7 @@ async def test_a_real_meeting_is_archived_in_its_format_with_verbatim_quotes(
 ) -> None:
     meeting = json.loads(DATA.read_text())
     assert len(meeting["turns"]) == 20
-    generator = LlamaGenerator(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=4096)
+    generator = LlamaGenerator(ModelLoad(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=4096))
     embedder = LlamaEmbedder(installed_model("all-minilm-l6-v2"), threads=2, batch=16)
     store = Store(tmp_path / "profile", embedder)
     try:

@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from daemon.llm.generate import ChatMessage, LlamaGenerator
+from daemon.llm.generate import ChatMessage, LlamaGenerator, ModelLoad
 from daemon.llm.supervised import ModelProcessDied, SupervisedGenerator
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -38,7 +38,7 @@ def model(installed_model: Callable[[str], Path]) -> Path:
 @pytest.fixture
 def supervised(model: Path) -> Iterator[tuple[SupervisedGenerator, list[str]]]:
     deaths: list[str] = []
-    generator = SupervisedGenerator(model, threads=1, n_ctx=1024, on_death=deaths.append)
+    generator = SupervisedGenerator(ModelLoad(model, threads=1, n_ctx=1024), on_death=deaths.append)
     yield generator, deaths
     generator.close()
 
@@ -50,7 +50,7 @@ async def whole(tokens: AsyncIterator[str]) -> str:
 async def test_the_process_answers_as_the_model_in_the_daemon_does(
         model: Path, supervised: tuple[SupervisedGenerator, list[str]]) -> None:
     generator, deaths = supervised
-    local = LlamaGenerator(model, threads=1, n_ctx=1024)
+    local = LlamaGenerator(ModelLoad(model, threads=1, n_ctx=1024))
     try:
         expected_text = await whole(local.stream(QUESTION, max_tokens=40, temperature=0.0))
         expected = await local.generate(QUESTION, Answer, max_tokens=60, temperature=0.0)
@@ -162,7 +162,7 @@ async def test_a_process_killed_between_requests_costs_the_next_stream_only(
 
 
 async def test_a_background_model_process_computes_at_nice_19(model: Path) -> None:
-    generator = SupervisedGenerator(model, threads=1, n_ctx=1024, nice=19)
+    generator = SupervisedGenerator(ModelLoad(model, threads=1, n_ctx=1024, nice=19))
     try:
         assert (await generator.generate(QUESTION, Answer, max_tokens=60, temperature=0.0)).who
         assert generator.pid is not None
@@ -186,8 +186,8 @@ LONG = [ChatMessage("system", "You answer from the conversation.\n\n" + "\n".joi
 
 async def test_a_context_started_small_grows_for_a_prompt_that_does_not_fit(model: Path) -> None:
     """The answer is the one of a model loaded with the whole context at once."""
-    full = LlamaGenerator(model, threads=1, n_ctx=2048)
-    small = LlamaGenerator(model, threads=1, n_ctx=2048, start_ctx=256)
+    full = LlamaGenerator(ModelLoad(model, threads=1, n_ctx=2048))
+    small = LlamaGenerator(ModelLoad(model, threads=1, n_ctx=2048, start_ctx=256))
     try:
         short = await small.generate(QUESTION, Answer, max_tokens=40, temperature=0.0)
         assert short.who and small.context == 256  # it fitted: nothing loaded again

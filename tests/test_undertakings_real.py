@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.llm.generate import LlamaGenerator
+from daemon.llm.generate import LlamaGenerator, ModelLoad
 from daemon.memory import validate
 from daemon.memory.extract import (
     Undertaken,
@@ -37,7 +37,7 @@ async def test_the_real_model_states_what_the_close_of_a_meeting_gives_each_owne
         ("Marketing", False),  # "I will investigate."
         ("Industrial Designer", True),  # "you will look into …" — "… also my task, yeah."
     ]
-    generator = LlamaGenerator(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=4096)
+    generator = LlamaGenerator(ModelLoad(installed_model("qwen2.5-coder-0.5b"), threads=2, n_ctx=4096))
     try:
         stated = []
         for group in groups:

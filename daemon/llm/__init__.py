@@ -18,6 +18,7 @@ from daemon.llm.generate import (
     ChatMessage,
     Generator,
     LlamaGenerator,
+    ModelLoad,
     ScriptedGenerator,
     output_schema,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "Generator",
     "LlamaEmbedder",
     "LlamaGenerator",
+    "ModelLoad",
     "ScriptedEmbedder",
     "ScriptedGenerator",
     "output_schema",

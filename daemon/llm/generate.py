@@ -20,6 +20,7 @@ import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from contextlib import aclosing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
@@ -250,31 +251,34 @@ def require_model_file(model_path: Path) -> None:
         )
 
 
-class LlamaGenerator:
-    """A GGUF instruct model run by llama.cpp on its own thread, loaded on first use.
+@dataclass(frozen=True)
+class ModelLoad:
+    """How a language model is loaded: its GGUF file, the threads it runs on, its context of
+    up to ``n_ctx`` tokens (first loaded with ``start_ctx`` when given) and its CPU priority
+    (``nice`` > 0: a background engine, its threads at a lower priority)."""
 
-    Its context holds up to ``n_ctx`` tokens. Started with a smaller ``start_ctx``, it is
-    loaded with that and loaded again with a larger one when a prompt and its answer do not
-    fit (what it read ahead is lost then): the context's cache (~12 KB a token on the 0.5B)
+    model_path: Path
+    threads: int
+    n_ctx: int
+    start_ctx: int | None = None
+    nice: int = 0
+
+
+class LlamaGenerator:
+    """A GGUF instruct model run by llama.cpp on its own thread, loaded on first use as
+    ``load`` says.
+
+    Its context holds up to ``load.n_ctx`` tokens. Started with a smaller ``load.start_ctx``,
+    it is loaded with that and loaded again with a larger one when a prompt and its answer do
+    not fit (what it read ahead is lost then): the context's cache (~12 KB a token on the 0.5B)
     is memory held for as long as the model is loaded.
     """
 
-    def __init__(
-        self,
-        model_path: Path,
-        *,
-        threads: int,
-        n_ctx: int,
-        start_ctx: int | None = None,
-        idle_unload_s: float | None = None,
-        nice: int = 0,
-    ) -> None:
-        require_model_file(model_path)
-        self.model_path = model_path
-        self.model_id = model_path.stem
-        self.threads = threads
-        self.n_ctx = n_ctx
-        self.context = min(n_ctx, start_ctx or n_ctx)  # what the model loads with
+    def __init__(self, load: ModelLoad, *, idle_unload_s: float | None = None) -> None:
+        require_model_file(load.model_path)
+        self.load = load
+        self.model_id = load.model_path.stem
+        self.context = min(load.n_ctx, load.start_ctx or load.n_ctx)  # what the model loads with
         self.idle_unload_s = idle_unload_s
         self._llm: Any = None
         self._prefix: _PrefixState | None = None  # what prefill read, to restore (worker only)
@@ -283,7 +287,7 @@ class LlamaGenerator:
         self._closing = threading.Event()
         self._last_used = time.monotonic()
         # nice > 0: a background engine, its thread and llama.cpp's at a lower CPU priority
-        self._worker = WorkerThread(f"llm-{self.model_id}", nice=nice)
+        self._worker = WorkerThread(f"llm-{self.model_id}", nice=load.nice)
         # an engine replaced while someone still used it is never closed: its thread ends
         # when it is collected
         weakref.finalize(self, self._worker.close)
@@ -310,14 +314,14 @@ class LlamaGenerator:
         if self._llm is None:
             try:
                 self._llm = fast_grammar_llama(
-                    str(self.model_path),
+                    str(self.load.model_path),
                     n_ctx=self.context,
-                    n_threads=self.threads,
+                    n_threads=self.load.threads,
                     verbose=False,
                 )
             except ValueError as e:
                 raise EngineError(
-                    f"cannot load language model {self.model_path.name}: {e}",
+                    f"cannot load language model {self.load.model_path.name}: {e}",
                     fix="the file may be damaged; reinstall it with `braincue models install`",
                 ) from e
         return self._llm
@@ -325,15 +329,15 @@ class LlamaGenerator:
     def _with_room(self, llm: Any, messages: Sequence[ChatMessage], answer_tokens: int) -> Any:
         """``llm``, or the model loaded again with a larger context (up to ``n_ctx``) when the
         whole prompt of ``messages`` and ``answer_tokens`` more do not fit the one it has."""
-        if self.context >= self.n_ctx:
+        if self.context >= self.load.n_ctx:
             return llm
         try:
             needed = len(_prompt_tokens(llm, messages, whole=True)) + answer_tokens
         except EngineError:  # no chat template to count with: the largest context
-            needed = self.n_ctx
+            needed = self.load.n_ctx
         if needed <= self.context:
             return llm
-        grown = min(self.n_ctx, max(2 * self.context, -(-needed // 1024) * 1024))
+        grown = min(self.load.n_ctx, max(2 * self.context, -(-needed // 1024) * 1024))
         log.info("language model %s: a prompt of %d tokens with its answer: its context grows "
                  "from %d to %d tokens", self.model_id, needed, self.context, grown)
         self._free()

@@ -23,7 +23,7 @@ import trio
 
 from daemon.errors import BrainCueError
 from daemon.llm import frames
-from daemon.llm.generate import LlamaGenerator
+from daemon.llm.generate import LlamaGenerator, ModelLoad
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,9 @@ class Server:
 async def main(args: argparse.Namespace) -> None:
     """Serve until stdin closes (the daemon stopped it, or died): then the process ends at
     once, without waiting for work in progress that nobody will read."""
-    generator = LlamaGenerator(Path(args.model), threads=args.threads, n_ctx=args.n_ctx,
-                               start_ctx=args.start_ctx, nice=args.nice)
+    generator = LlamaGenerator(ModelLoad(Path(args.model), threads=args.threads,
+                                         n_ctx=args.n_ctx, start_ctx=args.start_ctx,
+                                         nice=args.nice))
     stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
     stdout = trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
     async with stdin, stdout:

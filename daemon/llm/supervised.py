@@ -21,7 +21,6 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import TypeVar
 
 import trio
@@ -30,6 +29,7 @@ from daemon.errors import EngineError
 from daemon.llm import frames
 from daemon.llm.generate import (
     ChatMessage,
+    ModelLoad,
     decode_json_answer,
     output_schema,
     require_model_file,
@@ -69,23 +69,15 @@ class SupervisedGenerator:
 
     def __init__(
         self,
-        model_path: Path,
+        load: ModelLoad,
         *,
-        threads: int,
-        n_ctx: int,
-        start_ctx: int | None = None,
         idle_unload_s: float | None = None,
-        nice: int = 0,
         on_death: Callable[[str], None] | None = None,
     ) -> None:
-        require_model_file(model_path)
-        self.model_path = model_path
-        self.model_id = model_path.stem
-        self.threads = threads
-        self.n_ctx = n_ctx
-        self.start_ctx = start_ctx
+        require_model_file(load.model_path)
+        self.load = load  # sent to the model process, which loads the model so
+        self.model_id = load.model_path.stem
         self.idle_unload_s = idle_unload_s
-        self.nice = nice
         self.on_death = on_death
         self.deaths = 0  # since the daemon started
         self.last_death: str | None = None
@@ -118,9 +110,10 @@ class SupervisedGenerator:
             backoff = min(MAX_BACKOFF_S, FIRST_BACKOFF_S * 2 ** (self._deaths_in_a_row - 1))
             await trio.sleep_until(trio.current_time() + max(
                 0.0, backoff - (time.monotonic() - self._died_at)))
-        command = [sys.executable, "-m", "daemon.llm.model_process", str(self.model_path),
-                   "--threads", str(self.threads), "--n-ctx", str(self.n_ctx),
-                   "--start-ctx", str(self.start_ctx or self.n_ctx), "--nice", str(self.nice)]
+        load = self.load
+        command = [sys.executable, "-m", "daemon.llm.model_process", str(load.model_path),
+                   "--threads", str(load.threads), "--n-ctx", str(load.n_ctx),
+                   "--start-ctx", str(load.start_ctx or load.n_ctx), "--nice", str(load.nice)]
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert proc.stdin is not None and proc.stdout is not None
         self._to = trio.lowlevel.FdStream(os.dup(proc.stdin.fileno()))
