@@ -447,7 +447,8 @@ def main() -> None:
                         help="asr_threads for the daemon (default: its setting, 0 = the free "
                              "cores before each utterance)")
     parser.add_argument("--compare", action="store_true",
-                        help="run each model with the pre-issue-19 decoding first")
+                        help="run each model first the way the daemon once decoded "
+                             "(the full 30 s window, one thread)")
     parser.add_argument("--set", dest="settings", action="append", default=[],
                         metavar="NAME=VALUE", help="a config.toml line for the daemon")
     parser.add_argument("--with-keep", type=Path, default=None, metavar="TRANSCRIPT",
