@@ -13,7 +13,12 @@ from daemon.sensitive import gate
 from daemon.sensitive.judge import judged
 from daemon.store.db import Migration
 from daemon.store.records import NewAssertion
-from daemon.store.schema import MIGRATIONS, m010_remask_secrets, m011_remask_judged_secrets
+from daemon.store.schema import (
+    MIGRATIONS,
+    m010_remask_secrets,
+    m011_remask_judged_secrets,
+    m013_remask_spoken_passphrases,
+)
 from daemon.store.scope import Scope
 
 SAID = [
@@ -106,3 +111,33 @@ def test_a_session_stored_before_the_gate_judged_values_in_context_is_masked_aft
         assert store.fts_chunks("6060", scope) == []
         assert store.fts_chunks("hotel safe", scope) != []
         assert [t.text for t in store.turns(session_id)] == JUDGED  # the words as said
+
+
+PASSPHRASES = [
+    "What passphrase did you put on the backup drive?",
+    "Maple river forty two, each word with a capital.",
+    "The passphrase for the wiki export is amber falcon seven, all lower case.",
+    "The password is on the sticky note by the printer.",
+]
+
+
+def test_a_passphrase_said_as_plain_words_before_the_gate_heard_them_is_masked_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data_dir = tmp_path / "profile"
+    # an older build: no third re-masking step, and a gate that found none of these
+    with older_build(monkeypatch, without=m013_remask_spoken_passphrases) as older:
+        older.setattr("daemon.store.chunking.mask_lines", lambda texts, before="": list(texts))
+        with open_store(data_dir) as store:
+            space = store.create_space("Home")
+            session_id = recorded_session(store, PASSPHRASES, space_id=space.id)
+            said = " ".join(c.body for c in store.chunks(session_id=session_id))
+            assert "Maple river forty two" in said and "amber falcon seven" in said
+    with open_store(data_dir) as store:
+        bodies = [c.body for c in store.chunks(session_id=session_id)]
+        for body in bodies:
+            assert "Maple river" not in body and "amber falcon" not in body, body
+        assert any("sticky note by the printer" in body for body in bodies)  # stays as said
+        scope = Scope(space_id=space.id)
+        assert store.fts_chunks("amber falcon", scope) == []
+        assert store.fts_chunks("wiki export", scope) != []
+        assert [t.text for t in store.turns(session_id)] == PASSPHRASES  # the words as said

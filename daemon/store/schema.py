@@ -298,6 +298,13 @@ def m012_capture_receipts(conn: apsw.Connection) -> None:
     )
 
 
+def m013_remask_spoken_passphrases(conn: apsw.Connection) -> None:
+    """What was stored before the gate heard passphrases said as plain words ("maple river forty
+    two, each word with a capital") and placed words it had no list for ("the new mastercode")
+    is masked as it would be now."""
+    remask(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_spaces_sessions_turns,
     m002_documents_chunks,
@@ -311,4 +318,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     m010_remask_secrets,
     m011_remask_judged_secrets,
     m012_capture_receipts,
+    m013_remask_spoken_passphrases,
 )
