@@ -46,7 +46,8 @@ def hits(text: str) -> list[tuple[int, str, str]]:
     return found
 
 
-# labelled speech: what people say in calls ("the fix is in commit 9f3c…"), not the project's words
+# labelled speech: what people say in calls (a look-alike names a code revision), not the
+# project's own words
 SPEECH = ("bench/data/secrets/",)
 
 

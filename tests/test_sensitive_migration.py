@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from daemon.store.schema import (
     m013_remask_spoken_passphrases,
 )
 from daemon.store.scope import Scope
+from daemon.store.store import Store
 
 SAID = [
     "Before you go: log in to the console as ops-admin with Kestrel-Quarry-5521.",
@@ -41,24 +42,63 @@ def older_build(monkeypatch: pytest.MonkeyPatch, without: Migration
         yield older
 
 
+@contextmanager
+def stored_unmasked(data_dir: Path, monkeypatch: pytest.MonkeyPatch, without: Migration
+                    ) -> Iterator[Store]:
+    """The store as an older build opens it: no ``without`` step, and a gate that finds
+    nothing, so what is stored inside the block is stored as said."""
+    with older_build(monkeypatch, without=without) as older:
+        older.setattr("daemon.store.chunking.mask_lines", lambda texts, before="": list(texts))
+        with open_store(data_dir) as store:
+            yield store
+
+
+def recorded_as_said(store: Store, turns: list[str], values: list[str], archive: str = ""
+                     ) -> tuple[int, int]:
+    """(Space id, session id) of a session of ``turns`` (and ``archive``) in a new Space, every
+    one of ``values`` readable in its chunks."""
+    space = store.create_space("Home")
+    session_id = recorded_session(store, turns, space_id=space.id)
+    if archive:
+        store.put_archive(session_id, archive)
+    said = " ".join(c.body for c in store.chunks(session_id=session_id))
+    assert all(v in said for v in values), said
+    return space.id, session_id
+
+
+def assert_masked_when_reopened(data_dir: Path, session_id: int, space_id: int,
+                                said: list[str], *, gone: list[str], stays: list[str],
+                                hidden: str, found: str) -> None:
+    """Today's build reopens the profile: no chunk holds any of ``gone``, one holds every word
+    of ``stays`` as said; a search for ``hidden`` finds nothing, one for ``found`` finds it; the
+    turns keep the words as said (behind the encryption)."""
+    with open_store(data_dir) as store:
+        bodies = [c.body for c in store.chunks(session_id=session_id)]
+        for body in bodies:
+            assert not [g for g in gone if g in body], body
+        assert any(all(s in body for s in stays) for body in bodies)  # stays as said
+        scope = Scope(space_id=space_id)
+        assert store.fts_chunks(hidden, scope) == []
+        assert store.fts_chunks(found, scope) != []
+        assert [t.text for t in store.turns(session_id)] == said
+
+
 def test_a_session_stored_before_the_change_is_masked_after_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data_dir = tmp_path / "profile"
     # an older build: no re-masking step, and a gate that found none of these
-    with older_build(monkeypatch, without=m010_remask_secrets) as older:
-        older.setattr("daemon.store.chunking.mask_lines", lambda texts, before="": list(texts))
-        with open_store(data_dir) as store:
-            space = store.create_space("Ops")
-            session_id = recorded_session(store, SAID, space_id=space.id)
-            store.put_archive(session_id, "Handover. The console login is ops-admin / "
-                              "Kestrel-Quarry-5521; the door code is 4417-2291.")
-            anchor = store.chunks(session_id=session_id, kind="transcript")[0].id
-            fact = store.add_assertion(NewAssertion(
-                kind="fact", text="The loading bay door opens with 4417-2291.",
-                source="extracted", anchor_chunk_id=anchor, session_id=session_id,
-                space_id=space.id))
-            bodies = " ".join(c.body for c in store.chunks(session_id=session_id))
-            assert "Kestrel-Quarry-5521" in bodies and "4417-2291" in bodies  # as it was
+    with stored_unmasked(data_dir, monkeypatch, without=m010_remask_secrets) as store:
+        space = store.create_space("Ops")
+        session_id = recorded_session(store, SAID, space_id=space.id)
+        store.put_archive(session_id, "Handover. The console login is ops-admin / "
+                          "Kestrel-Quarry-5521; the door code is 4417-2291.")
+        anchor = store.chunks(session_id=session_id, kind="transcript")[0].id
+        fact = store.add_assertion(NewAssertion(
+            kind="fact", text="The loading bay door opens with 4417-2291.",
+            source="extracted", anchor_chunk_id=anchor, session_id=session_id,
+            space_id=space.id))
+        bodies = " ".join(c.body for c in store.chunks(session_id=session_id))
+        assert "Kestrel-Quarry-5521" in bodies and "4417-2291" in bodies  # as it was
     with open_store(data_dir) as store:
         chunks = store.chunks(session_id=session_id)
         assert {c.kind for c in chunks} == {"transcript", "session"}
@@ -86,33 +126,6 @@ JUDGED = [
 ]
 
 
-def test_a_session_stored_before_the_gate_judged_values_in_context_is_masked_after_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    data_dir = tmp_path / "profile"
-    # an older build: no second re-masking step, and a gate without the judge
-    with older_build(monkeypatch, without=m011_remask_judged_secrets) as older:
-        older.setattr(gate, "DETECTORS", tuple(d for d in gate.DETECTORS if d is not judged))
-        gate.clear_cache()
-        with open_store(data_dir) as store:
-            space = store.create_space("Home")
-            session_id = recorded_session(store, JUDGED, space_id=space.id)
-            store.put_archive(session_id, "Codes: the hotel safe is 1 5 0 9, the church hall "
-                              "alarm 6060, the garage keypad seven seven one nine.")
-            said = " ".join(c.body for c in store.chunks(session_id=session_id))
-            assert "1 5 0 9" in said and "6060" in said and "seven seven one nine" in said
-    gate.clear_cache()
-    with open_store(data_dir) as store:
-        bodies = [c.body for c in store.chunks(session_id=session_id)]
-        for body in bodies:
-            assert "1 5 0 9" not in body and "6060" not in body, body
-            assert "seven seven one nine" not in body, body
-        assert any("room 212" in body and "10:30" in body for body in bodies)  # stays as said
-        scope = Scope(space_id=space.id)
-        assert store.fts_chunks("6060", scope) == []
-        assert store.fts_chunks("hotel safe", scope) != []
-        assert [t.text for t in store.turns(session_id)] == JUDGED  # the words as said
-
-
 PASSPHRASES = [
     "What passphrase did you put on the backup drive?",
     "Maple river forty two, each word with a capital.",
@@ -121,23 +134,45 @@ PASSPHRASES = [
 ]
 
 
-def test_a_passphrase_said_as_plain_words_before_the_gate_heard_them_is_masked_after_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+
+
+def without_the_judge(older: pytest.MonkeyPatch) -> None:
+    older.setattr(gate, "DETECTORS", tuple(d for d in gate.DETECTORS if d is not judged))
+
+
+def finding_nothing(older: pytest.MonkeyPatch) -> None:
+    older.setattr("daemon.store.chunking.mask_lines", lambda texts, before="": list(texts))
+
+
+# (the step an older build lacked, its gate, what was said, what it stored readable, an archive,
+#  what must be gone after, what stays, a search that must find nothing, one that must find)
+OLDER = [
+    pytest.param(m011_remask_judged_secrets, without_the_judge, JUDGED,
+                 ["1 5 0 9", "6060", "seven seven one nine"],
+                 "Codes: the hotel safe is 1 5 0 9, the church hall alarm 6060, the garage "
+                 "keypad seven seven one nine.",
+                 ["1 5 0 9", "6060", "seven seven one nine"], ["room 212", "10:30"],
+                 "6060", "hotel safe", id="values judged in context"),
+    pytest.param(m013_remask_spoken_passphrases, finding_nothing, PASSPHRASES,
+                 ["Maple river forty two", "amber falcon seven"], "",
+                 ["Maple river", "amber falcon"], ["sticky note by the printer"],
+                 "amber falcon", "wiki export", id="passphrases said as plain words"),
+]
+
+
+@pytest.mark.parametrize(
+    ("without", "older_gate", "turns", "readable", "archive", "gone", "stays", "hidden", "found"),
+    OLDER)
+def test_what_an_older_gate_left_readable_is_masked_after_the_upgrade(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, without: Migration,
+        older_gate: Callable[[pytest.MonkeyPatch], None], turns: list[str], readable: list[str],
+        archive: str, gone: list[str], stays: list[str], hidden: str, found: str) -> None:
     data_dir = tmp_path / "profile"
-    # an older build: no third re-masking step, and a gate that found none of these
-    with older_build(monkeypatch, without=m013_remask_spoken_passphrases) as older:
-        older.setattr("daemon.store.chunking.mask_lines", lambda texts, before="": list(texts))
+    with older_build(monkeypatch, without=without) as older:
+        older_gate(older)
+        gate.clear_cache()
         with open_store(data_dir) as store:
-            space = store.create_space("Home")
-            session_id = recorded_session(store, PASSPHRASES, space_id=space.id)
-            said = " ".join(c.body for c in store.chunks(session_id=session_id))
-            assert "Maple river forty two" in said and "amber falcon seven" in said
-    with open_store(data_dir) as store:
-        bodies = [c.body for c in store.chunks(session_id=session_id)]
-        for body in bodies:
-            assert "Maple river" not in body and "amber falcon" not in body, body
-        assert any("sticky note by the printer" in body for body in bodies)  # stays as said
-        scope = Scope(space_id=space.id)
-        assert store.fts_chunks("amber falcon", scope) == []
-        assert store.fts_chunks("wiki export", scope) != []
-        assert [t.text for t in store.turns(session_id)] == PASSPHRASES  # the words as said
+            space_id, session_id = recorded_as_said(store, turns, readable, archive)
+    gate.clear_cache()
+    assert_masked_when_reopened(data_dir, session_id, space_id, turns, gone=gone, stays=stays,
+                                hidden=hidden, found=found)
