@@ -18,6 +18,7 @@ from daemon.store.schema import (
     m010_remask_secrets,
     m011_remask_judged_secrets,
     m013_remask_spoken_passphrases,
+    m014_remask_dictated_and_grouped,
 )
 from daemon.store.scope import Scope
 from daemon.store.store import Store
@@ -134,6 +135,15 @@ PASSPHRASES = [
 ]
 
 
+DICTATED = [
+    "The NAS admin password is short: Heron, then 6, then 1, then 3.",
+    "For the authenticator, choose manual entry and type 4kqz 7wna m2xe pp5d.",
+    "What's the passphrase on the drive? The card in the safe has it.",
+    "It reads willow 8 granite fern, all lower case.",
+    "The model number on the label is XPS-9530-7741, order the charger for that.",
+]
+
+
 
 
 def without_the_judge(older: pytest.MonkeyPatch) -> None:
@@ -157,6 +167,10 @@ OLDER = [
                  ["Maple river forty two", "amber falcon seven"], "",
                  ["Maple river", "amber falcon"], ["sticky note by the printer"],
                  "amber falcon", "wiki export", id="passphrases said as plain words"),
+    pytest.param(m014_remask_dictated_and_grouped, finding_nothing, DICTATED,
+                 ["Heron, then 6", "4kqz 7wna m2xe pp5d", "willow 8 granite fern"], "",
+                 ["Heron", "4kqz", "willow 8"], ["XPS-9530-7741"],
+                 "4kqz", "charger", id="values dictated, read in groups, with a digit"),
 ]
 
 

@@ -134,10 +134,17 @@ def _private_keys(text: str) -> Iterator[Finding]:
         yield Finding("private key", m.start(), m.end())
 
 
+# a number named as a product's or a parcel's, not a card's: "the barcode on the box is …"
+_NUMBERED_BEFORE = re.compile(r"(?i)\b(?:barcode|ean|upc|gtin|isbn|imei|serial|tracking"
+                              r"|order|invoice)\b[^.\n]{0,24}$")
+
+
 def _cards(text: str) -> Iterator[Finding]:
     for m in _CARD.finditer(text):
         digits = re.sub(r"\D", "", m.group())
-        if 13 <= len(digits) <= 19 and luhn_valid(digits) and len(set(digits)) > 1:
+        if (13 <= len(digits) <= 19 and luhn_valid(digits) and len(set(digits)) > 1
+                and (len(digits) > 13 or digits[0] == "4")  # 13 digits: an old Visa, or an EAN
+                and not _NUMBERED_BEFORE.search(text[:m.start()])):
             yield Finding("card number", m.start(), m.end())
 
 
@@ -153,10 +160,19 @@ def _national_ids(text: str) -> Iterator[Finding]:
             yield Finding("national id", m.start(), m.end())
 
 
+# a random-looking value said to be public, or a digest of something: "the host key
+# fingerprint is SHA256:…", "the peer's public key is …", "the checksum is …"
+_PUBLIC_BEFORE = re.compile(r"(?i)\b(?:public|fingerprint|thumbprint|checksum|digest|hash"
+                            r"|sha-?\d+|md5)\b[^.\n]{0,24}$")
+_PRIVATE_BEFORE = re.compile(r"(?i)\b(?:private|secret)\b[^.\n]{0,24}$")
+
+
 def _high_entropy(text: str) -> Iterator[Finding]:
     for start, end, random in high_entropy(text):
-        labelled = bool(_SECRET_BEFORE.search(text[:start]))
-        if random or labelled:
+        said = text[:start]
+        labelled = bool(_SECRET_BEFORE.search(said))
+        public = _PUBLIC_BEFORE.search(said) and not _PRIVATE_BEFORE.search(said)
+        if labelled or (random and not public):
             yield Finding("secret", start, end)
 
 

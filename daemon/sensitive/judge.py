@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from daemon.sensitive import weights
 from daemon.sensitive.finding import Finding
-from daemon.sensitive.spoken import NOT_A_CODE
+from daemon.sensitive.spoken import named_public
 from daemon.sensitive.vectors import VectorsUnavailable, WordVectors, read
 
 Matrix = npt.NDArray[np.float32]
@@ -62,6 +62,23 @@ _WORDLIKE = re.compile(r"(?<![\w@/.:$-])[A-Za-z0-9][\w!#$%&*+=@^~.-]*[\w!#$%&*+=
 _JOINED = re.compile(r"[A-Za-z]{2,}(?:[-_.][A-Za-z0-9]{2,}){2,}")  # not "T_V_s"
 _INNER = re.compile(r"[a-z][A-Z]|[A-Za-z0-9][!#$%&*+=^~@][A-Za-z0-9]")
 _SYMBOL = re.compile(r"[A-Za-z0-9][!#$%&*+=^~@][A-Za-z0-9]")
+# no values: "a 9-volt battery", "the 6-digit code"; a version, "streets-v12", "api.v2"
+_COMPOUND = re.compile(r"\d{1,3}-[a-z]{3,}|[A-Za-z]+(?:[-_.][A-Za-z]+)*[-_.]v\d+(?:\.\d+)*")
+# a key printed or read in groups of the same length, letters and digits ("7azg xna3 ej44 eocz",
+# "4f7k-2mqa-9xze-tt3p")
+_GROUPS = re.compile(r"(?<![\w-])([A-Za-z0-9]{3,6})(?:[ -][A-Za-z0-9]{3,6}){3,}(?![\w-])")
+# a value dictated piece by piece: "Kestrel, then 4, then 0, then 9", "tiger underscore 88",
+# "capital M, a, p, l, e", "Lighthouse, followed by 5"
+_SAID_SYMBOL = (r"(?:dash|hyphen|underscore|at\s+sign|hash|exclamation\s+(?:mark|point)"
+                r"|dollar\s+sign|asterisk|star|plus|ampersand|percent\s+sign)")
+_SAID_SYMBOL_WORD = re.compile(rf"(?i)\b{_SAID_SYMBOL}\b")
+_CASE = r"(?:(?:capital|upper\s?case|lower\s?case|small)\s+)"
+_PIECE = rf"(?:{_SAID_SYMBOL}|{_CASE}?(?:[A-Za-z]+|\d+(?:\s\d)*))"
+_STEP = (rf"(?:\s*,?\s+(?:and\s+)?(?:then|followed\s+by)\s+{_PIECE}"  # ", then 4"
+         rf"|\s+{_SAID_SYMBOL}(?:\s+(?!then\b|followed\b)(?:[A-Za-z]+|\d+))?"  # " dash 62"
+         rf"|\s*,\s*{_CASE}?[A-Za-z0-9](?!\w))")  # ", a", ", capital B"
+_DICTATED = re.compile(rf"(?i)\b{_PIECE}(?:{_STEP}\b){{2,}}")
+_ONE_CHAR = re.compile(r"(?<![\w'])[A-Za-z0-9](?!\w)|\d")
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[?$£€#%:@/]")
 def _words_of(words: str) -> frozenset[str]:
     return frozenset(words.split())
@@ -72,12 +89,13 @@ def _words_of(words: str) -> frozenset[str]:
 # that asks for one; the NATO alphabet mixed with digit names anywhere ("tango seven bravo two")
 _CUE = re.compile(r"(?i)\b(?:pass\s?phrase|phrase|pass\s?word|passcode|memorable\s+word)s?\b")
 _CLAUSE = re.compile(r"[^,.;:!?()\"“”—]+")
-_PLAIN = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
-_SAID = _words_of("is was to as")
+_PLAIN = re.compile(r"[A-Za-z]+(?:'[a-z]+)?|\d{1,4}\b")  # "harbour violet 6 canopy"
+_SAID = _words_of("is was to as says reads")
+_NAMES = re.compile(r"(?i)\s*(?:that's|that is|which is|it's|is|was|are)\b")
 _NOT_A_NOUN = re.compile(r"(?:ly|ed|ing)$")  # "changed successfully", "rotated quarterly"
 _GAP = re.compile(r"\s+|\s?-\s?")
 _LINK = _words_of("is was are be to as it's its it now just simply still yes yeah sure ok okay"
-                  " right so")
+                  " right so says reads read")
 _GRAMMAR = _words_of(
     "a an the on in at of to for from with without by about into onto under over behind is are"
     " was were be been being am it it's its this that that's these those there here what which"
@@ -89,7 +107,8 @@ _GRAMMAR = _words_of(
     " sure think know say said tell told see use used using put set write written wrote ask"
     " check try look call"
     " times characters character letters digits minimum maximum nothing something wrong right"
-    " correct incorrect random long short strong weak sensitive expired old new")
+    " correct incorrect random long short strong weak sensitive expired old new"
+    " number numbers symbol symbols special uppercase lowercase capitals reuse")
 _NATO = ("alpha|alfa|bravo|charlie|delta|echo|foxtrot|golf|hotel|india|juliet|juliett|kilo|lima"
          "|mike|november|oscar|papa|quebec|romeo|sierra|tango|uniform|victor|whiskey|whisky"
          "|x-ray|xray|yankee|zulu")
@@ -157,7 +176,8 @@ def _phrases(text: str, before: str) -> Iterator[Candidate]:
     answer = _cue(before, "") is not None
     if cue is None and not answer:
         return
-    for i, clause in enumerate(_CLAUSE.finditer(text)):
+    clauses = list(_CLAUSE.finditer(text))
+    for i, clause in enumerate(clauses):
         spans = [(m.start() + clause.start(), m.end() + clause.start(), m.group().lower())
                  for m in _PLAIN.finditer(clause.group())]
         if cue is not None and clause.start() <= cue.start() < clause.end():
@@ -167,7 +187,15 @@ def _phrases(text: str, before: str) -> Iterator[Candidate]:
             if not tail:
                 continue
             spans = spans[tail[-1]:]
-        elif not ((cue is not None and clause.start() >= cue.end()) or (answer and i <= 1)):
+        elif ((cue is not None and clause.start() >= cue.end()) or (answer and i <= 1)
+              or (cue is not None and i + 1 < len(clauses)
+                  and clauses[i + 1].start() <= cue.start() < clauses[i + 1].end()
+                  and _NAMES.match(clauses[i + 1].group()))):
+            # after the cue, the answer, or the value before its cue ("juniper 12 otter salt,
+            # that's the passphrase"); of what a note says, what it says ("the card reads …")
+            read = [k for k, s in enumerate(spans) if s[2] in _SAID and k < len(spans) - 1]
+            spans = spans[read[-1] + 1:] if read else spans
+        else:
             continue
         while spans and spans[0][2] in _LINK:
             spans.pop(0)
@@ -183,10 +211,36 @@ def _phrases(text: str, before: str) -> Iterator[Candidate]:
             yield Candidate(spans[0][0], spans[-1][1], "phrase")
 
 
+def _grouped(text: str) -> Iterator[Candidate]:
+    """Runs of four or more groups of one length, two or more of them with a digit, not all
+    digits, a word of the lists at either end left out ("type 7azg xna3 ej44 eocz")."""
+    for m in _GROUPS.finditer(text):
+        groups = [(g.start(), g.end(), g.group()) for g in re.finditer(r"[^ -]+", m.group())]
+        for _, run in itertools.groupby(groups, key=lambda g: len(g[2])):
+            kept = list(run)
+            while kept and _known(kept[0][2]):
+                kept.pop(0)
+            while kept and _known(kept[-1][2]):
+                kept.pop()
+            values = [g for *_, g in kept]
+            if (len(values) >= 4 and sum(any(ch.isdigit() for ch in g) for g in values) >= 2
+                    and not all(g.isdigit() for g in values)):
+                yield Candidate(m.start() + kept[0][0], m.start() + kept[-1][1], "groups")
+
+
+def _known(word: str) -> bool:
+    w = word.lower()
+    return w in _GRAMMAR or any(w in listed for listed in CLASSES.values())
+
+
 def candidates(text: str, before: str = "") -> Iterator[Candidate]:
     """Every value-shaped span of ``text``, each once, the longest where they overlap (with
     ``before``, the turn said before it, the plain-word passphrases it asks for)."""
     found: list[Candidate] = list(_phrases(text, before))
+    found.extend(_grouped(text))
+    for m in _DICTATED.finditer(text):
+        if _ONE_CHAR.search(m.group()) or _SAID_SYMBOL_WORD.search(m.group()):
+            found.append(Candidate(m.start(), m.end(), "dictated"))
     for m in _NATO_RUN.finditer(text):
         if _NATO_WORD.search(m.group()) and _DIGIT_NAME.search(m.group()):
             found.append(Candidate(m.start(), m.end(), "nato"))
@@ -201,7 +255,8 @@ def candidates(text: str, before: str = "") -> Iterator[Candidate]:
         value = m.group().rstrip(".")
         has_digit = any(c.isdigit() for c in value)
         has_alpha = any(c.isalpha() for c in value)
-        if "://" in text[m.start():m.end() + 3] or value.count("@") or len(value) < 4:
+        if ("://" in text[m.start():m.end() + 3] or value.count("@") or len(value) < 4
+                or _COMPOUND.fullmatch(value)):
             continue
         # letters only: joined words, or a symbol inside (not only capitals: identifiers
         # and brand names, "camelCaseName", "PayPal")
@@ -221,7 +276,7 @@ CLASSES: dict[str, frozenset[str]] = {
         "password passwords passcode passphrase pin pins pincode code codes combination combo"
         " key keys token tokens secret secrets credential credentials login logins pw pwd otp"
         " cvv cvc passkey passwd unlock verification security auth 2fa mfa mastercode temporary"
-        " temp phrase"),
+        " temp phrase string community seed psk preshared"),
     "opens": _words_of(
         "safe lock locks padlock lockbox door doors gate keypad alarm locker lockers garage vault"
         " entry access wifi router network account app portal phone tablet laptop screen"
@@ -256,6 +311,14 @@ CLASSES: dict[str, frozenset[str]] = {
         " branch sort routing swift iban phone mobile cell tel error status promo coupon"
         " discount voucher gift commit hash uuid sha checksum tenant project domain host"
         " bucket region cluster repo tag article kb"),
+    # a correction: the value said after it is the one meant ("5 2 8, no wait, it's 5 8 2")
+    "correct": _words_of("wait sorry mean actually correction scratch rather oops instead"
+                         " hang"),
+    # what says a value is public or names a thing, not a secret: a fingerprint, a fault, a rule
+    "public": _words_of(
+        "public publicly fingerprint fingerprints digest checksum checksums sha256 sha1 md5"
+        " barcode serial ean upc mac vin error errors fault faults warning status policy rule"
+        " rules jam firmware version model tracking keyserver published means"),
 }
 # a word can be in more than one class ("gate", "account", "safe"): each class is a feature
 
@@ -366,6 +429,20 @@ def _shape(value: str, shape: str, text: str, start: int, end: int) -> list[str]
             out.append("leading-zero")
         if re.fullmatch(r"(\d)\1+", value.replace(" ", "").replace("-", "")):
             out.append("repeated")
+    elif shape == "groups":
+        parts = re.split(r"[ -]", value)
+        out.append(f"groups:{min(len(parts), 8)}")
+        out.append(f"group-len:{len(parts[0])}")
+        out.append("caps" if value.upper() == value else "lower" if value.lower() == value
+                   else "mixed-case")
+    elif shape == "dictated":
+        out.append(f"singles:{min(len(_ONE_CHAR.findall(value)), 6)}")
+        if re.search(r"(?i)\b(?:then|followed)\b", value):
+            out.append("then")
+        if _SAID_SYMBOL_WORD.search(value):
+            out.append("said-symbol")
+        if re.search(_CASE, value, re.IGNORECASE):
+            out.append("said-case")
     elif shape in ("phrase", "nato"):
         n_words = len(value.split())
         out.append(f"words:{min(n_words, 6)}")
@@ -375,6 +452,8 @@ def _shape(value: str, shape: str, text: str, start: int, end: int) -> list[str]
             out.append("all-number-words")
         if _NATO_WORD.search(value):
             out.append("nato-word")
+        if any(c.isdigit() for c in value):
+            out.append("digit-word")
         if all(w[0].isupper() for w in value.split()):
             out.append("capitalised")
         if _TYPING.search(text[end:]):
@@ -397,6 +476,10 @@ def _shape(value: str, shape: str, text: str, start: int, end: int) -> list[str]
             out.append("dotted")
         if re.fullmatch(r"[A-Za-z]+\d{1,4}", value):
             out.append("word-number")
+        parts = value.split("-")
+        if (len(parts) >= 3 and sum(p.isalpha() and len(p) >= 3 for p in parts) >= 2
+                and any(c.isdigit() for c in value)):
+            out.append("word-combo")  # "mk7-hollow-vane", "Harbor-Ink-3306"
     before = text[max(0, start - 2):start]
     after = text[end:end + 3]
     if re.search(r"[$£€]", before):
@@ -448,6 +531,9 @@ def features(text: str, before: str, c: Candidate) -> list[str]:
             out.append("after-secret")
     if any("secret" in _classes(w) for w in left[-3:]):
         out.append("secret-near")
+    if any("correct" in _classes(w) for w in left) and any(
+            o.end <= c.start for o in candidates(text[:c.start], before)):
+        out.append("corrected")  # "5 2 8, no wait, it's 5 8 2"
     n_values = sum(1 for _ in candidates(text, before))
     out.append(f"values:{min(n_values, 3)}")
     return out
@@ -467,9 +553,12 @@ def score(names: list[str]) -> float:
 
 def judged(text: str, before: str = "") -> Iterator[Finding]:
     """The value-shaped spans of ``text`` the model judges to be credentials; never one said
-    right after a code that is no secret ("tracking code", "promo code")."""
+    right after a code or key that is no secret ("tracking code", "public key"), nor first in
+    the answer to a question about one ("What status code did it give?")."""
     for c in candidates(text, before):
         names = features(text, before, c)
         if (_EVIDENCE.intersection(names) and score(names) >= MODEL.threshold
-                and not NOT_A_CODE.search(text[max(0, c.start - 40):c.start])):
+                and not named_public(text[max(0, c.start - 40):c.start])
+                and not (len(words(text[:c.start])) <= 3 and named_public(before))):
             yield Finding(KIND, c.start, c.end)
+

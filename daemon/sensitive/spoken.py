@@ -48,9 +48,23 @@ NOT_A_CODE = re.compile(
     r"(?i)\b(?:zip|area|postal|post|country|error|status|source|dress|promo|discount|coupon"
     r"|tracking|product|colou?r|bar|qr|exit|tax|sort|airport|dial(?:ling)?|country|language"
     r"|machine|legacy|test|sample|example|reference|order|voucher|booking|ticket|event|item"
-    r"|confirmation|reservation|meeting|invite|invitation|gift|class|course|seat|room)"
+    r"|confirmation|reservation|meeting|invite|invitation|gift|class|course|seat|room|branch"
+    r"|routing|swift|bic|stop)"
     r"\s+code\b"
+    # a key said to be public or named by its id or fingerprint: "the peer's public key is …",
+    # "the GPG key ID is …", "the host key fingerprint is …"
+    r"|\bpublic\s+(?:[\w-]+\s+){0,2}keys?\b|\bkeys?\s+(?:id|fingerprint)s?\b"
 )
+
+
+def named_public(said: str) -> bool:
+    """Whether ``said`` (what comes right before a value) names a code or key that is no secret,
+    with no secret named after it ("the tracking code is", "the public GPG signing key is"; not
+    "the QR code, pick manual entry and key in")."""
+    named = [m.end() for m in NOT_A_CODE.finditer(said)]
+    return bool(named) and not _SECRET_NAMED.search(said[named[-1]:])
+
+
 _TARGET = r"(?:\s+(?:for|to|of|on|at|into|in|with|from)(?:\s+[\w.@-]+){1,4}?)"
 # between a cue and its verb: "the code they texted was", "the code, if you need it, is", "the
 # code just came through, it's"
@@ -60,6 +74,7 @@ _VERB = (r"(?:(?:\s+(?:is|was|has\s+been|have\s+been|got|gets))?\s+(?:changed|re
          r"\s+to|\s+is\s+now|\s+is|\s+are|\s+was|\s+being"
          r"|,?\s+(?:ours|mine|yours|his|hers|theirs)(?:['’]s|\s+is)"
          r"|\s+will\s+be|\s+should\s+be|\s+reads|['’]s|\s*[:=]|,?\s+it['’]s|,?\s+it\s+is)")
+_SECRET_NAMED = re.compile(rf"(?ix)\b(?:{_STRONG}|{_WEAK})\b")
 _CUE = re.compile(
     rf"(?ix)\b(?P<word>{_STRONG}|{_WEAK}|{_LOCK})s?\b{_TARGET}?{_CLAUSE}?{_VERB}\s*{_FILLER}?"
     rf"{_VALUE}"
@@ -169,7 +184,7 @@ def cued(text: str) -> Iterator[Finding]:
     for m in _CUE.finditer(text):
         value = _clean(m.group("value"))
         word = m.group("word")
-        if NOT_A_CODE.search(text[max(0, m.start() - 16) : m.end("word")]):
+        if named_public(text[max(0, m.start() - 32) : m.end("word")]):
             continue
         strong = re.fullmatch(rf"(?ix){_STRONG}", word) is not None
         if re.fullmatch(rf"(?ix){_LOCK}", word) and not _DIGITS_ONLY.fullmatch(value):
@@ -200,13 +215,16 @@ def asks_for_secret(turn: str) -> bool:
 
 
 _ERROR = re.compile(r"(?i)\berror\b")  # "What's the code for that error?"
+# an answer that says what the value is, and it is no secret: "E-204, it says paper jam"
+_NAMED_PUBLIC = re.compile(r"(?i)\b(?:error|fault|jam|warning|status|means|fingerprint"
+                           r"|checksum|digest|public|barcode|serial|tracking|version|model)\b")
 ANSWER_CHARS = 80  # an answer gives the value first: "Hmm, hunter2? No, Hunter2024."
 ANSWER_VALUES = 2
 
 
 def answers(text: str, before: str) -> Iterator[Finding]:
     """The first credential-like values of a turn that answers a question for a secret."""
-    if not before or not asks_for_secret(before):
+    if not before or not asks_for_secret(before) or _NAMED_PUBLIC.search(text):
         return
     found = 0
     for m in _ANSWER_VALUE.finditer(text[:ANSWER_CHARS]):

@@ -305,6 +305,13 @@ def m013_remask_spoken_passphrases(conn: apsw.Connection) -> None:
     remask(conn)
 
 
+def m014_remask_dictated_and_grouped(conn: apsw.Connection) -> None:
+    """What was stored before the gate heard values dictated piece by piece ("Kestrel, then 4,
+    then 0, then 9"), keys read in groups ("7azg xna3 ej44 eocz"), passphrases with a digit in
+    them and values before their cue is masked as it would be now."""
+    remask(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_spaces_sessions_turns,
     m002_documents_chunks,
@@ -319,4 +326,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     m011_remask_judged_secrets,
     m012_capture_receipts,
     m013_remask_spoken_passphrases,
+    m014_remask_dictated_and_grouped,
 )
