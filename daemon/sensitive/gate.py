@@ -163,7 +163,7 @@ def _national_ids(text: str) -> Iterator[Finding]:
 # a random-looking value said to be public, or a digest of something: "the host key
 # fingerprint is SHA256:…", "the peer's public key is …", "the checksum is …"
 _PUBLIC_BEFORE = re.compile(r"(?i)\b(?:public|fingerprint|thumbprint|checksum|digest|hash"
-                            r"|sha-?\d+|md5)\b[^.\n]{0,24}$")
+                            r"|sha-?\d+|md5|ssh-(?:rsa|ed25519|dss)|ecdsa-sha2)\b[^.\n]{0,40}$")
 _PRIVATE_BEFORE = re.compile(r"(?i)\b(?:private|secret)\b[^.\n]{0,24}$")
 
 
@@ -217,7 +217,33 @@ def _find(text: str, before: str) -> tuple[Finding, ...]:
                 # a longer span over the part an earlier detector found: the passphrase
                 # "copper lantern ninety one", not its first word
                 taken = [t for t in taken if t not in inside] + [f]
-    return tuple(sorted((f for f in taken if f.kind), key=lambda f: f.start))
+    found = sorted((f for f in taken if f.kind), key=lambda f: f.start)
+    return tuple(_with_siblings(text, found))
+
+
+_LISTED = r"(?:\s*,|,?\s+and|,?\s+or)\s+"
+_RUN = re.compile(r"[A-Za-z]+|\d+|[^A-Za-z\d]+")
+
+
+def _with_siblings(text: str, found: list[Finding]) -> Iterator[Finding]:
+    """``found``, and after each value with a digit the values of its form listed after it
+    ("backup codes 3381-9042, 7716-2250 and 5094-1187": the last two with the first)."""
+    end = -1
+    for i, f in enumerate(found):
+        if f.start < end:
+            continue
+        yield f
+        end = f.end
+        value = text[f.start:f.end]
+        if not any(c.isdigit() for c in value):
+            continue
+        form = "".join(rf"[A-Za-z]{{{len(r)}}}" if r.isalpha() else rf"\d{{{len(r)}}}"
+                       if r.isdigit() else re.escape(r) for r in _RUN.findall(value))
+        sibling = re.compile(rf"{_LISTED}({form})(?![\w-])")
+        nxt = found[i + 1].start if i + 1 < len(found) else len(text)
+        while (m := sibling.match(text, end)) is not None and m.end(1) <= nxt:
+            yield Finding(f.kind, m.start(1), m.end(1))
+            end = m.end(1)
 
 
 def redact(text: str) -> Redacted:

@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from daemon.sensitive import weights
 from daemon.sensitive.finding import Finding
-from daemon.sensitive.spoken import named_public
+from daemon.sensitive.spoken import named_public, says_public
 from daemon.sensitive.vectors import VectorsUnavailable, WordVectors, read
 
 Matrix = npt.NDArray[np.float32]
@@ -74,10 +74,14 @@ _SAID_SYMBOL = (r"(?:dash|hyphen|underscore|at\s+sign|hash|exclamation\s+(?:mark
 _SAID_SYMBOL_WORD = re.compile(rf"(?i)\b{_SAID_SYMBOL}\b")
 _CASE = r"(?:(?:capital|upper\s?case|lower\s?case|small)\s+)"
 _PIECE = rf"(?:{_SAID_SYMBOL}|{_CASE}?(?:[A-Za-z]+|\d+(?:\s\d)*))"
-_STEP = (rf"(?:\s*,?\s+(?:and\s+)?(?:then|followed\s+by)\s+{_PIECE}"  # ", then 4"
-         rf"|\s+{_SAID_SYMBOL}(?:\s+(?!then\b|followed\b)(?:[A-Za-z]+|\d+))?"  # " dash 62"
+# a word of speech that goes on after a value, no piece of it ("…, then you turn the handle")
+_ON = r"(?!(?:you|we|they|i|he|she|it|the|a|an|to|and|or|press|turn|hit|that|this|is)\b)"
+_STEP = (rf"(?:\s*,?\s+(?:and\s+)?(?:then|followed\s+by)\s+{_ON}{_PIECE}"  # ", then 4"
+         rf"|\s*,?\s+{_SAID_SYMBOL}(?:\s*,?\s+{_ON}(?!then\b|followed\b)(?:[A-Za-z]+|\d+))?"
+         # " dash 62", ", underscore, Rain"
          rf"|\s*,\s*{_CASE}?[A-Za-z0-9](?!\w))")  # ", a", ", capital B"
-_DICTATED = re.compile(rf"(?i)\b{_PIECE}(?:{_STEP}\b){{2,}}")
+_DICTATED = re.compile(rf"(?i)\b{_PIECE}(?:{_STEP}\b){{2,}}"
+                       rf"|\b{_PIECE}\s*,?\s+(?:and\s+)?(?:then|followed\s+by)\s+{_ON}{_PIECE}\b")
 _ONE_CHAR = re.compile(r"(?<![\w'])[A-Za-z0-9](?!\w)|\d")
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[?$£€#%:@/]")
 def _words_of(words: str) -> frozenset[str]:
@@ -554,11 +558,12 @@ def score(names: list[str]) -> float:
 def judged(text: str, before: str = "") -> Iterator[Finding]:
     """The value-shaped spans of ``text`` the model judges to be credentials; never one said
     right after a code or key that is no secret ("tracking code", "public key"), nor first in
-    the answer to a question about one ("What status code did it give?")."""
+    the answer to a question about one ("What status code did it give?") or in a turn that
+    says it is no secret ("E-204, it says paper jam")."""
     for c in candidates(text, before):
         names = features(text, before, c)
         if (_EVIDENCE.intersection(names) and score(names) >= MODEL.threshold
                 and not named_public(text[max(0, c.start - 40):c.start])
-                and not (len(words(text[:c.start])) <= 3 and named_public(before))):
+                and not (len(words(text[:c.start])) <= 3
+                         and (named_public(before) or says_public(text)))):
             yield Finding(KIND, c.start, c.end)
-

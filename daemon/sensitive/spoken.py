@@ -49,7 +49,7 @@ NOT_A_CODE = re.compile(
     r"|tracking|product|colou?r|bar|qr|exit|tax|sort|airport|dial(?:ling)?|country|language"
     r"|machine|legacy|test|sample|example|reference|order|voucher|booking|ticket|event|item"
     r"|confirmation|reservation|meeting|invite|invitation|gift|class|course|seat|room|branch"
-    r"|routing|swift|bic|stop)"
+    r"|routing|swift|bic|stop|fault)"
     r"\s+code\b"
     # a key said to be public or named by its id or fingerprint: "the peer's public key is …",
     # "the GPG key ID is …", "the host key fingerprint is …"
@@ -222,9 +222,14 @@ ANSWER_CHARS = 80  # an answer gives the value first: "Hmm, hunter2? No, Hunter2
 ANSWER_VALUES = 2
 
 
+def says_public(text: str) -> bool:
+    """Whether a turn says what its value is, and it is no secret ("E-204, it says paper jam")."""
+    return _NAMED_PUBLIC.search(text) is not None
+
+
 def answers(text: str, before: str) -> Iterator[Finding]:
     """The first credential-like values of a turn that answers a question for a secret."""
-    if not before or not asks_for_secret(before) or _NAMED_PUBLIC.search(text):
+    if not before or not asks_for_secret(before) or says_public(text):
         return
     found = 0
     for m in _ANSWER_VALUE.finditer(text[:ANSWER_CHARS]):

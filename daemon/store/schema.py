@@ -308,7 +308,8 @@ def m013_remask_spoken_passphrases(conn: apsw.Connection) -> None:
 def m014_remask_dictated_and_grouped(conn: apsw.Connection) -> None:
     """What was stored before the gate heard values dictated piece by piece ("Kestrel, then 4,
     then 0, then 9"), keys read in groups ("7azg xna3 ej44 eocz"), passphrases with a digit in
-    them and values before their cue is masked as it would be now."""
+    them or before their cue, and codes listed after a found one ("3381-9042, 7716-2250 and
+    5094-1187") is masked as it would be now."""
     remask(conn)
 
 
