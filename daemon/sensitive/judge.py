@@ -62,7 +62,17 @@ _WORDLIKE = re.compile(r"(?<![\w@/.:$-])[A-Za-z0-9][\w!#$%&*+=@^~.-]*[\w!#$%&*+=
 _JOINED = re.compile(r"[A-Za-z]{2,}(?:[-_.][A-Za-z0-9]{2,}){2,}")  # not "T_V_s"
 _INNER = re.compile(r"[a-z][A-Z]|[A-Za-z0-9][!#$%&*+=^~@][A-Za-z0-9]")
 _SYMBOL = re.compile(r"[A-Za-z0-9][!#$%&*+=^~@][A-Za-z0-9]")
-# no values: "a 9-volt battery", "the 6-digit code"; a version, "streets-v12", "api.v2"
+# no values: "a 9-volt battery", "the 6-digit code", "a 3-sided box", "streets-v12"
+_MEASURE = re.compile(
+    r"\d{1,3}-(?:digits?|characters?|letters?|words?|volts?|watts?|amps?|days?|weeks?|months?"
+    r"|years?|hours?|minutes?|seconds?|pages?|points?|steps?|person|people|seats?|doors?|beds?"
+    r"|rooms?|stars?|inch(?:es)?|foot|feet|metres?|meters?|miles?|pack|piece|speed|cores?|bits?"
+    r"|way|lanes?|stor(?:ey|y)|parts?|pin|plug|port|gang|track|channel|litre|liter|gallon"
+    r"|[a-z]+ed)"
+    # a version in lower case, a slug: "streets-v12", "api.v2"
+    r"|[a-z]+(?:[-_.][a-z]+)*[-_.]v\d+(?:\.\d+)*")
+# a version or a number and a word, judged with a feature of its own: "Node-v18", "2-bedroom",
+# or "Tiger-v12", "42-lantern" given as a password
 _COMPOUND = re.compile(r"\d{1,3}-[a-z]{3,}|[A-Za-z]+(?:[-_.][A-Za-z]+)*[-_.]v\d+(?:\.\d+)*")
 # a key printed or read in groups of the same length, letters and digits ("7azg xna3 ej44 eocz",
 # "4f7k-2mqa-9xze-tt3p")
@@ -260,7 +270,7 @@ def candidates(text: str, before: str = "") -> Iterator[Candidate]:
         has_digit = any(c.isdigit() for c in value)
         has_alpha = any(c.isalpha() for c in value)
         if ("://" in text[m.start():m.end() + 3] or value.count("@") or len(value) < 4
-                or _COMPOUND.fullmatch(value)):
+                or _MEASURE.fullmatch(value)):
             continue
         # letters only: joined words, or a symbol inside (not only capitals: identifiers
         # and brand names, "camelCaseName", "PayPal")
@@ -286,7 +296,8 @@ CLASSES: dict[str, frozenset[str]] = {
         " entry access wifi router network account app portal phone tablet laptop screen"
         " console admin server box shed storage front back side main building house"
         " apartment flat office car bike system device panel card bank banking voicemail"
-        " wallet profile user username sign log open opens disarm arm vpn deadbolt sim bios kiosk"),
+        " wallet profile user username sign log open opens disarm arm vpn deadbolt sim bios kiosk"
+        " ssh telnet rdp authenticate authenticates"),
     "set": _words_of(
         "set changed change reset put punch punched enter entered type typed key keyed tap"
         " press use using with is it's its was to now"),
@@ -480,10 +491,17 @@ def _shape(value: str, shape: str, text: str, start: int, end: int) -> list[str]
             out.append("dotted")
         if re.fullmatch(r"[A-Za-z]+\d{1,4}", value):
             out.append("word-number")
+        if _COMPOUND.fullmatch(value):  # "9-volt", "streets-v12", or "Tiger-v12" as a password
+            out.append("compound")
+            if re.search(r"[A-Z]", value):
+                out.append("compound-capital")
         parts = value.split("-")
         if (len(parts) >= 3 and sum(p.isalpha() and len(p) >= 3 for p in parts) >= 2
                 and any(c.isdigit() for c in value)):
             out.append("word-combo")  # "mk7-hollow-vane", "Harbor-Ink-3306"
+            if (any(re.fullmatch(r"[A-Z][a-z]{2,}", p) for p in parts)
+                    and any(re.fullmatch(r"[a-z]{3,}", p) for p in parts)):
+                out.append("combo-mixed-case")  # "bramble-Yard-12": a password's shape
     before = text[max(0, start - 2):start]
     after = text[end:end + 3]
     if re.search(r"[$£€]", before):
@@ -544,9 +562,11 @@ def features(text: str, before: str, c: Candidate) -> list[str]:
 
 
 # a value is judged only when a word around it, or in the turn before, names a secret or what a
-# secret opens: a number said with nothing of the kind near it ("It's 4417-2291.") stays
+# secret opens: a number said with nothing of the kind near it ("It's 4417-2291.") stays; a
+# password's own shape is evidence too, words joined by hyphens, of mixed case, with digits
+# ("bramble-Yard-12"), given to a login nobody named
 _EVIDENCE = frozenset(f"{region}c:{k}" for region in ("b", "a", "p", "f")
-                      for k in ("secret", "opens"))
+                      for k in ("secret", "opens")) | {"combo-mixed-case"}
 
 
 def score(names: list[str]) -> float:

@@ -76,15 +76,41 @@ _VERB = (r"(?:(?:\s+(?:is|was|has\s+been|have\s+been|got|gets))?\s+(?:changed|re
          r"|\s+will\s+be|\s+should\s+be|\s+reads|['’]s|\s*[:=]|,?\s+it['’]s|,?\s+it\s+is)")
 _SECRET_NAMED = re.compile(rf"(?ix)\b(?:{_STRONG}|{_WEAK})\b")
 _CUE = re.compile(
-    rf"(?ix)\b(?P<word>{_STRONG}|{_WEAK}|{_LOCK})s?\b{_TARGET}?{_CLAUSE}?{_VERB}\s*{_FILLER}?"
+    rf"(?ix)\b(?P<word>{_STRONG}|{_WEAK}|{_LOCK})s?\b{_TARGET}?{_CLAUSE}?{_VERB}(?:(?<![a-z])|(?![a-z]))\s*"
+    rf"{_FILLER}?"
     rf"{_VALUE}"
 )
 _DIRECT = re.compile(  # "wifi password BlueHeron77", "enter code 7 3 9 1 0 4"
     rf"(?ix)(?:\b(?:{_STRONG})|\b(?:enter|use|type|input|with)\s+(?:the\s+)?{_WEAK})\s+{_VALUE}")
+# a verb of access: "log in", "sign on", "ssh in", "connect", "authenticate", "identify",
+# "get in", "unlock"
+_ACCESS = (r"(?:(?:log|sign|ssh|get|getting|got|dial|telnet|rdp)(?:ging|ged|s|ed)?[\s-]*"
+           r"(?:in|on|into)\b|(?:connect|authenticat|identif|unlock|log\s+on)(?:e|es|ed|ing|y"
+           r"|ies|ied|ying|s)?\b)")
 _LOGIN = re.compile(
-    rf"""(?ix)\b(?:log|sign)(?:ging|ged|s)?[\s-]*(?:in|on|into)\b(?:\s+(?:to\s+|on\s+)?(?:the\s+)?[\w.-]+)?
+    rf"""(?ix)\b{_ACCESS}(?:\s+(?:to\s+|on\s+|in\s+)?(?:the\s+)?[\w.-]+(?:\s+[\w.-]+)?)?
         \s+(?:as|with\s+(?:the\s+)?(?:(?:user(?:name)?|account|login)\s+)?)\s*[\w.@+-]+,?
         \s+(?:with|using|and|password)\s+(?:(?:the\s+)?(?:password|passcode|pin|code)\s+)?{_VALUE}"""
+)
+# a verb of access and what is given to it: "identifies to NickServ with lumen-Farrow-733",
+# "ssh in using Tern-Moss-58" (a value that looks like a credential, see ``logins``)
+_ACCESS_WITH = re.compile(
+    rf"""(?ix)\b{_ACCESS}(?:\s+(?:to|on|into|in)(?:\s+(?:the|my|our|your|its|his|her))?
+        (?:\s+[\w.@-]+){{1,2}}?)?,?\s+(?:with|using)\s+(?:(?:the\s+)?(?:password|passcode
+        |passphrase|pin|code|key)\s+)?{_VALUE}"""
+)
+_JOINED_VALUE = re.compile(r"[A-Za-z0-9][^\w\s][A-Za-z0-9]|[A-Za-z0-9]_[A-Za-z0-9]")
+# a product and its version ("using Chrome-120"), no credential
+_PRODUCT = re.compile(r"[A-Za-z]+-v?\d+(?:\.\d+)*")
+# "we connected with Nordic-Rail-2024": met with someone, nothing given to a login
+_MET_WITH = re.compile(r"(?i)connect\w*,?\s+(?:with|using)\b")
+# a passphrase typed as its cue says: "type glacier Ferry Thistle 40 as the password"
+_TYPED_AS = re.compile(
+    r"""(?ix)\b(?:type|typed|types|typing|enter|entered|put\s+in|key\s+in|input|use|set)\s+
+        (?P<value>(?!(?:the|a|an|your|my|our|their|his|her|its|it|that|this|same|in|what)\b)
+        [A-Za-z0-9][\w!#$%&*@.-]*(?:\s+[A-Za-z0-9][\w!#$%&*@.-]*){1,5})
+        \s+as\s+(?:the|your|a|my|our|its)\s+(?:new\s+|master\s+)?
+        (?:password|passphrase|pass\s?code|pin|passkey)\b"""
 )
 _KEYED = re.compile(  # "punch 2 5 8 0 and hash": digits keyed in, said one by one
     rf"(?ix)\b(?:punch|key|tap|enter|type)(?:\s+in)?\s+"
@@ -203,6 +229,18 @@ def logins(text: str) -> Iterator[Finding]:
             value = _clean(m.group("value"))
             if _plausible(value) and credential_like(value):
                 yield _finding(m, value)
+    for m in _ACCESS_WITH.finditer(text):
+        # what is given to a verb of access is a credential when it is joined by a symbol
+        # ("lumen-Farrow-733"); "Python311", "2 people", "Google" are no values here
+        value = _clean(m.group("value"))
+        if (_plausible(value) and credential_like(value) and _JOINED_VALUE.search(value)
+                and any(c.isalpha() for c in value) and not _PRODUCT.fullmatch(value)
+                and not _MET_WITH.match(m.group())):
+            yield _finding(m, value)
+    for m in _TYPED_AS.finditer(text):
+        value = m.group("value")
+        if not any(w.lower() in _NOT_A_VALUE for w in value.split()):
+            yield _finding(m, value)
 
 
 def asks_for_secret(turn: str) -> bool:
@@ -227,6 +265,23 @@ def says_public(text: str) -> bool:
     return _NAMED_PUBLIC.search(text) is not None
 
 
+# a price or a quantity given in answer ("they're 1.50 each", "£2.40 a go", "3.20 per load")
+_DECIMAL = re.compile(r"\d+[.,]\d{1,2}")
+_CURRENCY_BEFORE = re.compile(r"[$£€¥]\s?$")
+_PRICED_AFTER = re.compile(
+    r"(?i)\s*(?:each|per\b|apiece|a\s+(?:piece|go|pop|time|load|wash|cycle|month|week|day|year"
+    r"|night|head|unit|pack|box)|quid|dollars?|euros?|pounds?|pence|p\b|cents?|bucks|usd|eur|gbp"
+    r"|chf|sek|nok|dkk|kr|zł|yen|francs?)")
+
+
+def _price(text: str, start: int, end: int) -> bool:
+    """Whether the value at ``start:end`` is said as a price: a currency sign before it, a
+    decimal, or a currency or "each"/"per" after it."""
+    return bool(_CURRENCY_BEFORE.search(text[max(0, start - 2):start])
+                or _DECIMAL.fullmatch(text[start:end])
+                or _PRICED_AFTER.match(text[end:end + 12]))
+
+
 def answers(text: str, before: str) -> Iterator[Finding]:
     """The first credential-like values of a turn that answers a question for a secret."""
     if not before or not asks_for_secret(before) or says_public(text):
@@ -234,7 +289,8 @@ def answers(text: str, before: str) -> Iterator[Finding]:
     found = 0
     for m in _ANSWER_VALUE.finditer(text[:ANSWER_CHARS]):
         value = _clean(m.group())
-        if _plausible(value) and credential_like(value) and not _PHONE.fullmatch(value):
+        if (_plausible(value) and credential_like(value) and not _PHONE.fullmatch(value)
+                and not _price(text, m.start(), m.start() + len(value))):
             yield Finding(KIND, m.start(), m.start() + len(value))
             found += 1
             if found == ANSWER_VALUES:
