@@ -19,6 +19,7 @@ from daemon.store.schema import (
     m011_remask_judged_secrets,
     m013_remask_spoken_passphrases,
     m014_remask_dictated_and_grouped,
+    m015_remask_access_logins,
 )
 from daemon.store.scope import Scope
 from daemon.store.store import Store
@@ -145,6 +146,13 @@ DICTATED = [
 
 
 
+ACCESS = [
+    "For the media box, ssh in as kodi with fennel-Brook-38 and restart the service.",
+    "The relay authenticates to the broker using Tansy_Wharf_71.",
+    "Boot it and type heron Cobble Sedge 52 as the passphrase.",
+    "Do you have a token for the vending machine? The snacks are 1.75 each.",
+]
+
 
 def without_the_judge(older: pytest.MonkeyPatch) -> None:
     older.setattr(gate, "DETECTORS", tuple(d for d in gate.DETECTORS if d is not judged))
@@ -171,6 +179,10 @@ OLDER = [
                  ["Heron, then 6", "4kqz 7wna m2xe pp5d", "willow 8 granite fern"], "",
                  ["Heron", "4kqz", "willow 8"], ["XPS-9530-7741"],
                  "4kqz", "charger", id="values dictated, read in groups, with a digit"),
+    pytest.param(m015_remask_access_logins, finding_nothing, ACCESS,
+                 ["fennel-Brook-38", "Tansy_Wharf_71", "heron Cobble Sedge 52"], "",
+                 ["fennel", "Tansy", "Cobble Sedge"], ["1.75 each"],
+                 "fennel", "snacks", id="values given to a login verb, typed as the password"),
 ]
 
 

@@ -313,6 +313,14 @@ def m014_remask_dictated_and_grouped(conn: apsw.Connection) -> None:
     remask(conn)
 
 
+def m015_remask_access_logins(conn: apsw.Connection) -> None:
+    """What was stored before the gate heard a value given to a verb of access ("ssh in as pi
+    with bramble-Yard-12", "identifies to NickServ with lumen-Farrow-733") or a passphrase typed
+    as its cue says ("type glacier Ferry Thistle 40 as the password") is masked as it would be
+    now."""
+    remask(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_spaces_sessions_turns,
     m002_documents_chunks,
@@ -328,4 +336,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     m012_capture_receipts,
     m013_remask_spoken_passphrases,
     m014_remask_dictated_and_grouped,
+    m015_remask_access_logins,
 )
