@@ -268,6 +268,9 @@ SPOKEN: list[tuple[str, str, str]] = [  # (the turn before, the turn, the value 
      "two six zero nine, three three one five"),
     ("What was the old password again?", "Hmm, hunter2? No, Hunter2024.", "Hunter2024"),
     ("", "The alarm code's six one six one.", "six one six one"),
+    ("", "Just ssh in as pi with bramble-Yard-12, the address is on the case.", "bramble-Yard-12"),
+    ("", "The relay identifies to the broker with lumen-Farrow-733.", "lumen-Farrow-733"),
+    ("", "Mount it and type glacier Ferry Thistle 40 as the password.", "glacier Ferry Thistle 40"),
 ]
 
 SPOKEN_LOOK_ALIKES: list[tuple[str, str]] = [
@@ -279,6 +282,8 @@ SPOKEN_LOOK_ALIKES: list[tuple[str, str]] = [
     ("", "My extension is 4417, call me if it breaks."),
     ("", "The access key was revoked yesterday."),
     ("", "The key takeaway is that Q3 was strong."),
+    ("Do you have a token for the washing machine?", "Yes, they're 2.40 each from reception."),
+    ("", "Use 4 digits as the PIN, the app refuses six."),
 ]
 
 

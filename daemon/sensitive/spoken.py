@@ -104,6 +104,11 @@ _JOINED_VALUE = re.compile(r"[A-Za-z0-9][^\w\s][A-Za-z0-9]|[A-Za-z0-9]_[A-Za-z0-
 _PRODUCT = re.compile(r"[A-Za-z]+-v?\d+(?:\.\d+)*")
 # "we connected with Nordic-Rail-2024": met with someone, nothing given to a login
 _MET_WITH = re.compile(r"(?i)connect\w*,?\s+(?:with|using)\b")
+# what describes a password's rules, no value: "use 4 digits as the PIN", "two words as the
+# passphrase"
+_RULE_WORDS = frozenset({
+    "digit", "digits", "character", "characters", "letter", "letters", "word", "words", "number",
+    "numbers", "symbol", "symbols", "spaces", "name", "names", "birthday", "date"})
 # a passphrase typed as its cue says: "type glacier Ferry Thistle 40 as the password"
 _TYPED_AS = re.compile(
     r"""(?ix)\b(?:type|typed|types|typing|enter|entered|put\s+in|key\s+in|input|use|set)\s+
@@ -239,7 +244,8 @@ def logins(text: str) -> Iterator[Finding]:
             yield _finding(m, value)
     for m in _TYPED_AS.finditer(text):
         value = m.group("value")
-        if not any(w.lower() in _NOT_A_VALUE for w in value.split()):
+        if not any(w.lower() in _NOT_A_VALUE or w.lower() in _RULE_WORDS
+                   for w in value.split()):
             yield _finding(m, value)
 
 
