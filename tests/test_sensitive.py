@@ -271,6 +271,15 @@ SPOKEN: list[tuple[str, str, str]] = [  # (the turn before, the turn, the value 
     ("", "Just ssh in as pi with bramble-Yard-12, the address is on the case.", "bramble-Yard-12"),
     ("", "The relay identifies to the broker with lumen-Farrow-733.", "lumen-Farrow-733"),
     ("", "Mount it and type glacier Ferry Thistle 40 as the password.", "glacier Ferry Thistle 40"),
+    ("I'm locked out of the printer's web page.", "Type MarbleOwl61Dusk, it's what I set.",
+     "MarbleOwl61Dusk"),
+    ("How do the guests get on the booking site?", "Give them TomAndSue0908, it's on the card.",
+     "TomAndSue0908"),
+    ("", "At the boot prompt type Rk#4willow!Bay to unlock the disk.", "Rk#4willow!Bay"),
+    ("", "The deed box dial goes right to sixteen, left to four, right to thirty-nine.",
+     "right to sixteen, left to four, right to thirty-nine"),
+    ("", "Turn it left to 8, then right to 25, then left to 61.",
+     "left to 8, then right to 25, then left to 61"),
 ]
 
 SPOKEN_LOOK_ALIKES: list[tuple[str, str]] = [
@@ -284,6 +293,12 @@ SPOKEN_LOOK_ALIKES: list[tuple[str, str]] = [
     ("", "The key takeaway is that Q3 was strong."),
     ("Do you have a token for the washing machine?", "Yes, they're 2.40 each from reception."),
     ("", "Use 4 digits as the PIN, the app refuses six."),
+    ("Which phone logs in to the portal best?", "Mine's a Pixel8Pro, on the website it is fine."),
+    ("What does the site need?", "It runs on Windows11 or newer, or an iPhone15."),
+    ("How do I get into the game?", "Boot the PS5 and pick the RTX4090 profile on the PC."),
+    ("Is there a promo code?", "The sponsor code is CHEF30, anyone can use it for 30 percent off."),
+    ("", "Type WELCOME10 at checkout for 10% off your first order."),
+    ("", "Turn the volume knob left to 3 before the call."),
 ]
 
 

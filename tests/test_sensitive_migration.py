@@ -20,6 +20,7 @@ from daemon.store.schema import (
     m013_remask_spoken_passphrases,
     m014_remask_dictated_and_grouped,
     m015_remask_access_logins,
+    m016_remask_password_shapes_and_dials,
 )
 from daemon.store.scope import Scope
 from daemon.store.store import Store
@@ -154,6 +155,14 @@ ACCESS = [
 ]
 
 
+SHAPES = [
+    "The backup box won't let me into its admin page.",
+    "Use Larkspur52Ferry, I set it when I moved it.",
+    "The filing safe is a dial: right to thirty, left to seven, right to fifty-two.",
+    "Our launch code is FRIEND15, anyone can use it for 15 percent off.",
+]
+
+
 def without_the_judge(older: pytest.MonkeyPatch) -> None:
     older.setattr(gate, "DETECTORS", tuple(d for d in gate.DETECTORS if d is not judged))
 
@@ -183,6 +192,11 @@ OLDER = [
                  ["fennel-Brook-38", "Tansy_Wharf_71", "heron Cobble Sedge 52"], "",
                  ["fennel", "Tansy", "Cobble Sedge"], ["1.75 each"],
                  "fennel", "snacks", id="values given to a login verb, typed as the password"),
+    pytest.param(m016_remask_password_shapes_and_dials, finding_nothing, SHAPES,
+                 ["Larkspur52Ferry", "right to thirty, left to seven"], "",
+                 ["Larkspur52Ferry", "thirty, left to seven"], ["FRIEND15"],
+                 "Larkspur52Ferry", "filing safe",
+                 id="password shapes where getting in is said, dials"),
 ]
 
 

@@ -92,6 +92,21 @@ _STEP = (rf"(?:\s*,?\s+(?:and\s+)?(?:then|followed\s+by)\s+{_ON}{_PIECE}"  # ", 
          rf"|\s*,\s*{_CASE}?[A-Za-z0-9](?!\w))")  # ", a", ", capital B"
 _DICTATED = re.compile(rf"(?i)\b{_PIECE}(?:{_STEP}\b){{2,}}"
                        rf"|\b{_PIECE}\s*,?\s+(?:and\s+)?(?:then|followed\s+by)\s+{_ON}{_PIECE}\b")
+_CUTS = re.compile(r"[^\s,.;:!?)\"”—]|[!#$%&*+=^~@.]\w")
+# a password's own shape: words in CamelCase with digits inside or three of them ("Bramble74Kite",
+# "AvaAndTom0612"), or letters of both cases with symbols inside ("Mv!7rooftop#Quay"); not a
+# brand word and its number ("iPhone15", "PlayStation5", "RTX4090", "A320neo")
+_PW_SHAPE = re.compile(r"(?!.*(?:Pro|Max|Plus|Mini|Ultra|Air|Lite|Note|Book)\d*$)"
+                       r"(?=.*\d)(?:.*[A-Za-z]{2,}\d+[A-Z][a-z]+|.*(?:[A-Z][a-z]+){3})"
+                       r"|(?=.*[A-Z])(?=.*[a-z]{3})(?=.*\d).*[A-Za-z0-9][!#$%&*+=^~@][A-Za-z0-9]")
+# getting in talked of, in the turn or the one before: "get into the Pi-hole page", "when it boots"
+_GETTING_IN = re.compile(
+    r"(?i)\b(?:(?:get|gets|got|getting|log|logs|logging|sign|signs|signing)\s+(?:in|into|on)\b"
+    r"|boots?\b|unlock|log-?in|website|site\b|page\b|portal|account|dashboard|admin|wi-?fi"
+    r"|router|pass(?:word|phrase|code)?\b)")
+# a product said as one: "runs on", "on my", "or newer", "the version", "the model"
+_PRODUCT_SAID = re.compile(r"(?i)\b(?:versions?|runs?|running|newer|later|older|on\s+my"
+                           r"|models?|editions?|upgrade|buy|bought|order)\b")
 _ONE_CHAR = re.compile(r"(?<![\w'])[A-Za-z0-9](?!\w)|\d")
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[?$£€#%:@/]")
 def _words_of(words: str) -> frozenset[str]:
@@ -250,7 +265,9 @@ def _known(word: str) -> bool:
 def candidates(text: str, before: str = "") -> Iterator[Candidate]:
     """Every value-shaped span of ``text``, each once, the longest where they overlap (with
     ``before``, the turn said before it, the plain-word passphrases it asks for)."""
-    found: list[Candidate] = list(_phrases(text, before))
+    # a run of plain words that cuts a token ("type Mv" of "type Mv!7rooftop#Quay") no phrase
+    found: list[Candidate] = [c for c in _phrases(text, before)
+                              if not _CUTS.match(text[c.end:c.end + 2])]
     found.extend(_grouped(text))
     for m in _DICTATED.finditer(text):
         if _ONE_CHAR.search(m.group()) or _SAID_SYMBOL_WORD.search(m.group()):
@@ -491,6 +508,8 @@ def _shape(value: str, shape: str, text: str, start: int, end: int) -> list[str]
             out.append("dotted")
         if re.fullmatch(r"[A-Za-z]+\d{1,4}", value):
             out.append("word-number")
+        if _PW_SHAPE.match(value):
+            out.append("pw-shape")
         if _COMPOUND.fullmatch(value):  # "9-volt", "streets-v12", or "Tiger-v12" as a password
             out.append("compound")
             if re.search(r"[A-Z]", value):
@@ -551,6 +570,8 @@ def features(text: str, before: str, c: Candidate) -> list[str]:
                     out.append("answer-to-secret")
         if asked:
             out.append("after-secret")
+    if "pw-shape" in out and _GETTING_IN.search(f"{before} {text}"):
+        out.append("pw-getting-in")  # "Use Bramble74Kite" after "I can't get into the page"
     if any("secret" in _classes(w) for w in left[-3:]):
         out.append("secret-near")
     if any("correct" in _classes(w) for w in left) and any(
@@ -566,7 +587,7 @@ def features(text: str, before: str, c: Candidate) -> list[str]:
 # password's own shape is evidence too, words joined by hyphens, of mixed case, with digits
 # ("bramble-Yard-12"), given to a login nobody named
 _EVIDENCE = frozenset(f"{region}c:{k}" for region in ("b", "a", "p", "f")
-                      for k in ("secret", "opens")) | {"combo-mixed-case"}
+                      for k in ("secret", "opens")) | {"combo-mixed-case", "pw-getting-in"}
 
 
 def score(names: list[str]) -> float:
@@ -576,13 +597,16 @@ def score(names: list[str]) -> float:
 
 
 def judged(text: str, before: str = "") -> Iterator[Finding]:
-    """The value-shaped spans of ``text`` the model judges to be credentials; never one said
+    """The value-shaped spans of ``text`` the model judges to be credentials, or of a password's
+    shape where getting in is talked of and no product is said; never one said
     right after a code or key that is no secret ("tracking code", "public key"), nor first in
     the answer to a question about one ("What status code did it give?") or in a turn that
     says it is no secret ("E-204, it says paper jam")."""
     for c in candidates(text, before):
         names = features(text, before, c)
-        if (_EVIDENCE.intersection(names) and score(names) >= MODEL.threshold
+        by_shape = "pw-getting-in" in names and not _PRODUCT_SAID.search(
+            f"{text[max(0, c.start - 24):c.start]} {text[c.end:c.end + 24]}")
+        if (_EVIDENCE.intersection(names) and (score(names) >= MODEL.threshold or by_shape)
                 and not named_public(text[max(0, c.start - 40):c.start])
                 and not (len(words(text[:c.start])) <= 3
                          and (named_public(before) or says_public(text)))):

@@ -49,7 +49,7 @@ NOT_A_CODE = re.compile(
     r"|tracking|product|colou?r|bar|qr|exit|tax|sort|airport|dial(?:ling)?|country|language"
     r"|machine|legacy|test|sample|example|reference|order|voucher|booking|ticket|event|item"
     r"|confirmation|reservation|meeting|invite|invitation|gift|class|course|seat|room|branch"
-    r"|routing|swift|bic|stop|fault)"
+    r"|routing|swift|bic|stop|fault|sponsor|referral|affiliate|partner|offer|launch|podcast)"
     r"\s+code\b"
     # a key said to be public or named by its id or fingerprint: "the peer's public key is …",
     # "the GPG key ID is …", "the host key fingerprint is …"
@@ -210,14 +210,37 @@ def _finding(m: re.Match[str], value: str) -> Finding:
     return Finding(KIND, m.start("value"), m.start("value") + len(value))
 
 
+# a code said to be for anyone: "anyone can use it for 20 percent off", "10% off your first order"
+_OFFERED = re.compile(r"(?i)\b(?:anyone|everyone|anybody)\s+can\s+use\b|\b(?:percent|%)\s+off\b"
+                      r"|%\s+off\b|\boff\s+your\s+(?:first|next)\b|\bat\s+checkout\b")
+_NUMBER_WORDS = (r"(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:[\s-]+"
+                 r"(?:one|two|three|four|five|six|seven|eight|nine))?|zero|one|two|three|four"
+                 r"|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen"
+                 r"|sixteen|seventeen|eighteen|nineteen|\d{1,3}(?!\w|\.\d))")
+_TURN = (r"(?:left|right|clockwise|anti-?clockwise|counter-?clockwise)(?:\s+(?:to|past|twice\s+to"
+         rf"|once\s+to|two\s+turns\s+to))?\s+{_NUMBER_WORDS}")
+# a dial combination said as turns: "left to twenty-four, right to nine, left to sixty-one"
+_DIAL = re.compile(
+    rf"(?i)\b{_TURN}(?:(?:\s*,\s*|\s+|,?\s+(?:then|and|and\s+then)\s+){_TURN}){{2,}}")
+
+
+def dials(text: str) -> Iterator[Finding]:
+    """A dial combination said as three turns or more to numbers."""
+    for m in _DIAL.finditer(text):
+        yield Finding(KIND, m.start(), m.end())
+
+
 def cued(text: str) -> Iterator[Finding]:
-    """A value after a cue in the same turn."""
+    """A value after a cue in the same turn (not a code said to be for anyone)."""
+    offered = _OFFERED.search(text) is not None
     for m in _CUE.finditer(text):
         value = _clean(m.group("value"))
         word = m.group("word")
         if named_public(text[max(0, m.start() - 32) : m.end("word")]):
             continue
         strong = re.fullmatch(rf"(?ix){_STRONG}", word) is not None
+        if offered and not strong:
+            continue
         if re.fullmatch(rf"(?ix){_LOCK}", word) and not _DIGITS_ONLY.fullmatch(value):
             continue
         if _plausible(value) and (strong or credential_like(value)):
@@ -305,5 +328,6 @@ def answers(text: str, before: str) -> Iterator[Finding]:
 
 def spoken(text: str, before: str = "") -> Iterator[Finding]:
     yield from logins(text)
+    yield from dials(text)
     yield from cued(text)
     yield from answers(text, before)

@@ -321,6 +321,14 @@ def m015_remask_access_logins(conn: apsw.Connection) -> None:
     remask(conn)
 
 
+def m016_remask_password_shapes_and_dials(conn: apsw.Connection) -> None:
+    """What was stored before the gate heard a password of its own shape given where getting in
+    is talked of ("Use Bramble74Kite" after "I can't get into the admin page"), a passphrase with
+    symbols in it ("type Mv!7rooftop#Quay") or a dial combination said as turns ("left to
+    twenty-four, right to nine, left to sixty-one") is masked as it would be now."""
+    remask(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_spaces_sessions_turns,
     m002_documents_chunks,
@@ -337,4 +345,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     m013_remask_spoken_passphrases,
     m014_remask_dictated_and_grouped,
     m015_remask_access_logins,
+    m016_remask_password_shapes_and_dials,
 )
