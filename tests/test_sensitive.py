@@ -280,6 +280,8 @@ SPOKEN: list[tuple[str, str, str]] = [  # (the turn before, the turn, the value 
      "right to sixteen, left to four, right to thirty-nine"),
     ("", "Turn it left to 8, then right to 25, then left to 61.",
      "left to 8, then right to 25, then left to 61"),
+    ("The wifi keeps dropping me.", "Reconnect with PurpleTrain66Sky, it changed yesterday.",
+     "PurpleTrain66Sky"),
 ]
 
 SPOKEN_LOOK_ALIKES: list[tuple[str, str]] = [
@@ -299,6 +301,9 @@ SPOKEN_LOOK_ALIKES: list[tuple[str, str]] = [
     ("Is there a promo code?", "The sponsor code is CHEF30, anyone can use it for 30 percent off."),
     ("", "Type WELCOME10 at checkout for 10% off your first order."),
     ("", "Turn the volume knob left to 3 before the call."),
+    ("How do I get into the conference?", "Show your badge, the QuickPass2024 app has it."),
+    ("", "Go left to the lift, right to floor 3, then left to room 12."),
+    ("", "The page loads in 2.5 seconds on a GalaxyS24Ultra."),
 ]
 
 
