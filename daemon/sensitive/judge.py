@@ -107,6 +107,9 @@ _GETTING_IN = re.compile(
 # a product said as one: "runs on", "on my", "or newer", "the version", "the model"
 _PRODUCT_SAID = re.compile(r"(?i)\b(?:versions?|runs?|running|newer|later|older|on\s+my"
                            r"|models?|editions?|upgrade|buy|bought|order)\b")
+# a value said after an article names a thing ("beat the BossFight3Arena stage"), unless a
+# secret word follows it ("the 4471 code"); a password is given bare ("use Bramble74Kite")
+_NAMED_THING = re.compile(r"(?i)\b(?:the|a|an)\s+$")
 _ONE_CHAR = re.compile(r"(?<![\w'])[A-Za-z0-9](?!\w)|\d")
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[?$£€#%:@/]")
 def _words_of(words: str) -> frozenset[str]:
@@ -570,7 +573,10 @@ def features(text: str, before: str, c: Candidate) -> list[str]:
                     out.append("answer-to-secret")
         if asked:
             out.append("after-secret")
-    if "pw-shape" in out and _GETTING_IN.search(f"{before} {text}"):
+    named_thing = _NAMED_THING.search(text[:c.start]) is not None
+    if named_thing:
+        out.append("named-thing")
+    if "pw-shape" in out and _GETTING_IN.search(f"{before} {text}") and not named_thing:
         out.append("pw-getting-in")  # "Use Bramble74Kite" after "I can't get into the page"
     if any("secret" in _classes(w) for w in left[-3:]):
         out.append("secret-near")
@@ -598,8 +604,9 @@ def score(names: list[str]) -> float:
 
 def judged(text: str, before: str = "") -> Iterator[Finding]:
     """The value-shaped spans of ``text`` the model judges to be credentials, or of a password's
-    shape where getting in is talked of and no product is said; never one said
-    right after a code or key that is no secret ("tracking code", "public key"), nor first in
+    shape where getting in is talked of and no product is said; never one said after an
+    article (a thing named: "the BossFight3Arena stage"), nor right after a code or key that is
+    no secret ("tracking code", "public key"), nor first in
     the answer to a question about one ("What status code did it give?") or in a turn that
     says it is no secret ("E-204, it says paper jam")."""
     for c in candidates(text, before):
@@ -607,6 +614,8 @@ def judged(text: str, before: str = "") -> Iterator[Finding]:
         by_shape = "pw-getting-in" in names and not _PRODUCT_SAID.search(
             f"{text[max(0, c.start - 24):c.start]} {text[c.end:c.end + 24]}")
         if (_EVIDENCE.intersection(names) and (score(names) >= MODEL.threshold or by_shape)
+                and not ("named-thing" in names and not any(
+                    "secret" in _classes(w) for w in words(text[c.end:])[:2]))
                 and not named_public(text[max(0, c.start - 40):c.start])
                 and not (len(words(text[:c.start])) <= 3
                          and (named_public(before) or says_public(text)))):
