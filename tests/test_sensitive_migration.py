@@ -10,6 +10,7 @@ import pytest
 from storekit import open_store, recorded_session
 
 from daemon.sensitive import gate
+from daemon.sensitive.gate import mask_lines
 from daemon.sensitive.judge import judged
 from daemon.store.db import Migration
 from daemon.store.records import NewAssertion
@@ -35,13 +36,13 @@ VALUES = ["Kestrel", "Quarry", "5521", "4417", "2291"]
 
 
 @contextmanager
-def older_build(monkeypatch: pytest.MonkeyPatch, without: Migration
+def older_build(monkeypatch: pytest.MonkeyPatch, without: Migration, *also: Migration
                 ) -> Iterator[pytest.MonkeyPatch]:
-    """An older build inside the block: the store's migrations stop short of ``without``; the
-    monkeypatch given out undoes whatever else the block patches, when it ends."""
+    """An older build inside the block: the store's migrations lack ``without`` (and ``also``);
+    the monkeypatch given out undoes whatever else the block patches, when it ends."""
     with monkeypatch.context() as older:
         older.setattr("daemon.store.store.MIGRATIONS",
-                      tuple(m for m in MIGRATIONS if m is not without))
+                      tuple(m for m in MIGRATIONS if m not in (without, *also)))
         yield older
 
 
@@ -216,3 +217,24 @@ def test_what_an_older_gate_left_readable_is_masked_after_the_upgrade(
     gate.clear_cache()
     assert_masked_when_reopened(data_dir, session_id, space_id, turns, gone=gone, stays=stays,
                                 hidden=hidden, found=found)
+
+
+def test_one_upgrade_masks_once_however_many_of_its_steps_ask(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data_dir = tmp_path / "profile"
+    with older_build(monkeypatch, m013_remask_spoken_passphrases, m014_remask_dictated_and_grouped,
+                     m015_remask_access_logins, m016_remask_password_shapes_and_dials) as older:
+        finding_nothing(older)
+        with open_store(data_dir) as store:
+            _, session_id = recorded_as_said(store, SHAPES, ["Larkspur52Ferry"])
+    masked: list[list[str]] = []
+
+    def counted(texts: list[str], before: str = "") -> list[str]:
+        masked.append(list(texts))
+        return mask_lines(texts, before)
+
+    monkeypatch.setattr("daemon.store.remask.mask_lines", counted)
+    with open_store(data_dir) as store:
+        chunks = store.chunks(session_id=session_id)
+    assert "Larkspur52Ferry" not in " ".join(c.body for c in chunks)
+    assert len(masked) == sum(c.kind == "transcript" for c in chunks)

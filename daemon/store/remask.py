@@ -5,7 +5,8 @@ archive, assertions). When the detectors improve, text written before is masked 
 (a migration, :mod:`daemon.store.schema`): every transcript chunk's lines with the turn said
 before the chunk, every archive chunk and extracted assertion with the secrets found in its
 session's turns, and the full-text indexes with them. Masking only ever replaces a secret with
-a marker, so running it over masked text changes nothing else.
+a marker, so running it over masked text changes nothing else; and as every pass masks with
+today's gate, one pass serves every step of an upgrade that asks for one.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from daemon.store import sql
 
 
 def remask(conn: apsw.Connection) -> None:
+    if sql.row(conn, "SELECT 1 FROM temp.sqlite_master WHERE name = 'remasked'") is not None:
+        return
+
     @cache
     def session_gate(session_id: int) -> Gate:
         return Gate.of(r[0] for r in sql.rows(
@@ -47,6 +51,7 @@ def remask(conn: apsw.Connection) -> None:
         if not gate.secrets:
             continue
         _rewrite_assertion(conn, assertion_id, gate, text, chosen, alternatives, reasoning)
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS remasked (done INTEGER)")
 
 
 def _rewrite_chunk(conn: apsw.Connection, chunk_id: int, header: str, old: str, new: str) -> None:
