@@ -494,36 +494,46 @@ def _shape(value: str, shape: str, text: str, start: int, end: int) -> list[str]
         if _TYPING.search(text[end:]):
             out.append("typing")
     else:
-        out.append(f"len:{min(len(value) // 4, 6)}")
-        if digits and letters:
-            out.append("mixed")
-        if _INNER.search(value):
-            out.append("inner-symbol" if re.search(r"[!#$%&*+=^~@]", value) else "inner-case")
-        if re.fullmatch(r"[A-Z0-9-]+", value):
-            out.append("caps")
-        if re.fullmatch(r"[A-Z]{1,4}-?\d+", value):
-            out.append("prefix-id")
-        if _JOINED.fullmatch(value):
-            out.append("joined")
-        if re.fullmatch(r"[0-9a-f-]{8,}|[0-9A-F-]{8,}", value):
-            out.append("hex")
-        if "." in value:
-            out.append("dotted")
-        if re.fullmatch(r"[A-Za-z]+\d{1,4}", value):
-            out.append("word-number")
-        if _PW_SHAPE.match(value):
-            out.append("pw-shape")
-        if _COMPOUND.fullmatch(value):  # "9-volt", "streets-v12", or "Tiger-v12" as a password
-            out.append("compound")
-            if re.search(r"[A-Z]", value):
-                out.append("compound-capital")
-        parts = value.split("-")
-        if (len(parts) >= 3 and sum(p.isalpha() and len(p) >= 3 for p in parts) >= 2
-                and any(c.isdigit() for c in value)):
-            out.append("word-combo")  # "mk7-hollow-vane", "Harbor-Ink-3306"
-            if (any(re.fullmatch(r"[A-Z][a-z]{2,}", p) for p in parts)
-                    and any(re.fullmatch(r"[a-z]{3,}", p) for p in parts)):
-                out.append("combo-mixed-case")  # "bramble-Yard-12": a password's shape
+        out += _token_shape(value, digits, letters)
+    return out + _around(text, start, end)
+
+
+def _token_shape(value: str, digits: int, letters: int) -> list[str]:
+    out = [f"len:{min(len(value) // 4, 6)}"]
+    if digits and letters:
+        out.append("mixed")
+    if _INNER.search(value):
+        out.append("inner-symbol" if re.search(r"[!#$%&*+=^~@]", value) else "inner-case")
+    if re.fullmatch(r"[A-Z0-9-]+", value):
+        out.append("caps")
+    if re.fullmatch(r"[A-Z]{1,4}-?\d+", value):
+        out.append("prefix-id")
+    if _JOINED.fullmatch(value):
+        out.append("joined")
+    if re.fullmatch(r"[0-9a-f-]{8,}|[0-9A-F-]{8,}", value):
+        out.append("hex")
+    if "." in value:
+        out.append("dotted")
+    if re.fullmatch(r"[A-Za-z]+\d{1,4}", value):
+        out.append("word-number")
+    if _PW_SHAPE.match(value):
+        out.append("pw-shape")
+    if _COMPOUND.fullmatch(value):  # "9-volt", "streets-v12", or "Tiger-v12" as a password
+        out.append("compound")
+        if re.search(r"[A-Z]", value):
+            out.append("compound-capital")
+    parts = value.split("-")
+    if (len(parts) >= 3 and sum(p.isalpha() and len(p) >= 3 for p in parts) >= 2
+            and any(c.isdigit() for c in value)):
+        out.append("word-combo")  # "mk7-hollow-vane", "Harbor-Ink-3306"
+        if (any(re.fullmatch(r"[A-Z][a-z]{2,}", p) for p in parts)
+                and any(re.fullmatch(r"[a-z]{3,}", p) for p in parts)):
+            out.append("combo-mixed-case")  # "bramble-Yard-12": a password's shape
+    return out
+
+
+def _around(text: str, start: int, end: int) -> list[str]:
+    out: list[str] = []
     before = text[max(0, start - 2):start]
     after = text[end:end + 3]
     if re.search(r"[$£€]", before):
