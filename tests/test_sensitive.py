@@ -304,6 +304,7 @@ SPOKEN_LOOK_ALIKES: list[tuple[str, str]] = [
     ("How do I get into the conference?", "Show your badge, the QuickPass2024 app has it."),
     ("", "Go left to the lift, right to floor 3, then left to room 12."),
     ("", "The page loads in 2.5 seconds on a GalaxyS24Ultra."),
+    ("Put a few more words on that slide.", "Sure, and Slide5 gets the chart."),
 ]
 
 

@@ -362,6 +362,8 @@ CLASSES: dict[str, frozenset[str]] = {
 # chosen by cross-validation with the words of the left-out part taken off the lists
 NEAR = 0.4
 _PLACED = ("secret", "opens", "id")  # the classes a word can be placed in by its vector
+# what any talk is made of sits near "phrase" but is no secret word ("a few more words")
+_NEVER_PLACED = frozenset({"word", "words", "sentence", "sentences", "wording"})
 
 
 class Lexicon:
@@ -387,7 +389,8 @@ class Lexicon:
         found = self._cache.get(word)
         if found is None:
             found = tuple(name for name, listed in self.classes.items() if word in listed)
-            if not found and word.isalpha() and len(word) >= 4:
+            if (not found and word.isalpha() and len(word) >= 4
+                    and word not in _NEVER_PLACED):
                 found = self._nearest(word)
             self._cache[word] = found
         return found
