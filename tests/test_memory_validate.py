@@ -185,6 +185,27 @@ def test_copies_small_talk_and_scaffolding_are_not_assertions() -> None:
       "a simple battery, the advanced chip", [], "")),
     ("I chose the rubber case instead of plastic, because it is soft.",
      ("Marketing chose the rubber case.", "the rubber case", ["plastic"], "it is soft")),
+    # the dev meetings' other plain forms
+    ("Uh um we we're definitely going in for voice recognition as well as L_C_D_s, mm.",
+     ("The group is going with voice recognition as well as L_C_D_s.",
+      "voice recognition as well as L_C_D_s", [], "")),
+    ("Mm'kay um so I'm seeing that we're gonna just basically focus on this young demographic "
+     "group, aim it at them, but then in a sense",
+     ("The group will focus on this young demographic group, aim it at them.",
+      "this young demographic group, aim it at them", [], "")),
+    ("So, we want to go for simple push buttons because it need a simple chip and it's really "
+     "lesser uh re really less expensive compared to L_C_D_",
+     ("The group is going with simple push buttons.", "simple push buttons", [],
+      "it need a simple chip and it's really lesser re really less")),  # twelve words
+    ("we just went for a classic rubber button.",
+     ("The group went with a classic rubber button.", "a classic rubber button", [], "")),
+    # an option dropped: the one taken instead is the chosen one, else going without it
+    ("We will omit the touch screen in favour of voice recognition.",
+     ("The group will drop the touch screen in favour of voice recognition.",
+      "voice recognition", ["the touch screen"], "")),
+    ("Yeah, the sample sensor will have to go,'cause that's the most expensive thing on there.",
+     ("The group will drop the sample sensor.", "no sample sensor", ["the sample sensor"],
+      "that's the most expensive thing on there")),
 ])
 def test_a_decision_said_in_so_many_words_is_read_off_the_turn(
         said: str, decision: tuple[str, str, list[str], str]) -> None:
@@ -203,9 +224,70 @@ def test_a_decision_said_in_so_many_words_is_read_off_the_turn(
     "We decided that already and it works.",  # "that" was the option
     "So we decided those were the most important buttons.",  # ES2009d: which ones, said before
     "I finally picked up a book and it's been awesome!",  # "picked up": no choice
+    # ES2006b: why, not what; ES2009b: a question put as a statement
+    "I was just defending the fact why we want to keep the remote control close to us.",
+    "So do we wanna go for that, or do we want to go for an older demographic, and my thought",
+    "If we want to use the latex, then we have to go with one of the other power things.",
+    "Maybe we will drop the speaker.",  # a thought
+    "If the sample sensor will have to go, what is left?",  # a condition
+    "Let's see if we'll drop the light later.",
 ])
 def test_what_settles_nothing_is_no_decision(said: str) -> None:
     assert find_decisions([("Marketing", said)]) == []
+
+
+# -- a summing-up that goes on over the others' "Right." and "Yep." ---------------------------
+
+SUMMING_UP = [  # ES2006c, the close
+    ("Industrial Designer", "Uh oh now I've gone too far."),
+    ("Project Manager", "Yeah. We're on our way. Okay. So we've basically worked out that we're "
+                        "going with a simple battery, the advanced chip"),
+    ("Industrial Designer", "Right."),
+    ("Project Manager", "and a curved on one side case which is folded in on itself, um made "
+                        "out of rubber"),
+    ("Industrial Designer", "Yep."),
+    ("Project Manager", "and the buttons are also rubber. We're having push-buttons on the "
+                        "outside and then on the inside an L_C_D_ with spinning wheel, and we're "
+                        "incorporating voice recognition. That's our overall concept,"),
+    ("User Interface", "Um"),
+    ("Project Manager", "and it's gonna look sort of vegetable,"),
+    ("Project Manager", "and be in bright vegetable colours."),
+    ("User Interface", "Uh-huh. So w w would with have the spinning wheel inside with the "
+                       "L_C_D_, or would it be on the outer"),
+    ("Project Manager", "and then we can talk about the colours later."),
+]
+
+
+def test_a_summing_up_lists_each_decision_it_goes_on_to() -> None:
+    found = [(i, d.text, d.chosen) for i, d in decisions_at(SUMMING_UP)]
+    assert found == [
+        (1, "The group is going with a simple battery, the advanced chip.",
+         "a simple battery, the advanced chip"),
+        (3, "The group is going with a curved on one side case.", "a curved on one side case"),
+        (5, "The group settled that the buttons are also rubber.", "rubber"),
+        (5, "The group is going with push-buttons on the outside.", "push-buttons on the outside"),
+        (5, "The group is going with an L_C_D_ with spinning wheel.",
+         "an L_C_D_ with spinning wheel"),
+        (5, "The group is going with voice recognition.", "voice recognition"),
+        (7, "The group is going with a vegetable look.", "a vegetable look"),
+        (8, "The group is going with bright vegetable colours.", "bright vegetable colours"),
+    ]  # "That's our overall concept" points back; the turn after another speaker's question
+    # is not the summing-up
+
+
+@pytest.mark.parametrize("said", [
+    # no decision starts it: a presentation going on is not a summing-up (ES2006c)
+    [("Industrial Designer", "So the case could be rubber"), ("Marketing", "Mm."),
+     ("Industrial Designer", "and the buttons are also rubber.")],
+    # another speaker's "and" does not go on with it
+    [SUMMING_UP[1], ("Marketing", "and a wooden case, I think.")],
+    # the speaker goes on with something else
+    [SUMMING_UP[1], ("Marketing", "Right."),
+     ("Project Manager", "Now the next meeting is in thirty minutes.")],
+])
+def test_what_does_not_go_on_with_a_summing_up(said: list[tuple[str, str]]) -> None:
+    assert [i for i, _ in decisions_at(said)] == [i for i, (_, t) in enumerate(said)
+                                                   if "going with" in t]
 
 
 # -- the merge of pieces, through summarise() and extract() ------------------------------------
