@@ -472,7 +472,9 @@ def test_a_transcript_line_is_not_a_statement() -> None:
 
 async def test_what_is_taken_on_has_its_owner_and_kind_from_the_transcript() -> None:
     turns = long_turns()
-    said = {40: ("A", "Right, marketing research. I will investigate what the users want."),
+    said = {20: ("A", "So uh you will focus on the component concept um"),
+            21: ("B", "Yeah yeah."),  # a turn the model is not shown, and the acceptance
+            40: ("A", "Right, marketing research. I will investigate what the users want."),
             60: ("A", "And B, you will look into the costs of the case."),
             61: ("B", "Yeah, the costs are my task, I'll do it by Friday."),
             80: ("B", "Mm yeah, also the look and feel of the case is my task, yeah.")}
@@ -490,6 +492,7 @@ async def test_what_is_taken_on_has_its_owner_and_kind_from_the_transcript() -> 
     items = await extract(generator, 4096, session(), turns, memories=False)
     assert len(generator.calls) == 1  # only the one not said plainly
     assert [(i.kind, i.text, i.owner, i.due) for i in items if i.kind != "decision"] == [
+        ("task", "B will focus on the component concept.", "B", ""),
         ("commitment", "A will investigate what the users want.", "A", ""),
         # the assignment and its acceptance: one item, given by A
         ("task", "B will look into the costs of the case.", "B", "by Friday"),
@@ -515,6 +518,7 @@ def test_a_worded_undertaking_tells_of_its_owners_work_only(worded: str) -> None
     ("So I'll just send my notes to you, and then we'll see", "send their notes to them"),
     ("you will look into the technical design and form", "look into the technical design and form"),
     ("I'll presume he'll work out what that means", ""),  # not what they will do
+    ("You'll be looking at the user interface concept,", "be looking at the user interface concept"),
     ("I will be responsible for the design", ""),  # said, but not as a piece of work
     ("I'll look into the costs of the case and the buttons and the colours of the wheel", ""),
 ])
@@ -536,6 +540,11 @@ PM, MK, ID = "Project Manager", "Marketing", "Industrial Designer"
     ([(PM, "And you will look into the technical design, I think."),
       (ID, "Mm yeah, that's fine.")], [(ID, True)]),
     ([(PM, "Can you send me your slides?"), (MK, "Sure, I will.")], [(MK, True)]),
+    # a close handing the work out (ES2006b, IS1006b): "look at", "focus on" and a "Right."
+    ([(PM, "Um as to where we're going from here, you're going to look at the components "
+           "concept."), (ID, "Right.")], [(ID, True)]),
+    ([(PM, "so uh you will focus on the component concept um"), (ID, "Yeah yeah.")],
+     [(ID, True)]),
     # not taken on: a past remark, a description, advice, a question, a clause, a negation,
     # what is done in the meeting, a "you will" nobody accepts
     ([(PM, "We also just released a T_F_T_ thing I saw.")], []),
@@ -550,6 +559,9 @@ PM, MK, ID = "Project Manager", "Marketing", "Industrial Designer"
     ([(ID, "That's my task. Okay. Where have I put it?")], []),  # "my task" says no task
     ([(MK, "So, my name is Mark, and I am responsible for User Interface Design.")], []),
     ([(PM, "And you will look into the technical design."), (MK, "What do you mean?")], []),
+    # ES2006a: said to the User Interface designer, answered by Marketing's "Mm-hmm."
+    ([(PM, "you're looking at the technical functions design, and for you it's the user "
+           "requirements specification,"), (MK, "Mm-hmm.")], []),
 ])
 def test_undertakings_and_their_owners(turns: list[tuple[str, str]],
                                        expected: list[tuple[str, bool]]) -> None:

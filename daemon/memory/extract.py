@@ -403,7 +403,8 @@ def find_decisions(turns: Sequence[tuple[str, str]]) -> list[ExtractedAssertion]
 # Work that is done after the meeting by its nature; and verbs that name it only when the
 # sentence says it is for later ("I'll make notes and put them in the project folder", not
 # "I'll make an example", "I'm gonna write down here").
-WORK = (r"((?P<work>investigate|look (into|up)|have a look|research|find out|send|e-?mail|mail|"
+WORK = (r"((?P<work>investigate|look (into|up)|(be )?look(ing)? at|(be )?focus(ed|ing)? on|"
+        r"have a look|research|find out|send|e-?mail|mail|"
         r"forward|prepare|draft|work (on|out)|contact|call|phone|think (about|of)|"
         r"come up with|study|update|organi[sz]e|arrange|figure out|sort out|take care of|"
         r"compile|collect|gather|summari[sz]e|order|book|schedule|review|follow up|explore)|"
@@ -432,7 +433,7 @@ YOU_UNDERTAKING = re.compile(
     r"your (task|job) is( to)?)( also)? " + _GAP + WORK + r"\b")
 REQUEST = re.compile(r"^((so|and|but|well|okay|then|[\w]+,) )?(can|could|would) you( mind)? "
                      + _GAP + WORK + r"\b")
-ACCEPTANCE = re.compile(r"\b(yes|yeah|yep|okay|ok|sure|alright|fine|will do|no problem|"
+ACCEPTANCE = re.compile(r"\b(yes|yeah|yep|okay|ok|sure|alright|right|fine|will do|no problem|"
                         r"i will|i'?ll|my task|of course)\b")
 AGREEMENT = re.compile(r"\b(sure|will do|no problem|i will|i'?ll|of course)\b")
 _SPEECH_FILLER = re.compile(r"\b(uh|um|er|erm|hmm|mm|ah)\b[,.]?\s*", re.I)
