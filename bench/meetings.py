@@ -198,7 +198,7 @@ ANYONE = {"all", "everyone", "the group", "the team"}
 def keyword_in(keyword: str, text: str) -> bool:
     """Whether a gold keyword is in ``text``: its stem as a substring, casefolded."""
     key = keyword.casefold().replace("-", " ")
-    for suffix in ("es", "s"):
+    for suffix in ("es", "s", "y"):  # "battery" is in "batteries" as "batter"
         if key.endswith(suffix) and len(key) - len(suffix) >= 4:
             key = key[: -len(suffix)]
             break

@@ -199,6 +199,9 @@ def test_copies_small_talk_and_scaffolding_are_not_assertions() -> None:
       "it need a simple chip and it's really lesser re really less")),  # twelve words
     ("we just went for a classic rubber button.",
      ("The group went with a classic rubber button.", "a classic rubber button", [], "")),
+    ("We're gonna have a beep.", ("The group is going with a beep.", "a beep", [], "")),
+    ("and we just stick with two batteries so it's not any solar or",
+     ("The group is going with two batteries.", "two batteries", [], "")),
     # an option dropped: the one taken instead is the chosen one, else going without it
     ("We will omit the touch screen in favour of voice recognition.",
      ("The group will drop the touch screen in favour of voice recognition.",
@@ -231,6 +234,9 @@ def test_a_decision_said_in_so_many_words_is_read_off_the_turn(
     "Maybe we will drop the speaker.",  # a thought
     "If the sample sensor will have to go, what is left?",  # a condition
     "Let's see if we'll drop the light later.",
+    "I suspect we're gonna have a couple of minor finance issues, but",  # ES2006d: no option
+    "If we're gonna have a non-remote-looking remote, how do we do it?",
+    "So now we're gonna have a look at the prototype.",  # what the meeting does
 ])
 def test_what_settles_nothing_is_no_decision(said: str) -> None:
     assert find_decisions([("Marketing", said)]) == []

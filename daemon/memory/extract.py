@@ -83,10 +83,14 @@ SETTLED_SAID = re.compile(
     r"|\bwe(?:(?:'re| are) (?:gonna|going to)|'ll| will)(?: just| basically| only| definitely)* "
     r"(?P<focus>focus on|concentrate on|aim (?:it )?at|target|stick (?:with|to)) (?P<fwhat>.+)"
     r"|\bwe(?: really| just| also)* (?:want|would like|'d like) to(?: just| also)? "
-    r"(?P<want>go (?:for|with)|use|stick (?:to|with)) (?P<twhat>.+)", re.I)
+    r"(?P<want>go (?:for|with)|use|stick (?:to|with)) (?P<twhat>.+)"
+    r"|\bwe(?: just| basically)? (?P<recall>stick (?:with|to)) (?P<rwhat>.+)"
+    r"|\bwe(?:'re| are) (?:(?:gonna|going to) have|having) (?P<having>(?:a|an|the|two|one) .+)",
+    re.I)
 _UNSETTLED = re.compile(r"\b(not|never|n't|if|whether|unless|when|how|what|why|do we|should|"
                         r"could|would|might|need to|have to|going to)\b", re.I)
-_OPTION_END = re.compile(r";| - |, and | but | because |,? ?'cause | cos | so that | so | if "
+_OPTION_END = re.compile(r";| - |, and |, (?:yeah|okay|right)\b| but | because |,? ?'cause | cos "
+                         r"| so that | so | if "
                          r"| when | as opposed to | instead of | rather than "
                          r"| which | and then "
                          r"| or | um | uh |\.", re.I)
@@ -101,6 +105,7 @@ _TAKING = re.compile(r"^(?:go(?:ing)? (?:with|for)|stick (?:with|to)|opt for|set
 _NOT_AN_OPTION = {"already", "yet", "before", "earlier", "it", "this", "that", "these",
                   "those", "they", "them",  # said before: "we decided those were the buttons"
                   "with"}  # "I agreed with him": with someone, on nothing said
+_TROUBLE = re.compile(r"\b(?:issues?|problems?|trouble|difficult\w*)\b", re.I)
 _POINTING = {"this", "that", "these", "those"}  # an option when they point at one named next
 _LINKING = {"is", "are", "was", "were", "will", "would", "'s", "'re"}
 
@@ -126,10 +131,12 @@ def said_decision(speaker: str, sentence: str) -> ExtractedAssertion | None:
         return None
     focus = found.group("focus")
     if _UNSETTLED.search(sentence[:found.start()] + " " + (
-            "" if focus or found.group("want") else found.group(0)[:24])):
+            "" if focus or found.group("want") or found.group("having")
+            else found.group(0)[:24])):
         return None
     rest = (found.group("what") or found.group("cwhat") or found.group("gwhat")
-            or found.group("wwhat") or found.group("fwhat") or found.group("twhat") or "")
+            or found.group("wwhat") or found.group("fwhat") or found.group("twhat")
+            or found.group("rwhat") or found.group("having") or "")
     said = _phrase(rest, OPTION_WORDS)
     chosen = _TAKING.sub("", said)  # "the rubber case" of "go with the rubber case"
     if not chosen or not _an_option(chosen):
@@ -141,7 +148,10 @@ def said_decision(speaker: str, sentence: str) -> ExtractedAssertion | None:
         text = f"{who} agreed {found.group('clink').casefold()} {said}."
     elif found.group("went"):
         text = f"{who} went with {chosen}."
-    elif found.group("want"):  # a team's choice, as its designers present it
+    elif found.group("want") or found.group("recall") or found.group("having"):
+        # a team's choice as its designers present it; one kept to; one the close lists
+        if MEETING_BUSINESS.search(chosen) or _TROUBLE.search(chosen):
+            return None  # "we're gonna have a couple of minor finance issues"
         text = f"{who} is going with {chosen}."
     elif focus:
         text = f"{who} will {focus.casefold()} {chosen}."
