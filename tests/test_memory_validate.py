@@ -290,10 +290,18 @@ def test_a_summing_up_lists_each_decision_it_goes_on_to() -> None:
     # the speaker goes on with something else
     [SUMMING_UP[1], ("Marketing", "Right."),
      ("Project Manager", "Now the next meeting is in thirty minutes.")],
+    [SUMMING_UP[1], ("Marketing", "Right."),
+     ("Project Manager", "and you can use it just plain.")],  # TS3009a: no option
 ])
 def test_what_does_not_go_on_with_a_summing_up(said: list[tuple[str, str]]) -> None:
     assert [i for i, _ in decisions_at(said)] == [i for i, (_, t) in enumerate(said)
                                                    if "going with" in t]
+
+
+def test_a_proposal_accepted_is_no_summing_up() -> None:
+    said = [("Marketing", "I think we should make it universal"), ("Project Manager", "Yeah."),
+            ("Marketing", "and a plastic case with the buttons on top.")]  # TS3009a's form
+    assert [i for i, _ in decisions_at(said)] == [0]
 
 
 # -- the merge of pieces, through summarise() and extract() ------------------------------------
@@ -525,6 +533,7 @@ def test_a_worded_undertaking_tells_of_its_owners_work_only(worded: str) -> None
     ("you will look into the technical design and form", "look into the technical design and form"),
     ("I'll presume he'll work out what that means", ""),  # not what they will do
     ("You'll be looking at the user interface concept,", "be looking at the user interface concept"),
+    ("I'll look at show this board", ""),  # TS3009b: what the speaker does in the meeting
     ("I will be responsible for the design", ""),  # said, but not as a piece of work
     ("I'll look into the costs of the case and the buttons and the colours of the wheel", ""),
 ])
@@ -568,6 +577,7 @@ PM, MK, ID = "Project Manager", "Marketing", "Industrial Designer"
     # ES2006a: said to the User Interface designer, answered by Marketing's "Mm-hmm."
     ([(PM, "you're looking at the technical functions design, and for you it's the user "
            "requirements specification,"), (MK, "Mm-hmm.")], []),
+    ([(PM, "Now I'll look at show this board."), (MK, "Okay.")], []),  # TS3009b
 ])
 def test_undertakings_and_their_owners(turns: list[tuple[str, str]],
                                        expected: list[tuple[str, bool]]) -> None:

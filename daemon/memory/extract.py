@@ -318,7 +318,9 @@ _PART_LEAD = re.compile(r"^(?:(?:and|plus|also|then|so|on the (?:inside|outside)
                         re.I)
 _LOOKS = re.compile(r"^it(?:'s| is) (?:gonna|going to) look (?:sort of |kind of )?(?P<look>.+)",
                     re.I)
-_DEICTIC = re.compile(r"^(?:that|this|it|there)(?:'s| is| was)?\b", re.I)
+# a part that points back or tells of someone ("That's our overall concept", "you can use it
+# just plain") is no option
+_DEICTIC = re.compile(r"^(?:that|this|it|there|you|we|i|they|he|she)(?:'s| is| was)?\b", re.I)
 _STATES = re.compile(r"\b(?:is|are|will be)\b", re.I)
 
 
@@ -379,15 +381,17 @@ def decisions_at(turns: Sequence[tuple[str, str]]) -> list[tuple[int, ExtractedA
         sentences = spoken_clauses(text, casefold=False)
         for n, sentence in enumerate(sentences, 1):
             item = said_decision(speaker, sentence) or dropped_decision(sentence)
-            if item is None and n == len(sentences):  # what the next speaker answers
+            if item is not None:
+                found.append((i, item))
+                if item.text.startswith("The group") and n == len(sentences):
+                    found += summed_up(turns, i)  # a proposal is no summing-up
+            elif n == len(sentences):  # what the next speaker answers
                 # (a requirement put and agreed — "it has to be robust" — is not read as a
                 # decision: of seven read off the dev meetings none was one the group settled:
                 # "it should be a good in your hand", "it has to be made in the buttons")
                 item = proposed_decision(turns, i, sentence)
-            if item is not None:
-                found.append((i, item))
-                if item.text.startswith("The group") and n == len(sentences):
-                    found += summed_up(turns, i)
+                if item is not None:
+                    found.append((i, item))
     return sorted(found, key=lambda x: x[0])
 
 
@@ -413,8 +417,7 @@ def find_decisions(turns: Sequence[tuple[str, str]]) -> list[ExtractedAssertion]
 # Work that is done after the meeting by its nature; and verbs that name it only when the
 # sentence says it is for later ("I'll make notes and put them in the project folder", not
 # "I'll make an example", "I'm gonna write down here").
-WORK = (r"((?P<work>investigate|look (into|up)|(be )?look(ing)? at|(be )?focus(ed|ing)? on|"
-        r"have a look|research|find out|send|e-?mail|mail|"
+WORK = (r"((?P<work>investigate|look (into|up)|have a look|research|find out|send|e-?mail|mail|"
         r"forward|prepare|draft|work (on|out)|contact|call|phone|think (about|of)|"
         r"come up with|study|update|organi[sz]e|arrange|figure out|sort out|take care of|"
         r"compile|collect|gather|summari[sz]e|order|book|schedule|review|follow up|explore)|"
@@ -438,9 +441,13 @@ DATED_SELF_UNDERTAKING = re.compile(
     r"i am going to|i'?m gonna)( also)? (?!be\b)[\w'-]+\b[^.?!]*?\b(by|before) (the )?"
     r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|"
     r"next (week|meeting)|the next meeting|end of (the )?(day|week|month))\b", re.I)
+# what a meeting's close hands out ("you're going to look at the components concept", "you will
+# focus on the component concept"); said of oneself it is as often what one does in the meeting
+# ("I'll look at show this board")
+HANDED_OUT = r"(be )?look(ing)? at|(be )?focus(ed|ing)? on"
 YOU_UNDERTAKING = re.compile(
     r"\b(you'?ll|you will|you('re| are) going to|(it'?s|is) your (task|job)( to)?|"
-    r"your (task|job) is( to)?)( also)? " + _GAP + WORK + r"\b")
+    r"your (task|job) is( to)?)( also)? " + _GAP + "(" + WORK + "|" + HANDED_OUT + r")\b")
 REQUEST = re.compile(r"^((so|and|but|well|okay|then|[\w]+,) )?(can|could|would) you( mind)? "
                      + _GAP + WORK + r"\b")
 ACCEPTANCE = re.compile(r"\b(yes|yeah|yep|okay|ok|sure|alright|right|fine|will do|no problem|"
@@ -500,6 +507,8 @@ _THIRD_PERSON = {"my": "their", "me": "them", "myself": "themselves", "mine": "t
 SAID_WORK_WORDS = validate.COPY_WORDS
 _NAMES_WORK = re.compile(r"(?:(?:just|quickly|also|then|now|probably|maybe|definitely|actually|"
                          r"first|go and|try and|try to) )*" + WORK + r"\b", re.I)
+_HANDS_OUT = re.compile(r"(?:you'?ll|you will|you(?:'re| are) going to)\b.*\b(?:" + HANDED_OUT
+                        + r")\b", re.I)
 
 
 def said_work(sentence: str, *, mine: bool = False) -> str:
@@ -512,7 +521,8 @@ def said_work(sentence: str, *, mine: bool = False) -> str:
         return ""
     work = _CLAUSE_END.split(found.group("work"), maxsplit=1)[0].strip()
     # "I'll presume he'll work out …" is not what they will do; dated work is, whatever its verb
-    if not (_NAMES_WORK.match(work) or DATED_SELF_UNDERTAKING.search(sentence)):
+    if not (_NAMES_WORK.match(work) or DATED_SELF_UNDERTAKING.search(sentence)
+            or (_HANDS_OUT.match(found.group()) and re.match(HANDED_OUT, work, re.I))):
         return ""
     ws = _without_dangling(work.split())  # no commas: _CLAUSE_END cut at the first
     if not 1 <= len(ws) <= SAID_WORK_WORDS:
