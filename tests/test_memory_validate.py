@@ -226,6 +226,8 @@ def test_a_decision_said_in_so_many_words_is_read_off_the_turn(
     "Yeah I agreed with him on that, totally, yeah.",  # no option
     "We decided that already and it works.",  # "that" was the option
     "So we decided those were the most important buttons.",  # ES2009d: which ones, said before
+    "We're gonna go with that concept I think.",  # TS3009b: which one, said before
+    "I picked this color because it's bright and bold.",  # which, only the photo showed
     "I finally picked up a book and it's been awesome!",  # "picked up": no choice
     # ES2006b: why, not what; ES2009b: a question put as a statement
     "I was just defending the fact why we want to keep the remote control close to us.",

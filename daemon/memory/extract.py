@@ -215,8 +215,10 @@ def _an_option(chosen: str) -> bool:
     """Whether ``chosen`` names an option: not what was said before ("that", "those"), and
     not a bare number ("a three": of what, only the question said)."""
     ws = chosen.casefold().split()
+    # "this young demographic group" names one; "that concept" and "this color" point back
     said_before = ws[0] in _NOT_AN_OPTION and (
-        ws[0] not in _POINTING or len(ws) == 1 or ws[1] in _LINKING)  # "this young group" is one
+        ws[0] not in _POINTING or ws[1:2] == [] or ws[1] in _LINKING
+        or len(validate.content_words(" ".join(ws[1:]))) < 2)
     return (validate.real_choice(chosen) and not said_before
             and not all(w in _NUMBERS for w in ws))
 
