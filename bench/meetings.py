@@ -198,7 +198,7 @@ ANYONE = {"all", "everyone", "the group", "the team"}
 def keyword_in(keyword: str, text: str) -> bool:
     """Whether a gold keyword is in ``text``: its stem as a substring, casefolded."""
     key = keyword.casefold().replace("-", " ")
-    for suffix in ("es", "s"):
+    for suffix in ("es", "s", "y"):  # "battery" is in "batteries" as "batter"
         if key.endswith(suffix) and len(key) - len(suffix) >= 4:
             key = key[: -len(suffix)]
             break
@@ -607,24 +607,38 @@ class KeptDecision:
 
 
 @dataclass
+class SaidItem:
+    ref: str  # the turn that takes it on
+    kind: str  # commitment or task
+    text: str
+    owner: str
+    due: str
+
+
+@dataclass
 class DecisionsResult:
     meeting: str
     coverage: float | None
     decided: list[str]  # the archive's *Decided* section
     decisions: list[KeptDecision]
+    # the action items said in so many words ("I'll put the minutes in the project documents
+    # folder"), stored without the model; the others go to the model to be worded
+    actions: list[SaidItem] = field(default_factory=list)
+    actions_to_word: int = 0
 
 
 def keep_decisions(meeting: Meeting) -> DecisionsResult:
     """The decisions a keep of a long ``meeting`` stores and its *Decided* section, and their
     decision coverage, with the keep's own functions and no model: a long transcript's
     decisions are read off the words said and validated (``remember.checked_decisions``, as
-    the keep does) and are the *Decided* section (``archive.build_archive``). What the
-    model would write (summary, action items) and the reconciliation with earlier meetings'
-    assertions are left out. A
+    the keep does) and are the *Decided* section (``archive.build_archive``); the action items
+    said in so many words are stored as the keep stores them (``said_assertion``), and those
+    the model would word are only counted. What the model would write (summary, the other
+    action items) and the reconciliation with earlier meetings' assertions are left out. A
     decision no transcript chunk supports (``find_anchor``) is in *Decided* only, as in a keep."""
     from daemon.memory import archive, validate
-    from daemon.memory.extract import AnchorCandidate, find_anchor
-    from daemon.memory.remember import checked_decisions
+    from daemon.memory.extract import AnchorCandidate, check_assertion, find_anchor, said_assertion
+    from daemon.memory.remember import checked_decisions, kept_undertakings
     from daemon.store import chunking
     from daemon.store.records import Turn
     from daemon.store.transcript import parse_transcript
@@ -651,6 +665,12 @@ def keep_decisions(meeting: Meeting) -> DecisionsResult:
         archive.stated_sections(fmt, [(a.kind, a.text) for _, a in kept]))
     stored = [StoredAssertion(a.kind, a.text, a.chosen, tuple(a.alternatives), a.reasoning)
               for _, a in anchored]
+    pairs = [(t.speaker, t.text) for t in turns]
+    groups = kept_undertakings(pairs, people)
+    worded = [(turns[g[0].index], said_assertion(g, pairs)) for g in groups]
+    actions = [SaidItem(t.ref or str(t.seq), a.kind, a.text, a.owner, a.due)
+               for t, a in ((t, check_assertion(a, people, [x.text for x in turns]))
+                            for t, a in worded if a is not None) if a is not None]
     return DecisionsResult(
         meeting=meeting.name,
         coverage=decision_coverage(decided_text(archive.render(built, fmt), stored),
@@ -659,7 +679,8 @@ def keep_decisions(meeting: Meeting) -> DecisionsResult:
         decisions=[KeptDecision(t.ref or str(t.seq), t.speaker, a.text, a.chosen,
                                 list(a.alternatives), a.reasoning, a.evidence,
                                 (t, a) in anchored)
-                   for t, a in kept])
+                   for t, a in kept],
+        actions=actions, actions_to_word=sum(a is None for _, a in worded))
 
 
 def decisions_report(results: Sequence[DecisionsResult]) -> list[str]:
@@ -678,6 +699,10 @@ def decisions_report(results: Sequence[DecisionsResult]) -> list[str]:
             lines.append(f"  {d.ref} {d.speaker}: {d.text} [chosen: {d.chosen}{extra}]"
                          f"{unstored}")
             lines.append(f"      said: {d.evidence}")
+        lines += [f"  {a.ref} {a.kind}: {a.text}" + (f" (due {a.due})" if a.due else "")
+                  for a in r.actions]
+        if r.actions_to_word:
+            lines.append(f"  and {r.actions_to_word} undertakings the model words")
     covered = [r.coverage for r in results if r.coverage is not None]
     mean = f"{statistics.fmean(covered):.1f}" if covered else "-"
     lines.append(f"mean decision coverage {mean} over {len(covered)} meetings with decision "
@@ -754,7 +779,8 @@ def main() -> None:
                         help="score a --json file of an earlier run again (no model)")
     parser.add_argument("--decisions-only", action="store_true",
                         help="no model: the decisions each keep would store, the turns that "
-                             "state them and the decision coverage (seconds)")
+                             "state them, the decision coverage and the action items stored "
+                             "as said (seconds)")
     args = parser.parse_args()
     gold_path = args.gold or args.data / "decisions.json"
     gold: dict[str, Any] = json.loads(gold_path.read_text()) if gold_path.is_file() else {}
@@ -764,11 +790,14 @@ def main() -> None:
     if args.decisions_only:
         kept = [keep_decisions(m) for m in load(args.data, args.only)]
         print("\n".join(decisions_report(kept)))
-        if gold:  # the decisions only: no action item is read without the model
+        if gold:  # action items: only those stored without the model
             print("\n".join(gold_lines([
                 {"meeting": r.meeting, "stored": [
-                    asdict(StoredAssertion("decision", d.text, d.chosen, tuple(d.alternatives),
-                                           d.reasoning)) for d in r.decisions if d.stored]}
+                    *(asdict(StoredAssertion("decision", d.text, d.chosen,
+                                             tuple(d.alternatives), d.reasoning))
+                      for d in r.decisions if d.stored),
+                    *(asdict(StoredAssertion(a.kind, a.text, owner=a.owner))
+                      for a in r.actions)]}
                 for r in kept], gold, args.held_out)))
         if args.json:
             args.json.write_text(json.dumps([asdict(r) for r in kept], indent=1))

@@ -220,6 +220,7 @@ def test_gold_matching_counts_recall_precision_and_what_a_match_stores() -> None
     ("buttons", "push-button controls", True),
     ("colours", "bright colour scheme", True),
     ("lcd", "an LCD screen", True),
+    ("battery", "two batteries", True),
     ("wood", "a rubber case", False),
 ])
 def test_a_keyword_matches_by_stem_as_a_substring(keyword: str, text: str, found: bool) -> None:

@@ -185,6 +185,30 @@ def test_copies_small_talk_and_scaffolding_are_not_assertions() -> None:
       "a simple battery, the advanced chip", [], "")),
     ("I chose the rubber case instead of plastic, because it is soft.",
      ("Marketing chose the rubber case.", "the rubber case", ["plastic"], "it is soft")),
+    # the dev meetings' other plain forms
+    ("Uh um we we're definitely going in for voice recognition as well as L_C_D_s, mm.",
+     ("The group is going with voice recognition as well as L_C_D_s.",
+      "voice recognition as well as L_C_D_s", [], "")),
+    ("Mm'kay um so I'm seeing that we're gonna just basically focus on this young demographic "
+     "group, aim it at them, but then in a sense",
+     ("The group will focus on this young demographic group, aim it at them.",
+      "this young demographic group, aim it at them", [], "")),
+    ("So, we want to go for simple push buttons because it need a simple chip and it's really "
+     "lesser uh re really less expensive compared to L_C_D_",
+     ("The group is going with simple push buttons.", "simple push buttons", [],
+      "it need a simple chip and it's really lesser re really less")),  # twelve words
+    ("we just went for a classic rubber button.",
+     ("The group went with a classic rubber button.", "a classic rubber button", [], "")),
+    ("We're gonna have a beep.", ("The group is going with a beep.", "a beep", [], "")),
+    ("and we just stick with two batteries so it's not any solar or",
+     ("The group is going with two batteries.", "two batteries", [], "")),
+    # an option dropped: the one taken instead is the chosen one, else going without it
+    ("We will omit the touch screen in favour of voice recognition.",
+     ("The group will drop the touch screen in favour of voice recognition.",
+      "voice recognition", ["the touch screen"], "")),
+    ("Yeah, the sample sensor will have to go,'cause that's the most expensive thing on there.",
+     ("The group will drop the sample sensor.", "no sample sensor", ["the sample sensor"],
+      "that's the most expensive thing on there")),
 ])
 def test_a_decision_said_in_so_many_words_is_read_off_the_turn(
         said: str, decision: tuple[str, str, list[str], str]) -> None:
@@ -202,10 +226,84 @@ def test_a_decision_said_in_so_many_words_is_read_off_the_turn(
     "Yeah I agreed with him on that, totally, yeah.",  # no option
     "We decided that already and it works.",  # "that" was the option
     "So we decided those were the most important buttons.",  # ES2009d: which ones, said before
+    "We're gonna go with that concept I think.",  # TS3009b: which one, said before
+    "I picked this color because it's bright and bold.",  # which, only the photo showed
     "I finally picked up a book and it's been awesome!",  # "picked up": no choice
+    # ES2006b: why, not what; ES2009b: a question put as a statement
+    "I was just defending the fact why we want to keep the remote control close to us.",
+    "So do we wanna go for that, or do we want to go for an older demographic, and my thought",
+    "If we want to use the latex, then we have to go with one of the other power things.",
+    "Maybe we will drop the speaker.",  # a thought
+    "If the sample sensor will have to go, what is left?",  # a condition
+    "Let's see if we'll drop the light later.",
+    "I suspect we're gonna have a couple of minor finance issues, but",  # ES2006d: no option
+    "If we're gonna have a non-remote-looking remote, how do we do it?",
+    "So now we're gonna have a look at the prototype.",  # what the meeting does
 ])
 def test_what_settles_nothing_is_no_decision(said: str) -> None:
     assert find_decisions([("Marketing", said)]) == []
+
+
+# -- a summing-up that goes on over the others' "Right." and "Yep." ---------------------------
+
+SUMMING_UP = [  # ES2006c, the close
+    ("Industrial Designer", "Uh oh now I've gone too far."),
+    ("Project Manager", "Yeah. We're on our way. Okay. So we've basically worked out that we're "
+                        "going with a simple battery, the advanced chip"),
+    ("Industrial Designer", "Right."),
+    ("Project Manager", "and a curved on one side case which is folded in on itself, um made "
+                        "out of rubber"),
+    ("Industrial Designer", "Yep."),
+    ("Project Manager", "and the buttons are also rubber. We're having push-buttons on the "
+                        "outside and then on the inside an L_C_D_ with spinning wheel, and we're "
+                        "incorporating voice recognition. That's our overall concept,"),
+    ("User Interface", "Um"),
+    ("Project Manager", "and it's gonna look sort of vegetable,"),
+    ("Project Manager", "and be in bright vegetable colours."),
+    ("User Interface", "Uh-huh. So w w would with have the spinning wheel inside with the "
+                       "L_C_D_, or would it be on the outer"),
+    ("Project Manager", "and then we can talk about the colours later."),
+]
+
+
+def test_a_summing_up_lists_each_decision_it_goes_on_to() -> None:
+    found = [(i, d.text, d.chosen) for i, d in decisions_at(SUMMING_UP)]
+    assert found == [
+        (1, "The group is going with a simple battery, the advanced chip.",
+         "a simple battery, the advanced chip"),
+        (3, "The group is going with a curved on one side case.", "a curved on one side case"),
+        (5, "The group settled that the buttons are also rubber.", "rubber"),
+        (5, "The group is going with push-buttons on the outside.", "push-buttons on the outside"),
+        (5, "The group is going with an L_C_D_ with spinning wheel.",
+         "an L_C_D_ with spinning wheel"),
+        (5, "The group is going with voice recognition.", "voice recognition"),
+        (7, "The group is going with a vegetable look.", "a vegetable look"),
+        (8, "The group is going with bright vegetable colours.", "bright vegetable colours"),
+    ]  # "That's our overall concept" points back; the turn after another speaker's question
+    # is not the summing-up
+
+
+@pytest.mark.parametrize("said", [
+    # no decision starts it: a presentation going on is not a summing-up (ES2006c)
+    [("Industrial Designer", "So the case could be rubber"), ("Marketing", "Mm."),
+     ("Industrial Designer", "and the buttons are also rubber.")],
+    # another speaker's "and" does not go on with it
+    [SUMMING_UP[1], ("Marketing", "and a wooden case, I think.")],
+    # the speaker goes on with something else
+    [SUMMING_UP[1], ("Marketing", "Right."),
+     ("Project Manager", "Now the next meeting is in thirty minutes.")],
+    [SUMMING_UP[1], ("Marketing", "Right."),
+     ("Project Manager", "and you can use it just plain.")],  # TS3009a: no option
+])
+def test_what_does_not_go_on_with_a_summing_up(said: list[tuple[str, str]]) -> None:
+    assert [i for i, _ in decisions_at(said)] == [i for i, (_, t) in enumerate(said)
+                                                   if "going with" in t]
+
+
+def test_a_proposal_accepted_is_no_summing_up() -> None:
+    said = [("Marketing", "I think we should make it universal"), ("Project Manager", "Yeah."),
+            ("Marketing", "and a plastic case with the buttons on top.")]  # TS3009a's form
+    assert [i for i, _ in decisions_at(said)] == [0]
 
 
 # -- the merge of pieces, through summarise() and extract() ------------------------------------
@@ -390,7 +488,9 @@ def test_a_transcript_line_is_not_a_statement() -> None:
 
 async def test_what_is_taken_on_has_its_owner_and_kind_from_the_transcript() -> None:
     turns = long_turns()
-    said = {40: ("A", "Right, marketing research. I will investigate what the users want."),
+    said = {20: ("A", "So uh you will focus on the component concept um"),
+            21: ("B", "Yeah yeah."),  # a turn the model is not shown, and the acceptance
+            40: ("A", "Right, marketing research. I will investigate what the users want."),
             60: ("A", "And B, you will look into the costs of the case."),
             61: ("B", "Yeah, the costs are my task, I'll do it by Friday."),
             80: ("B", "Mm yeah, also the look and feel of the case is my task, yeah.")}
@@ -408,6 +508,7 @@ async def test_what_is_taken_on_has_its_owner_and_kind_from_the_transcript() -> 
     items = await extract(generator, 4096, session(), turns, memories=False)
     assert len(generator.calls) == 1  # only the one not said plainly
     assert [(i.kind, i.text, i.owner, i.due) for i in items if i.kind != "decision"] == [
+        ("task", "B will focus on the component concept.", "B", ""),
         ("commitment", "A will investigate what the users want.", "A", ""),
         # the assignment and its acceptance: one item, given by A
         ("task", "B will look into the costs of the case.", "B", "by Friday"),
@@ -433,6 +534,8 @@ def test_a_worded_undertaking_tells_of_its_owners_work_only(worded: str) -> None
     ("So I'll just send my notes to you, and then we'll see", "send their notes to them"),
     ("you will look into the technical design and form", "look into the technical design and form"),
     ("I'll presume he'll work out what that means", ""),  # not what they will do
+    ("You'll be looking at the user interface concept,", "be looking at the user interface concept"),
+    ("I'll look at show this board", ""),  # TS3009b: what the speaker does in the meeting
     ("I will be responsible for the design", ""),  # said, but not as a piece of work
     ("I'll look into the costs of the case and the buttons and the colours of the wheel", ""),
 ])
@@ -454,6 +557,11 @@ PM, MK, ID = "Project Manager", "Marketing", "Industrial Designer"
     ([(PM, "And you will look into the technical design, I think."),
       (ID, "Mm yeah, that's fine.")], [(ID, True)]),
     ([(PM, "Can you send me your slides?"), (MK, "Sure, I will.")], [(MK, True)]),
+    # a close handing the work out (ES2006b, IS1006b): "look at", "focus on" and a "Right."
+    ([(PM, "Um as to where we're going from here, you're going to look at the components "
+           "concept."), (ID, "Right.")], [(ID, True)]),
+    ([(PM, "so uh you will focus on the component concept um"), (ID, "Yeah yeah.")],
+     [(ID, True)]),
     # not taken on: a past remark, a description, advice, a question, a clause, a negation,
     # what is done in the meeting, a "you will" nobody accepts
     ([(PM, "We also just released a T_F_T_ thing I saw.")], []),
@@ -468,6 +576,10 @@ PM, MK, ID = "Project Manager", "Marketing", "Industrial Designer"
     ([(ID, "That's my task. Okay. Where have I put it?")], []),  # "my task" says no task
     ([(MK, "So, my name is Mark, and I am responsible for User Interface Design.")], []),
     ([(PM, "And you will look into the technical design."), (MK, "What do you mean?")], []),
+    # ES2006a: said to the User Interface designer, answered by Marketing's "Mm-hmm."
+    ([(PM, "you're looking at the technical functions design, and for you it's the user "
+           "requirements specification,"), (MK, "Mm-hmm.")], []),
+    ([(PM, "Now I'll look at show this board."), (MK, "Okay.")], []),  # TS3009b
 ])
 def test_undertakings_and_their_owners(turns: list[tuple[str, str]],
                                        expected: list[tuple[str, bool]]) -> None:

@@ -63,9 +63,13 @@ class Extraction(msgspec.Struct, frozen=True):
 # example or the turns themselves (ES2006c: "The team chose a rubber case.", "Project Manager:
 # Yeah. We're on our way.", chosen "the team"). What people say when they have settled
 # something has a few plain forms — "we decided to …", "we agreed on …", "a consensus that …",
-# "we're going with …" — and read off those, a decision is what was said: its option, why and
-# instead of what when said, who settled it, nothing invented. A question, a condition or a
-# negation ("if we decide", "we haven't agreed") settles nothing; nor does a proposal ("let's").
+# "we're going with …", "we went for …", "we're gonna focus on …" (ES2009b: "so I'm seeing
+# that we're gonna just basically focus on this young demographic group"), and the designers
+# presenting their choice, "we want to go for simple push buttons" (IS1006c) — and read off
+# those, a decision is what was said: its option, why and instead of what when said, who
+# settled it, nothing invented. A question, a condition or a negation ("if we decide", "we
+# haven't agreed", "why we want to keep it close") settles nothing; nor does a proposal
+# ("let's") unless the others take it up (below).
 
 SETTLED_SAID = re.compile(
     r"\b(?P<who>we|i|they)(?:'ve| have)?(?: all| basically| just| now| finally)? "
@@ -73,11 +77,21 @@ SETTLED_SAID = re.compile(
     r"(?P<link> on| upon| to| that| for)? "
     r"(?P<what>.+)"
     r"|\bconsensus (?P<clink>that|on) (?P<cwhat>.+)"
-    r"|\b(?P<going>we'?re|we are|we'?ll|we will) go(?:ing)? (?:with|for) (?P<gwhat>.+)", re.I)
-_UNSETTLED = re.compile(r"\b(not|never|n't|if|whether|unless|when|how|what|should|could|"
-                        r"would|might|need to|have to|going to)\b", re.I)
-_OPTION_END = re.compile(r";| - | but | because |,? ?'cause | cos | so that | so | if | when "
-                         r"| as opposed to | instead of | rather than "
+    r"|\b(?P<going>we'?re|we are|we'?ll|we will)(?: definitely| just| basically)? go(?:ing)? "
+    r"(?:in )?(?:with|for) (?P<gwhat>.+)"
+    r"|\bwe(?: just| finally)? (?P<went>went|ended up going) (?:with|for) (?P<wwhat>.+)"
+    r"|\bwe(?:(?:'re| are) (?:gonna|going to)|'ll| will)(?: just| basically| only| definitely)* "
+    r"(?P<focus>focus on|concentrate on|aim (?:it )?at|target|stick (?:with|to)) (?P<fwhat>.+)"
+    r"|\bwe(?: really| just| also)* (?:want|would like|'d like) to(?: just| also)? "
+    r"(?P<want>go (?:for|with)|use|stick (?:to|with)) (?P<twhat>.+)"
+    r"|\bwe(?: just| basically)? (?P<recall>stick (?:with|to)) (?P<rwhat>.+)"
+    r"|\bwe(?:'re| are) (?:(?:gonna|going to) have|having) (?P<having>(?:a|an|the|two|one) .+)",
+    re.I)
+_UNSETTLED = re.compile(r"\b(not|never|n't|if|whether|unless|when|how|what|why|do we|should|"
+                        r"could|would|might|need to|have to|going to)\b", re.I)
+_OPTION_END = re.compile(r";| - |, and |, (?:yeah|okay|right)\b| but | because |,? ?'cause | cos "
+                         r"| so that | so | if "
+                         r"| when | as opposed to | instead of | rather than "
                          r"| which | and then "
                          r"| or | um | uh |\.", re.I)
 _BECAUSE = re.compile(r"(?:\bbecause|'cause|\bcos) (?:of )?(?P<why>[^,;.]+)", re.I)
@@ -91,6 +105,9 @@ _TAKING = re.compile(r"^(?:go(?:ing)? (?:with|for)|stick (?:with|to)|opt for|set
 _NOT_AN_OPTION = {"already", "yet", "before", "earlier", "it", "this", "that", "these",
                   "those", "they", "them",  # said before: "we decided those were the buttons"
                   "with"}  # "I agreed with him": with someone, on nothing said
+_TROUBLE = re.compile(r"\b(?:issues?|problems?|trouble|difficult\w*)\b", re.I)
+_POINTING = {"this", "that", "these", "those"}  # an option when they point at one named next
+_LINKING = {"is", "are", "was", "were", "will", "would", "'s", "'re"}
 
 
 def _without_dangling(ws: list[str]) -> list[str]:
@@ -112,9 +129,14 @@ def said_decision(speaker: str, sentence: str) -> ExtractedAssertion | None:
     found = SETTLED_SAID.search(sentence)
     if found is None or sentence.rstrip().endswith("?"):
         return None
-    if _UNSETTLED.search(sentence[:found.start()] + " " + found.group(0)[:24]):
+    focus = found.group("focus")
+    if _UNSETTLED.search(sentence[:found.start()] + " " + (
+            "" if focus or found.group("want") or found.group("having")
+            else found.group(0)[:24])):
         return None
-    rest = found.group("what") or found.group("cwhat") or found.group("gwhat") or ""
+    rest = (found.group("what") or found.group("cwhat") or found.group("gwhat")
+            or found.group("wwhat") or found.group("fwhat") or found.group("twhat")
+            or found.group("rwhat") or found.group("having") or "")
     said = _phrase(rest, OPTION_WORDS)
     chosen = _TAKING.sub("", said)  # "the rubber case" of "go with the rubber case"
     if not chosen or not _an_option(chosen):
@@ -124,6 +146,15 @@ def said_decision(speaker: str, sentence: str) -> ExtractedAssertion | None:
         text = f"{who} {found.group('verb').casefold()}{found.group('link') or ''} {said}."
     elif found.group("cwhat"):
         text = f"{who} agreed {found.group('clink').casefold()} {said}."
+    elif found.group("went"):
+        text = f"{who} went with {chosen}."
+    elif found.group("want") or found.group("recall") or found.group("having"):
+        # a team's choice as its designers present it; one kept to; one the close lists
+        if MEETING_BUSINESS.search(chosen) or _TROUBLE.search(chosen):
+            return None  # "we're gonna have a couple of minor finance issues"
+        text = f"{who} is going with {chosen}."
+    elif focus:
+        text = f"{who} will {focus.casefold()} {chosen}."
     else:
         will = found.group("going").casefold() in ("we'll", "well", "we will")
         text = f"{who} {'will go' if will else 'is going'} with {chosen}."
@@ -132,6 +163,46 @@ def said_decision(speaker: str, sentence: str) -> ExtractedAssertion | None:
         kind="decision", text=text, chosen=chosen,
         alternatives=[_phrase(instead.group("alt"), 6)] if instead else [],
         reasoning=_reasons(rest), evidence=" ".join(sentence.split())[:160])
+
+
+# An option dropped is a decision too, the dropped one its alternative: "We will omit the touch
+# screen in favour of voice recognition." (ES2009c), "the sample sensor will have to go,'cause
+# that's the most expensive thing on there" (ES2006d).
+DROPPED_SAID = re.compile(
+    r"\bwe(?:'ll| will|'re gonna|'re going to| are going to)(?: just| definitely| then)? "
+    r"(?:omit|drop|get rid of|leave out|take out|scrap|do away with) (?P<what>.+)"
+    r"|^(?:(?:so|okay|yeah|well|and|then),? )*(?P<gone>(?:the|that|this) [\w' -]+?) "
+    r"(?:will|would|'ll) (?:have to|need to) go\b(?P<after>.*)", re.I)
+_IN_FAVOUR = re.compile(r"\bin favou?r of (?P<chosen>[^,;.]+)", re.I)
+
+
+def dropped_decision(sentence: str) -> ExtractedAssertion | None:
+    """The decision to drop an option a sentence states (see above), or None: the option
+    taken instead is the chosen one when said, else going without the dropped one."""
+    found = DROPPED_SAID.search(sentence)
+    if found is None or sentence.rstrip().endswith("?"):
+        return None
+    before = sentence[:found.start()]
+    if _UNSETTLED.search(before) or _HEDGED.search(before):
+        return None  # "maybe we'll drop the speaker": a thought
+    rest = found.group("what") or found.group("after") or ""
+    dropped = _phrase(found.group("gone") or _IN_FAVOUR.split(rest, maxsplit=1)[0],
+                      OPTION_WORDS)
+    if not dropped or not _an_option(dropped) or MEETING_BUSINESS.search(dropped):
+        return None
+    instead = _IN_FAVOUR.search(rest)
+    chosen = _phrase(instead.group("chosen"), OPTION_WORDS) if instead else ""
+    text = (f"The group will drop {dropped} in favour of {chosen}." if chosen
+            else f"The group will drop {dropped}.")
+    return ExtractedAssertion(
+        kind="decision", text=text, chosen=chosen or f"no {_bare(dropped)}",
+        alternatives=[dropped], reasoning=_reasons(rest),
+        evidence=" ".join(sentence.split())[:160])
+
+
+def _bare(option: str) -> str:
+    """``option`` without its article ("sample sensor" of "the sample sensor")."""
+    return re.sub(r"^(?:the|a|an|that|this) ", "", option, flags=re.I)
 
 
 def _reasons(rest: str) -> str:
@@ -144,7 +215,11 @@ def _an_option(chosen: str) -> bool:
     """Whether ``chosen`` names an option: not what was said before ("that", "those"), and
     not a bare number ("a three": of what, only the question said)."""
     ws = chosen.casefold().split()
-    return (validate.real_choice(chosen) and ws[0] not in _NOT_AN_OPTION
+    # "this young demographic group" names one; "that concept" and "this color" point back
+    said_before = ws[0] in _NOT_AN_OPTION and (
+        ws[0] not in _POINTING or ws[1:2] == [] or ws[1] in _LINKING
+        or len(validate.content_words(" ".join(ws[1:]))) < 2)
+    return (validate.real_choice(chosen) and not said_before
             and not all(w in _NUMBERS for w in ws))
 
 
@@ -226,6 +301,79 @@ def proposed_decision(turns: Sequence[tuple[str, str]], index: int,
         reasoning=_reasons(found.group("what")), evidence=" ".join(sentence.split())[:160])
 
 
+# -- a summing-up that goes on -------------------------------------------------------------------
+# A meeting's close sums up what was settled in one breath that the others' "Right." and "Yep."
+# cut into turns (ES2006c: "So we've basically worked out that we're going with a simple
+# battery, the advanced chip" — "and a curved on one side case which is folded in on itself,
+# made out of rubber" — "and the buttons are also rubber. We're having push-buttons on the
+# outside and then on the inside an LCD with spinning wheel, and we're incorporating voice
+# recognition."). The turns of the same speaker that go on with "and …" after a decision said
+# in so many words are items of the same list: each part of them is a decision too.
+
+SUMMED_TURNS = 8  # how far on the summing-up may go on
+_GOES_ON = re.compile(r"^(?:and|plus|also)\b", re.I)
+_LIST_PARTS = re.compile(r",? and then |,? and (?=(?:we|it|the|a|an)\b)|; |, (?=we\b)", re.I)
+_PART_LEAD = re.compile(r"^(?:(?:and|plus|also|then|so|on the (?:inside|outside)|"
+                        r"we(?:'re| are) (?:having|incorporating|using|adding|including|"
+                        r"putting in)|we(?:'ve| have) got|it(?:'s| is) (?:gonna|going to) "
+                        r"(?:be|have|be in)|be in|be|sort of|kind of)\b,? ?)+",
+                        re.I)
+_LOOKS = re.compile(r"^it(?:'s| is) (?:gonna|going to) look (?:sort of |kind of )?(?P<look>.+)",
+                    re.I)
+# a part that points back or tells of someone ("That's our overall concept", "you can use it
+# just plain") is no option
+_DEICTIC = re.compile(r"^(?:that|this|it|there|you|we|i|they|he|she)(?:'s| is| was)?\b", re.I)
+_STATES = re.compile(r"\b(?:is|are|will be)\b", re.I)
+
+
+def _interjection(text: str) -> bool:
+    """Whether a turn only interjects (a backchannel or a word or two: "Right.", "Yep.")."""
+    return not _substantive(text) or len(text.split()) <= 3
+
+
+def summed_up(turns: Sequence[tuple[str, str]],
+              index: int) -> list[tuple[int, ExtractedAssertion]]:
+    """The decisions a summing-up that starts in turn ``index`` goes on to list in its
+    speaker's next turns (see above), each with its turn's index."""
+    speaker = turns[index][0]
+    found = []
+    for i in range(index + 1, min(len(turns), index + 1 + SUMMED_TURNS)):
+        who, text = turns[i]
+        if who != speaker:
+            if _interjection(text):
+                continue
+            break
+        sentences = spoken_clauses(text, casefold=False)
+        if not sentences or not _GOES_ON.match(sentences[0]):
+            break
+        for sentence in sentences:
+            if sentence.rstrip().endswith("?"):
+                continue
+            for part in _LIST_PARTS.split(sentence.rstrip(" .,")):
+                item = _listed(part, sentence)
+                if item is not None:
+                    found.append((i, item))
+    return found
+
+
+def _listed(part: str, sentence: str) -> ExtractedAssertion | None:
+    """The decision one part of a summing-up's list states, or None."""
+    looks = _LOOKS.match(re.sub(r"^(?:and|plus|also) ", "", part.strip(), flags=re.I))
+    option = (f"a {_phrase(looks.group('look'), OPTION_WORDS - 2)} look" if looks
+              else _phrase(_PART_LEAD.sub("", part.strip()), OPTION_WORDS))
+    if (not option or _DEICTIC.match(option) or not _an_option(option)
+            or (MEETING_BUSINESS.search(option) and not looks) or _UNSETTLED.search(option)):
+        return None
+    states = _STATES.search(option)
+    text = (f"The group settled that {option}." if states
+            else f"The group is going with {option}.")
+    chosen = _PART_LEAD.sub("", option[states.end():].strip()) if states else option
+    if not chosen or not _an_option(chosen):
+        return None
+    return ExtractedAssertion(kind="decision", text=text, chosen=chosen,
+                              evidence=" ".join(sentence.split())[:160])
+
+
 def decisions_at(turns: Sequence[tuple[str, str]]) -> list[tuple[int, ExtractedAssertion]]:
     """Every decision the turns (speaker, text) state, or propose and the others accept, with
     the index of the turn that states it, in transcript order. ``turns`` are all of them: the
@@ -234,15 +382,19 @@ def decisions_at(turns: Sequence[tuple[str, str]]) -> list[tuple[int, ExtractedA
     for i, (speaker, text) in enumerate(turns):
         sentences = spoken_clauses(text, casefold=False)
         for n, sentence in enumerate(sentences, 1):
-            item = said_decision(speaker, sentence)
-            if item is None and n == len(sentences):  # what the next speaker answers
+            item = said_decision(speaker, sentence) or dropped_decision(sentence)
+            if item is not None:
+                found.append((i, item))
+                if item.text.startswith("The group") and n == len(sentences):
+                    found += summed_up(turns, i)  # a proposal is no summing-up
+            elif n == len(sentences):  # what the next speaker answers
                 # (a requirement put and agreed — "it has to be robust" — is not read as a
                 # decision: of seven read off the dev meetings none was one the group settled:
                 # "it should be a good in your hand", "it has to be made in the buttons")
                 item = proposed_decision(turns, i, sentence)
-            if item is not None:
-                found.append((i, item))
-    return found
+                if item is not None:
+                    found.append((i, item))
+    return sorted(found, key=lambda x: x[0])
 
 
 def find_decisions(turns: Sequence[tuple[str, str]]) -> list[ExtractedAssertion]:
@@ -291,12 +443,16 @@ DATED_SELF_UNDERTAKING = re.compile(
     r"i am going to|i'?m gonna)( also)? (?!be\b)[\w'-]+\b[^.?!]*?\b(by|before) (the )?"
     r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|"
     r"next (week|meeting)|the next meeting|end of (the )?(day|week|month))\b", re.I)
+# what a meeting's close hands out ("you're going to look at the components concept", "you will
+# focus on the component concept"); said of oneself it is as often what one does in the meeting
+# ("I'll look at show this board")
+HANDED_OUT = r"(be )?look(ing)? at|(be )?focus(ed|ing)? on"
 YOU_UNDERTAKING = re.compile(
     r"\b(you'?ll|you will|you('re| are) going to|(it'?s|is) your (task|job)( to)?|"
-    r"your (task|job) is( to)?)( also)? " + _GAP + WORK + r"\b")
+    r"your (task|job) is( to)?)( also)? " + _GAP + "(" + WORK + "|" + HANDED_OUT + r")\b")
 REQUEST = re.compile(r"^((so|and|but|well|okay|then|[\w]+,) )?(can|could|would) you( mind)? "
                      + _GAP + WORK + r"\b")
-ACCEPTANCE = re.compile(r"\b(yes|yeah|yep|okay|ok|sure|alright|fine|will do|no problem|"
+ACCEPTANCE = re.compile(r"\b(yes|yeah|yep|okay|ok|sure|alright|right|fine|will do|no problem|"
                         r"i will|i'?ll|my task|of course)\b")
 AGREEMENT = re.compile(r"\b(sure|will do|no problem|i will|i'?ll|of course)\b")
 _SPEECH_FILLER = re.compile(r"\b(uh|um|er|erm|hmm|mm|ah)\b[,.]?\s*", re.I)
@@ -353,6 +509,8 @@ _THIRD_PERSON = {"my": "their", "me": "them", "myself": "themselves", "mine": "t
 SAID_WORK_WORDS = validate.COPY_WORDS
 _NAMES_WORK = re.compile(r"(?:(?:just|quickly|also|then|now|probably|maybe|definitely|actually|"
                          r"first|go and|try and|try to) )*" + WORK + r"\b", re.I)
+_HANDS_OUT = re.compile(r"(?:you'?ll|you will|you(?:'re| are) going to)\b.*\b(?:" + HANDED_OUT
+                        + r")\b", re.I)
 
 
 def said_work(sentence: str, *, mine: bool = False) -> str:
@@ -365,7 +523,8 @@ def said_work(sentence: str, *, mine: bool = False) -> str:
         return ""
     work = _CLAUSE_END.split(found.group("work"), maxsplit=1)[0].strip()
     # "I'll presume he'll work out …" is not what they will do; dated work is, whatever its verb
-    if not (_NAMES_WORK.match(work) or DATED_SELF_UNDERTAKING.search(sentence)):
+    if not (_NAMES_WORK.match(work) or DATED_SELF_UNDERTAKING.search(sentence)
+            or (_HANDS_OUT.match(found.group()) and re.match(HANDED_OUT, work, re.I))):
         return ""
     ws = _without_dangling(work.split())  # no commas: _CLAUSE_END cut at the first
     if not 1 <= len(ws) <= SAID_WORK_WORDS:

@@ -86,6 +86,7 @@ from daemon.memory.extract import (
     Plan,
     Ruling,
     Undertaken,
+    Undertaking,
     already_known,
     check_assertion,
     decisions_at,
@@ -414,6 +415,14 @@ def checked_decisions(turns: Sequence[Turn]) -> list[tuple[Turn, ExtractedAssert
     return kept
 
 
+def kept_undertakings(pairs: Sequence[tuple[str, str]],
+                      people: Sequence[str]) -> list[list[Undertaking]]:
+    """The undertakings a keep words, grouped by owner (:func:`group_undertakings`) from all
+    the turns (speaker, text): the last ``MAX_UNDERTAKINGS`` groups, where a meeting settles
+    who does what."""
+    return group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
+
+
 def read_whole(turns: Sequence[Turn]) -> bool:
     """Whether a transcript is short enough for the model to read at once for everything; a
     longer one is read in parts for its summary and in excerpts for its assertions."""
@@ -487,7 +496,9 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
     # the words said first, at every length: what a short meeting says in so many words is
     # stored as said, and the model's reading of it adds only what they do not state
     found = checked_decisions(turns)
-    undertakings = group_undertakings(find_undertakings(pairs, people))[-MAX_UNDERTAKINGS:]
+    # all the turns: the "Right." or "Yeah." that takes on what a "you" is given is one
+    owed = [(t.speaker, t.text) for t in turns]
+    undertakings = kept_undertakings(owed, people)
     if whole and pairs:
         answered, failures = await answer_pieces(
             generator, [reading_lines(pairs)], lambda lines: extraction_prompt(
@@ -500,20 +511,20 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
     taken: list[ExtractedAssertion] = []
     for n, group in enumerate(undertakings, 1):
         cue = group[0]
-        plain = said_assertion(group, pairs)
+        plain = said_assertion(group, owed)
         if plain is not None:  # said in so many words: no model needed
             taken.append(plain)
             steps(n, total)
             continue
         try:
             answer = await generator.generate(
-                chat(undertaking_prompt(pairs, group)),
+                chat(undertaking_prompt(owed, group)),
                 Undertaken, max_tokens=UNDERTAKING_TOKENS)
         except BrainCueError as e:
             log.warning("an undertaking of %s gave no answer: %s", cue.owner, e)
             failures.append(_why(e))
         else:
-            item = undertaking_assertion(answer, group, pairs)
+            item = undertaking_assertion(answer, group, owed)
             if item is None:
                 log.info("a task of %s not kept: not what was said: %r", cue.owner, answer.text)
             else:
