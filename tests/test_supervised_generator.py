@@ -15,7 +15,8 @@ import trio
 import trio.testing
 
 from daemon.llm.generate import ChatMessage, LlamaGenerator, ModelLoad
-from daemon.llm.supervised import ModelProcessDied, SupervisedGenerator
+from daemon.llm.supervised import SupervisedGenerator
+from daemon.process.supervisor import ModelProcessDied
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
