@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import trio
-import trio.testing
 
 from daemon.asr import WhisperTranscriber
 from daemon.asr.engine import Segment, Word
@@ -24,6 +23,7 @@ from daemon.audio import load_audio
 from daemon.errors import EngineError, ModelNotInstalled
 from daemon.process.frames import Failed, FrameReader, encode
 from daemon.process.supervisor import ModelProcessDied
+from daemon.process.testing import killed_while_serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -104,12 +104,7 @@ async def test_an_utterance_whose_process_died_is_transcribed_by_a_new_one(
     async def transcribe() -> None:
         heard.append(await transcriber.transcribe(jfk))
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(transcribe)
-        await trio.testing.wait_all_tasks_blocked()  # sent, waiting for the segments
-        first_pid = transcriber.pid
-        assert first_pid is not None
-        os.kill(first_pid, sig)
+    (first_pid,) = await killed_while_serving(transcriber, transcribe, sig)
     (segments,) = heard
     assert "ask not what your country" in text(segments).lower()
     assert deaths == [f"killed by {sig.name}"] and transcriber.deaths == 1
@@ -126,14 +121,7 @@ async def test_an_utterance_whose_process_dies_twice_fails_with_the_cause(
                            match="speech model's process was killed by SIGSEGV during"):
             await transcriber.transcribe(jfk)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(transcribe)
-        killed: list[int] = []
-        while len(killed) < 2:
-            await trio.testing.wait_all_tasks_blocked(cushion=0.05)  # sent, or backing off
-            if (pid := transcriber.pid) is not None and pid not in killed:
-                os.kill(pid, signal.SIGSEGV)
-                killed.append(pid)
+    await killed_while_serving(transcriber, transcribe, signal.SIGSEGV, times=2)
     assert deaths == ["killed by SIGSEGV"] * 2 and transcriber.pid is None
     # the next utterance starts a third process, and is heard
     assert "ask not" in text(await transcriber.transcribe(jfk)).lower()
