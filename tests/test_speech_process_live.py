@@ -7,6 +7,7 @@ transcribed in the session's receipt with its times; ``status`` shows the restar
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -108,6 +109,13 @@ def said_with_a_crash(pulse: PulseServer, tmp_path: Path, sig: signal.Signals,
     return stopped, events, client
 
 
+def heard(said: str, text: str) -> bool:
+    """Whether ``text`` holds most words of ``said`` (whisper tiny.en mishears a word or two
+    of espeak's voices, differently with the threads it is given)."""
+    words = set(re.findall(r"[a-z]+", said.lower()))
+    return len(words & set(re.findall(r"[a-z]+", text.lower()))) >= len(words) / 2
+
+
 def restarted(client: Client, deaths: int, sig: signal.Signals) -> None:
     status = client.request(Status())
     assert status.live is not None and status.live.dropped_blocks == 0
@@ -127,8 +135,7 @@ def test_the_speech_process_killed_mid_utterance_loses_no_live_turn(
     # the utterance it was transcribing was transcribed by the restarted process
     turns = events.of(TurnEvent)
     assert [t.speaker for t in turns] == ["me", "Them 1", "me"] and stopped.turns == 3
-    said = " ".join(t.text for t in turns).lower()
-    assert all(word in said for word in ("call", "website", "maria")), said
+    assert all(heard(said, t.text) for (_, _, said), t in zip(SAID, turns, strict=True)), turns
     assert stopped.receipt is not None
     assert all(g.cause == "capture starting" for g in stopped.receipt.gaps), stopped.receipt
     restarted(client, 1, sig)
@@ -144,7 +151,7 @@ def test_an_utterance_whose_speech_process_dies_twice_is_listed_in_the_receipt(
 
     first, last = events.of(TurnEvent)  # what was said before and after was heard
     assert (first.speaker, last.speaker) == ("me", "me") and stopped.turns == 2
-    assert "call" in first.text.lower() and "maria" in last.text.lower()
+    assert heard(SAID[0][2], first.text) and heard(SAID[2][2], last.text), (first, last)
     assert stopped.receipt is not None
     (lost,) = [g for g in stopped.receipt.gaps if g.cause != "capture starting"]
     assert (lost.source, lost.cause) == ("loopback", "not transcribed"), lost
@@ -170,7 +177,7 @@ def test_with_asr_process_off_whisper_runs_in_the_daemon(
         client.request(Stop())
     finally:
         events.close()
-    assert "call" in turn.text.lower()
+    assert heard(SAID[0][2], turn.text), turn
     status = client.request(Status())
     assert "asr:whisper-tiny.en" in status.models_loaded
     assert [p.role for p in status.model_processes if p.role == "asr"] == []
