@@ -15,7 +15,7 @@ default output, 0.8 s between turns; replies of 1-2 s, sentences of 3-5 s and mo
   utterance length (< 3 s, 3-8 s, > 8 s);
 - the ASR real-time factor (transcription time / audio transcribed, from `status`);
 - the daemon's CPU use over the whole run (% of one core) and its peak RSS;
-- the memory of the daemon and the processes it started (the language model's), sampled twice a
+- the memory of the daemon and the processes it started (the models'), sampled twice a
   second from the session's start to its end: the peak of their sum as RSS (a model's weights,
   mapped from their file, count in every process mapping them), PSS (shared pages divided
   among their processes: counted once) and private, and each process's own peak RSS;
@@ -158,7 +158,7 @@ MB = 1 << 20
 
 def process_name(pid: int, daemon_pid: int) -> str:
     """``daemon``, ``llm foreground`` / ``llm background`` (a model process by its nice value),
-    else the program's name."""
+    ``asr live`` (the speech model's process), else the program's name."""
     if pid == daemon_pid:
         return "daemon"
     try:
@@ -168,6 +168,8 @@ def process_name(pid: int, daemon_pid: int) -> str:
     if "daemon.llm.model_process" in argv:
         nice = argv[argv.index("--nice") + 1] if "--nice" in argv else "0"
         return "llm background" if nice != "0" else "llm foreground"
+    if "daemon.asr.speech_process" in argv:
+        return "asr live"
     return Path(argv[0]).name
 
 

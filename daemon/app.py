@@ -65,6 +65,7 @@ from daemon.ipc.server import IpcServer, serve_ipc
 from daemon.live.actor import Live
 from daemon.live.records import LiveState
 from daemon.models.registry import word_vectors_file
+from daemon.process.supervisor import ModelProcess
 from daemon.sensitive import judge
 from daemon.store.store import Store
 
@@ -162,6 +163,12 @@ class Daemon:
 
     def capture_state(self) -> str:
         return "off" if self.live is None else self.live.capture_state()
+
+    def model_processes(self) -> list[ModelProcess]:
+        """The models that run in processes of their own: the language models, the speech
+        model."""
+        speech = None if self.live is None else self.live.speech_process()
+        return self.engines.model_processes() + ([] if speech is None else [speech])
 
     def live_status(self) -> LiveState | None:
         return None if self.live is None else self.live.status()

@@ -65,6 +65,10 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # or an out-of-memory kill of the model costs the answer in progress, not the daemon (off:
     # inside the daemon's process)
     llm_process: bool = True
+    # the speech model too: a crash of whisper.cpp costs at most the utterance it was
+    # transcribing (asked again of the restarted process), never the capture (off: inside the
+    # daemon's process)
+    asr_process: bool = True
     # and when "them" just asked a question, it reads the answer's whole prompt (the sources
     # recalled for the question too), so the hotkey's answer to it starts at once (off: the
     # model reads only the conversation ahead; it works less in the call's pauses)

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-import msgspec
 import trio
 
 from daemon.config import Settings
@@ -27,7 +26,7 @@ from daemon.llm.onnx_embed import OnnxEmbedder
 from daemon.llm.rerank import CrossEncoder, Reranker
 from daemon.llm.supervised import SupervisedGenerator
 from daemon.models.registry import Entry, pick_installed, resolve_model
-from daemon.resident import Resident, resident
+from daemon.process.supervisor import ModelProcess
 
 log = logging.getLogger(__name__)
 
@@ -52,19 +51,6 @@ def load_embedder(entry: Entry, models_dir: Path, *, threads: int, batch: int) -
     if entry.format == "onnx-zip":
         return OnnxEmbedder(path, threads=threads, batch=batch, query_prefix=entry.query_prefix)
     return LlamaEmbedder(path, threads=threads, batch=batch, query_prefix=entry.query_prefix)
-
-
-class ModelProcess(msgspec.Struct, frozen=True):
-    """A language model's process, for ``status``: its pid (None: not running now), how
-    often it died under a request since the daemon started, the last time how, and its memory
-    now (None: not running)."""
-
-    priority: Priority
-    model_id: str
-    pid: int | None
-    deaths: int
-    last_death: str | None
-    memory: Resident | None
 
 
 class Engines:
@@ -186,9 +172,7 @@ class Engines:
 
     def model_processes(self) -> list[ModelProcess]:
         """The language models that run in processes of their own."""
-        return [ModelProcess(priority, made.model_id, made.pid, made.deaths, made.last_death,
-                             None if made.pid is None else resident(made.pid))
-                for priority, made in self._generators.items()
+        return [made.describe("llm", priority) for priority, made in self._generators.items()
                 if isinstance(made, SupervisedGenerator)]
 
     async def settings_changed(self, settings: Settings) -> None:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import msgspec
 import pytest
-import trio
-import trio.testing
 
 from daemon.llm.generate import ChatMessage, LlamaGenerator, ModelLoad
-from daemon.llm.supervised import ModelProcessDied, SupervisedGenerator
+from daemon.llm.supervised import SupervisedGenerator
+from daemon.process.supervisor import ModelProcessDied
+from daemon.process.testing import killed_while_serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -117,12 +117,7 @@ async def test_a_generate_whose_process_died_is_asked_again_of_a_new_one(
         answers.append(await generator.generate(QUESTION, Answer, max_tokens=60,
                                                 temperature=0.0))
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(keep)
-        await trio.testing.wait_all_tasks_blocked()  # sent, waiting for the answer
-        first_pid = generator.pid
-        assert first_pid is not None
-        os.kill(first_pid, signal.SIGSEGV)
+    (first_pid,) = await killed_while_serving(generator, keep, signal.SIGSEGV)
     (answer,) = answers
     assert answer.who and deaths == ["killed by SIGSEGV"]
     assert generator.pid not in (None, first_pid)
@@ -137,14 +132,7 @@ async def test_a_generate_whose_process_dies_again_fails_with_the_cause(
         with pytest.raises(ModelProcessDied, match="killed by SIGKILL during the request"):
             await generator.generate(QUESTION, Answer, max_tokens=60, temperature=0.0)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(keep)
-        killed: list[int] = []
-        while len(killed) < 2:
-            await trio.testing.wait_all_tasks_blocked(cushion=0.05)  # sent, or backing off
-            if (pid := generator.pid) is not None and pid not in killed:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
+    await killed_while_serving(generator, keep, signal.SIGKILL, times=2)
     assert deaths == ["killed by SIGKILL"] * 2 and generator.pid is None
 
 

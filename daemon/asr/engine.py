@@ -63,8 +63,6 @@ class Transcriber(Protocol):
 
     async def transcribe(self, audio: np.ndarray) -> list[Segment]: ...
 
-    def transcribe_sync(self, audio: np.ndarray) -> list[Segment]: ...
-
     def close(self) -> None: ...
 
 
@@ -170,6 +168,16 @@ def timed_words(ctx: Any, segment: int) -> tuple[Word, ...]:
 
 # -- whisper.cpp -------------------------------------------------------------------------------
 
+
+def require_speech_model(model_path: Path) -> None:
+    """ModelNotInstalled, naming the fix, unless the speech model's file is there."""
+    if not model_path.is_file():
+        raise ModelNotInstalled(
+            f"speech model file {model_path} not found",
+            fix="install one with `braincue models install`",
+        )
+
+
 _GGML_LOG_ERROR = 4
 _logs_routed = False
 _load_errors = threading.local()  # errors whisper.cpp logs while this thread loads a model
@@ -223,11 +231,7 @@ class WhisperTranscriber:
         fit_context: bool = True,
         leveled: bool = True,
     ) -> None:
-        if not model_path.is_file():
-            raise ModelNotInstalled(
-                f"speech model file {model_path} not found",
-                fix="install one with `braincue models install`",
-            )
+        require_speech_model(model_path)
         self.model_path = model_path
         self.model_id = model_path.stem
         self.threads = threads

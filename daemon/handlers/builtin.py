@@ -56,10 +56,10 @@ def register(state: Context) -> None:
             ipc=state.ipc_stats(),
             live=None if (live := state.live_status()) is None else wire.live_status(live),
             model_processes=[
-                ModelProcessInfo(role="llm", priority=p.priority, model_id=p.model_id,
+                ModelProcessInfo(role=p.role, priority=p.priority, model_id=p.model_id,
                                  pid=p.pid, deaths=p.deaths, last_death=p.last_death,
                                  rss_bytes=None if p.memory is None else p.memory.rss)
-                for p in state.engines.model_processes()],
+                for p in state.model_processes()],
             rss_bytes=None if (own := resident(os.getpid())) is None else own.rss,
         )
 

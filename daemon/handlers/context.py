@@ -19,6 +19,7 @@ from daemon.ipc.dispatch import Handlers
 from daemon.ipc.protocol import Event
 from daemon.live.actor import Live
 from daemon.live.records import LiveState
+from daemon.process.supervisor import ModelProcess
 from daemon.store.store import Store
 
 
@@ -37,6 +38,8 @@ class Context(Protocol):
     def models_loaded(self) -> list[str]: ...
 
     def capture_state(self) -> str: ...
+
+    def model_processes(self) -> list[ModelProcess]: ...
 
     def live_status(self) -> LiveState | None: ...
 

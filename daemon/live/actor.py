@@ -32,6 +32,7 @@ import trio
 
 from daemon.asr.engine import Segment, Transcriber, WhisperTranscriber
 from daemon.asr.level import is_quiet, level_warning
+from daemon.asr.supervised import SupervisedTranscriber
 from daemon.audio.capture import SPEAKER, Block, BlockChannel, CaptureThread, Source
 from daemon.audio.files import load_audio_channels
 from daemon.audio.format import SAMPLE_RATE
@@ -65,6 +66,7 @@ from daemon.live.rules import (
 )
 from daemon.memory import open_items
 from daemon.models.registry import speech_model
+from daemon.process.supervisor import ModelProcess
 from daemon.store.receipts import Receipt, save_receipt
 from daemon.store.records import NewTurn, Session, Space, Turn
 from daemon.store.store import Store
@@ -142,7 +144,7 @@ class Live:
         self._call = call
         self._transcriber = transcriber
         self._own_transcriber = transcriber is None
-        self._transcriber_made_with: tuple[str, int, bool, str] | None = None
+        self._transcriber_made_with: tuple[str, int, bool, str, bool] | None = None
         self._told_no_model = False
         self.vad = vad
         self.block_backlog = block_backlog
@@ -394,10 +396,20 @@ class Live:
     def speech_model_loaded(self) -> str | None:
         return None if self._transcriber is None else self._transcriber.model_id
 
+    def speech_process(self) -> ModelProcess | None:
+        """The speech model's process, when it runs in one (``asr_process``)."""
+        made = self._transcriber
+        return made.describe("asr", "live") if isinstance(made, SupervisedTranscriber) else None
+
+    def _speech_model_died(self, cause: str) -> None:
+        """Say at once that the speech model's process died (capture goes on)."""
+        self._publish_status(f"the speech model was {cause}: the utterance it was "
+                             "transcribing is asked again of a new process")
+
     def _require_speech_model(self) -> Transcriber:
         settings = self._settings()
         wanted = (settings.asr_model, settings.asr_threads, settings.asr_fit_context,
-                  settings.asr_language)
+                  settings.asr_language, settings.asr_process)
         if self._own_transcriber and self._transcriber_made_with not in (None, wanted):
             # a new speech model or thread count applies from the next utterance; the old
             # model leaves memory once nothing (an import running now) uses it any more
@@ -406,9 +418,14 @@ class Live:
             self._transcriber = self._transcriber_made_with = None
         if self._transcriber is None:
             path = speech_model(settings.asr_model, settings.asr_language, self.models_dir)
-            self._transcriber = WhisperTranscriber(path, threads=settings.asr_threads,
-                                                   language=settings.asr_language,
-                                                   fit_context=settings.asr_fit_context)
+            if settings.asr_process:
+                self._transcriber = SupervisedTranscriber(
+                    path, settings.asr_threads, settings.asr_language,
+                    settings.asr_fit_context, on_death=self._speech_model_died)
+            else:
+                self._transcriber = WhisperTranscriber(path, threads=settings.asr_threads,
+                                                       language=settings.asr_language,
+                                                       fit_context=settings.asr_fit_context)
             self._transcriber_made_with = wanted
             self._told_no_model = False
         return self._transcriber

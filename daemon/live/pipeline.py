@@ -28,6 +28,7 @@ from daemon.asr.engine import Segment, Transcriber
 from daemon.audio.capture import Block, BlockChannel, Source
 from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.vad import Segmenter, Utterance, VadConfig
+from daemon.errors import EngineError
 
 log = logging.getLogger(__name__)
 
@@ -305,10 +306,17 @@ class Pipeline:
         heard.timing.mark("queued", began)
         try:
             segments = await transcriber.transcribe(heard.audio)
-        except Exception:  # one bad utterance must not stop the worker
-            log.exception("transcription of a %.1f s utterance failed", heard.end - heard.start)
+        except Exception as e:  # one bad utterance must not stop the worker
+            why = "transcription failed"
+            if isinstance(e, EngineError):  # said plainly: a model's process that died twice
+                why = e.message
+                log.error("a %.1f s utterance was not transcribed: %s", heard.end - heard.start,
+                          why)
+            else:
+                log.exception("transcription of a %.1f s utterance failed",
+                              heard.end - heard.start)
             self.failed += 1
-            self._untranscribed(heard, "transcription failed")
+            self._untranscribed(heard, why)
             return
         self.transcribed += 1
         heard.timing.mark("asr", self._clock())

@@ -3,17 +3,15 @@
     python -m daemon.llm.model_process MODEL_PATH --threads N --n-ctx N [--start-ctx N]
                                       [--nice N]
 
-Requests arrive on stdin and replies leave on stdout as frames (:mod:`daemon.llm.frames`); the
-log goes to stderr, which the daemon shares. The model loads on the first request and its
-read-ahead state lives here, between requests. The process ends when stdin closes. A native
+Requests arrive on stdin and replies leave on stdout as frames (:mod:`daemon.llm.frames`,
+served by :func:`daemon.process.frames.run_child`). The model loads on the first request and
+its read-ahead state lives here, between requests. The process ends when stdin closes. A native
 crash or an out-of-memory kill ends only this process: the daemon sees its pipe close.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
-import os
 import sys
 from collections.abc import Callable
 from contextlib import aclosing
@@ -24,8 +22,7 @@ import trio
 from daemon.errors import BrainCueError
 from daemon.llm import frames
 from daemon.llm.generate import LlamaGenerator, ModelLoad
-
-log = logging.getLogger(__name__)
+from daemon.process.frames import Failed, FrameReader, Serve, encode, run_child
 
 
 class Server:
@@ -40,9 +37,9 @@ class Server:
 
     async def send(self, message: frames.FromWorker) -> None:
         async with self._send_lock:
-            await self._out.send_all(frames.encode(message))
+            await self._out.send_all(encode(message))
 
-    async def serve(self, requests: frames.FrameReader) -> None:
+    async def serve(self, requests: FrameReader) -> None:
         async with trio.open_nursery() as nursery:
             while (request := await requests.next()) is not None:
                 if isinstance(request, frames.Cancel):
@@ -60,7 +57,7 @@ class Server:
             try:
                 await self._run(request)
             except BrainCueError as e:
-                await self.send(frames.Failed(e.message, e.fix))
+                await self.send(Failed(e.message, e.fix))
                 return
             finally:
                 self._running = None
@@ -96,16 +93,11 @@ class Server:
         return lambda: trio.from_thread.run(ask, trio_token=token)
 
 
-async def main(args: argparse.Namespace) -> None:
-    """Serve until stdin closes (the daemon stopped it, or died): then the process ends at
-    once, without waiting for work in progress that nobody will read."""
+def serve(args: argparse.Namespace) -> Serve:
     generator = LlamaGenerator(ModelLoad(Path(args.model), threads=args.threads,
                                          n_ctx=args.n_ctx, start_ctx=args.start_ctx,
                                          nice=args.nice))
-    stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
-    stdout = trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
-    async with stdin, stdout:
-        await Server(generator, stdout).serve(frames.FrameReader(stdin, frames.ToWorker))
+    return lambda requests, out: Server(generator, out).serve(requests)
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -119,8 +111,4 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s model process %(levelname)s %(name)s: %(message)s")
-    trio.run(main, parse(sys.argv[1:]))
-    logging.shutdown()
-    os._exit(0)  # the model's threads may still compute: the process and its memory go now
+    run_child("model process", serve, frames.ToWorker, parse(sys.argv[1:]))

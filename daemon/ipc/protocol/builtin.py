@@ -44,8 +44,8 @@ class ModelProcessInfo(msgspec.Struct, frozen=True):
     """A model's own process: ``pid`` None while it is not running (it starts on first use);
     ``deaths`` since the daemon started, ``last_death`` how (\"killed by SIGSEGV\")."""
 
-    role: str  # "llm"
-    priority: str  # "foreground" (asks) or "background" (keeps)
+    role: str  # "llm" or "asr" (speech)
+    priority: str  # "foreground" (asks), "background" (keeps) or "live" (speech)
     model_id: str
     pid: int | None
     deaths: int = 0
