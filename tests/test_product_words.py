@@ -32,6 +32,7 @@ FORBIDDEN: dict[str, re.Pattern[str]] = {
     ),
     "a path outside the repository": re.compile(
         r"[.][.]/shared\b|\bshared/(?:bench|audio|wheels|seeds|notes)\b|/wor[k]/"
+        r"|--[\w-]+[ =]/tm[p]/"  # one machine's scratch folder given to a command
     ),
 }
 
@@ -92,6 +93,7 @@ def test_every_forbidden_kind_is_caught() -> None:
             "section \u00a74",
             "--data ../sha~red/bench/x.json",
             "/wo~rk/main/.venv",
+            "bench.scale --cache /t~mp/bcscale",
         )
     ]
     for line in bad:
