@@ -15,10 +15,12 @@ def test_memory_counts_what_a_process_touches() -> None:
     before = resident(os.getpid())
     assert before is not None and before.pss is not None and before.private is not None
     assert 0 < before.private <= before.rss and 0 < before.pss <= before.rss
-    held = np.ones(64 << 20, dtype=np.uint8)  # 64 MB written: private to this process
+    # 128 MB written, private to this process. Other threads of a long test run free memory
+    # while this runs, so the growth is asked to be most of it, not all of it.
+    held = np.ones(128 << 20, dtype=np.uint8)
     after = resident(os.getpid())
     assert after is not None and after.private is not None
-    assert after.rss - before.rss >= 60 << 20 and after.private - before.private >= 60 << 20
+    assert after.rss - before.rss >= 96 << 20 and after.private - before.private >= 96 << 20
     del held
 
 
