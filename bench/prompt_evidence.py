@@ -31,8 +31,51 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import percentile
+from bench.common import default_models_dir, percentile
 from bench.qa import LOCOMO_CATEGORIES, locomo_questions, sample
+from daemon.config import Config
+from daemon.engines import Engines
+from daemon.memory import grounding
+from daemon.memory.ask import Asker, source_budget
+from daemon.memory.grounding import Source
+from daemon.store.fusion import ItemKey
+from daemon.store.scope import Scope
+from daemon.store.search import SearchOptions, search
+from daemon.store.store import Store
+
+
+class AskSources:
+    """The sources the ask gathers for a question asked in a Space of the home ``home`` (its
+    daemon stopped), as the daemon gathers them (``Asker._gather`` with the daemon's recall:
+    the fusion search, k = ``search_k``); no language model."""
+
+    def __init__(self, home: Path) -> None:
+        os.environ["BRAINCUE_HOME"] = str(home)
+        os.environ.setdefault("BRAINCUE_MODELS", str(default_models_dir()))
+        config = Config.load()
+        self.settings = settings = config.settings
+        embedder = Engines(lambda: settings, config.paths.models_dir).open_embedder()
+        self.store = store = Store.open(config.paths, embedder,
+                                        encrypt=settings.encrypt_database)
+
+        def recall(question: str, scope: Scope, k: int) -> list[ItemKey]:
+            found = search(store, question, scope=scope, k=k,
+                           options=SearchOptions.from_settings(settings))
+            return [r.key for r in found]
+
+        def no_model() -> Any:
+            raise AssertionError("no model is asked")
+
+        self._asker = Asker(store, generator=no_model, settings=lambda: settings, recall=recall)
+        self.spaces = {s.name: s.id for s in store.list_spaces()}
+
+    def gather(self, question: str, space: str) -> tuple[list[Source], list[int]]:
+        """The numbered sources of ``question`` asked in ``space``, and the forced ones'."""
+        scope = Scope(space_id=self.spaces[space], person_memory=self.settings.memory_enabled)
+        return self._asker._gather(question, scope, "conversation", self.settings, None, [])
+
+    def close(self) -> None:
+        self.store.close()
 
 
 def evidence_refs(q: dict[str, Any], known: set[str]) -> set[str]:
@@ -51,32 +94,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", type=Path, help="write each question's refs in the prompt")
     args = parser.parse_args(argv)
-    os.environ["BRAINCUE_HOME"] = str(args.home)
-    os.environ.setdefault("BRAINCUE_MODELS", str(Path.home() / ".cache/braincue-ci/models-v1"))
-
-    from daemon.config import Config
-    from daemon.engines import Engines
-    from daemon.memory import grounding
-    from daemon.memory.ask import Asker, source_budget
-    from daemon.store.scope import Scope
-    from daemon.store.search import SearchOptions, search
-    from daemon.store.store import Store
-
-    config = Config.load()
-    settings = config.settings
-    embedder = Engines(lambda: settings, config.paths.models_dir).open_embedder()
-    store = Store.open(config.paths, embedder, encrypt=settings.encrypt_database)
-
-    def recall(question: str, scope: Scope, k: int) -> list[Any]:
-        found = search(store, question, scope=scope, k=k,
-                       options=SearchOptions.from_settings(settings))
-        return [r.key for r in found]
-
-    def no_model() -> Any:
-        raise AssertionError("no model is asked")
-
-    asker = Asker(store, generator=no_model, settings=lambda: settings, recall=recall)
-    spaces = {s.name: s.id for s in store.list_spaces()}
+    asking = AskSources(args.home)
+    settings = asking.settings
     data = json.loads(args.locomo.read_text())
     known = {t["dia_id"] for c in data for key, session in c["conversation"].items()
              if key.startswith("session_") and isinstance(session, list) for t in session}
@@ -90,9 +109,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows = []
     for space, q in questions:
         question = " ".join(q["question"].split())
-        scope = Scope(space_id=spaces[space], person_memory=settings.memory_enabled)
         started = time.perf_counter()
-        sources, forced = asker._gather(question, scope, "conversation", settings, None, [])
+        sources, forced = asking.gather(question, space)
         fitted = grounding.fit_sources([s for s in sources if s.kind != "context"], question,
                                        source_budget(settings, question), forced)
         times.append(time.perf_counter() - started)
@@ -108,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         rows.append({"question": question, "category": category, "evidence": sorted(wanted),
                      "in_prompt": sorted(wanted & shown), "prompt_refs": sorted(shown),
                      "chars": sum(len(s.text()) for s in fitted)})
-    store.close()
+    asking.close()
     print(f"{len(questions)} questions (seed {args.seed}, offset {args.offset}), the daemon from"
           f" {Path(grounding.__file__).parents[2]}")
     print("| category | n | evidence in the prompt (a question's share, mean) | evidence turns"

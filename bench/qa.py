@@ -270,17 +270,24 @@ def run_qmsum(client: Client, args: argparse.Namespace) -> list[Asked]:
     return asked
 
 
-def run_locomo(client: Client, args: argparse.Namespace) -> list[Asked]:
-    data = json.loads(args.locomo.read_text())
+def import_locomo(client: Client, data: list[dict[str, Any]], keep: bool
+                  ) -> list[tuple[str, dict[str, Any]]]:
+    """Each conversation of ``data`` (a LoCoMo file's) imported into a Space of its own, unless
+    it is there already; the questions asked of them (categories 1-5), each with its Space."""
     questions: list[tuple[str, dict[str, Any]]] = []
     for conversation in data:
         space = conversation["sample_id"]
         transcripts = locomo_transcripts(conversation)
         n = import_into(client, space, "personal",
                         ((f"{space}-{i}.json", json.dumps(t).encode())
-                         for i, t in enumerate(transcripts, 1)), args.keep)
+                         for i, t in enumerate(transcripts, 1)), keep)
         print(f"imported {space}: {n} sessions", flush=True)
         questions += [(space, q) for q in locomo_questions(conversation, never_said=True)]
+    return questions
+
+
+def run_locomo(client: Client, args: argparse.Namespace) -> list[Asked]:
+    questions = import_locomo(client, json.loads(args.locomo.read_text()), args.keep)
     asked = []
     for space, q in sample(questions, args):
         gold = str(q.get("answer", q.get("adversarial_answer", "")))

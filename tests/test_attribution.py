@@ -58,10 +58,55 @@ def test_a_name_said_only_to_greet_its_bearer_says_nothing_of_them() -> None:
                            "cream recipes?", greeted)
 
 
-def test_a_question_asked_in_the_chat_is_nobodys_evidence() -> None:
+def test_a_question_asked_of_the_other_is_theirs_not_the_askers() -> None:
     asked = chat(("Melanie", "Why did you choose that adoption agency?"),
                  ("Caroline", "I chose them because they help LGBTQ+ folks with adoption."))
     assert said_by_another("Why did Melanie choose the adoption agency?", asked)
+    shade = chat(("Joanna", "Wow, your new hair color looks amazing! What made you choose that "
+                            "shade? Tell me all about it!"),
+                 ("Nate", "Thanks Jo! I picked this color because it's bright and bold - like "
+                          "me! I wanted to stand out from the regular options."))
+    assert said_by_another("Why did Joanna choose that shade?", shade)
+    assert not said_by_another("Why did Nate choose that shade?", shade)
+    # a question that says "I" asks nothing of the other: nobody's
+    mine = chat(("Joanna", "Should I choose that shade?"), ("Nate", "Sure, go for it!"))
+    assert not said_by_another("Why did Nate choose that shade?", mine)
+    assert not said_by_another("Why did Joanna choose that shade?", mine)
+
+
+def test_what_the_person_asked_about_says_to_the_other_is_the_others() -> None:
+    hair = chat(("Joanna", "Wow, your new hair color looks amazing!"),
+                ("Nate", "Thanks Jo! I picked this color because it's bright and bold - like "
+                         "me!"))
+    assert said_by_another("What color did Joanna choose for her hair?", hair)
+    assert not said_by_another("What color did Nate choose for his hair?", hair)
+
+
+def test_a_sentence_without_a_person_is_its_speakers_only_where_they_speak_of_themselves(
+) -> None:
+    violin = chat(("Tim", "I'm learning how to play the violin now. I'm mostly into classical "
+                          "music."),
+                  ("John", "Wow! You're staying busy and having fun. Learning to play this is "
+                           "awesome - it's such a beautiful instrument."))
+    assert said_by_another("What instrument is John learning to play?", violin)
+    assert not said_by_another("What instrument is Tim learning to play?", violin)
+    tattoo = chat(("Gina", "Thanks! Got the tattoo a few years ago, it stands for freedom - "
+                           "dancing without worrying what people think. A reminder to follow my "
+                           "passions and express myself."),
+                  ("Jon", "That's awesome."))
+    assert said_by_another("What does Jon's tattoo symbolize?", tattoo)
+    assert not said_by_another("What does Gina's tattoo symbolize?", tattoo)
+
+
+def test_a_word_most_sentences_share_weighs_less_than_a_rare_one() -> None:
+    promoted = chat(("Maria", "Thanks, John! I want to get stronger and improve my endurance, "
+                              "and I'm trying kundalini yoga."),
+                    ("John", "Oh, also...something massive happened since we last spoke. I got "
+                             "promoted at work!"),
+                    ("Maria", "Yeah John, I get it. Being in nature helps us take a break."),
+                    ("John", "It's a symbol of all the obstacles I had to overcome to get here."))
+    assert said_by_another("What did Maria recently get promoted to?", promoted)
+    assert not said_by_another("What did John recently get promoted to?", promoted)
 
 
 def test_it_cannot_tell_with_no_single_person_named_or_more_than_two_speaking() -> None:
