@@ -140,7 +140,7 @@ def shares(rows: Sequence[Decided]) -> tuple[tuple[int, int], tuple[int, int]]:
 
 def _cell(counts: tuple[int, int]) -> str:
     declined, total = counts
-    return f"{100 * declined / max(total, 1):.0f}% ({declined}/{total})"
+    return f"{100 * declined / max(total, 1):.1f}% ({declined}/{total})"
 
 
 def table(rows: Sequence[Decided]) -> str:

@@ -118,3 +118,15 @@ def test_it_cannot_tell_with_no_single_person_named_or_more_than_two_speaking() 
         Passage("Okay.", "Project Manager")))]
     assert not said_by_another("What did the Project Manager think of the rubber case?",
                                meeting)
+
+
+def test_a_turn_is_scored_by_all_its_sentences_of_the_same_person() -> None:
+    job = chat(("Maria", "Hey John, how's it going? Just wanted to give you the heads up on "
+                         "what's been happening lately- I took a creative writing class "
+                         "recently, and it was super enlightening!"),
+               ("John", "Hey Maria, great chatting with you again! Crazy thing happened since "
+                        "we last talked. I lost my job at the mechanical engineering company."),
+               ("Maria", "Sorry to hear about your job, John. I can only imagine how tough it "
+                         "must be."))
+    assert said_by_another("What happened to Maria's job in August 2023?", job)
+    assert not said_by_another("What happened to John's job in August 2023?", job)

@@ -7,10 +7,11 @@ it of Caroline, however well the words match. A small model answers such a quest
 other person's turn anyway, and a check of its sentences against the quotes cannot tell
 (the words are there): the decision is taken on the evidence, before the model writes.
 
-Deterministic, no model: each sentence of the recalled passages is scored by the question's
-content words it shares (its people's names left out), each word weighed by how few of those
-sentences share it (a word every sentence has tells nothing), and counted for the person the
-question names, for the other one, or for nobody, by whose it is (:func:`_whose`): what a
+Deterministic, no model: each sentence of the recalled passages is counted for the person the
+question names, for the other one, or for nobody, by whose it is (:func:`_whose`), and each
+turn scored, for each of the two, by the question's content words (its people's names left
+out) its sentences of that person share, each word weighed by how few of the recalled
+sentences share it (a word every sentence has tells nothing). Whose a sentence is: what a
 speaker says of themselves ("I", "we") is theirs, what they say to the other ("you", "your")
 the other's — "Congrats on your cooking show!" is not its speaker's show —, a question asked
 of the other ("What are your plans?") is theirs too (what they answer follows), a sentence
@@ -64,22 +65,20 @@ def said_by_another(question: str, sources: Sequence[Source], *,
     passages = [p for s in sources if s.kind != "context" for p in s.passages]
     said = [(p.speaker, sentence_units(p.text)) for p in passages]
     weight = _weights(about, [content_words(s) for _, turn in said for s in turn])
-    theirs = others = 0.0
+    best = {True: 0.0, False: 0.0}  # of the one asked about, of the other
     for speaker, turn in said:
         if not speaker:  # an item's text, said by nobody, counts for nobody
             continue
         of_self = any(FIRST_PERSON.search(s) for s in turn if not s.endswith("?"))
+        shared: dict[bool, set[str]] = {True: set(), False: set()}
         for sentence in turn:
             whose = _whose(who, speaker, sentence, of_self)
-            if whose is None:
-                continue
-            words = content_words(sentence)
-            score = sum(weight[w] for w in about if shares_word({w}, words))
-            if whose:
-                theirs = max(theirs, score)
-            else:
-                others = max(others, score)
-    return others - theirs >= margin
+            if whose is not None:
+                words = content_words(sentence)
+                shared[whose] |= {w for w in about if shares_word({w}, words)}
+        for whose, found in shared.items():
+            best[whose] = max(best[whose], sum(weight[w] for w in found))
+    return best[False] - best[True] >= margin
 
 
 def _weights(words: set[str], sentences: Sequence[set[str]]) -> dict[str, float]:
