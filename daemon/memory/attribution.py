@@ -36,9 +36,9 @@ from daemon.memory.grounding import (
     speakers_of,
 )
 
-# How much more the best sentence of someone else must weigh (its question words' weights) than
-# the best one of (or to, or about) the person asked about: chosen on LoCoMo dev, each
-# conversation held out in turn (docs/benchmarks/ask.md)
+# How much more the other one's best turn must weigh (the weights of the question words its
+# sentences of them share) than the best one of (or to, or about) the person asked about:
+# chosen on LoCoMo dev, each conversation held out in turn (docs/benchmarks/ask.md)
 MARGIN = 0.25
 _GREETING = ("hey|hi|hello|thanks|thank you|yeah|yes|wow|oh|congrats|congratulations|aw|aww"
              "|ok|okay|sure|great|good|right|sorry|bye|dear")
