@@ -24,10 +24,12 @@ the repository. Any file of the same shape works.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import math
 import re
+import shutil
 import tempfile
 import time
 from collections import defaultdict
@@ -184,6 +186,23 @@ def build_store(conversation: Conversation, data_dir: Path, embedder: Embedder) 
     return Scope(space_id=space.id)
 
 
+def cached_store(conversation: Conversation, cache: Path, embedder: Embedder) -> tuple[Path, Scope]:
+    """The store of ``conversation`` under ``cache``, one directory per conversation and
+    embedding model, built unless a finished one is there (building is most of a run's time;
+    searching a store leaves it as it was); its directory and the scope of its Space."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{conversation.sample_id}-{embedder.model_id}")
+    data_dir = cache / name
+    done = data_dir / "built.json"
+    if done.exists():
+        return data_dir, Scope(space_id=json.loads(done.read_text())["space_id"])
+    if data_dir.exists():
+        shutil.rmtree(data_dir)  # a build that did not finish
+    data_dir.mkdir(parents=True)
+    scope = build_store(conversation, data_dir, embedder)
+    done.write_text(json.dumps({"space_id": scope.space_id}) + "\n")
+    return data_dir, scope
+
+
 # -- scoring -----------------------------------------------------------------------------------
 
 
@@ -272,17 +291,23 @@ def run(
     progress: Callable[[str], None] = lambda line: None,
     reranker: Reranker | None = None,
     fts_weights: Sequence[float] = (),
+    cache: Path | None = None,
 ) -> Tally:
     """``fts_weights``: the full-text legs' fusion weight (the vector legs' is 1) of extra
-    fusion rows (``fts=W``, at the smallest k, not re-ranked), for tuning by conversation."""
+    fusion rows (``fts=W``, at the smallest k, not re-ranked), for tuning by conversation.
+    ``cache``: a directory keeping each conversation's store (see :func:`cached_store`)."""
     tally = Tally()
     for conversation in conversations:
         own = Tally()
-        with tempfile.TemporaryDirectory(prefix="bench-locomo-") as tmp:
+        with contextlib.ExitStack() as stack:
             started = time.perf_counter()
-            scope = build_store(conversation, Path(tmp), embedder)
+            if cache is None:
+                data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
+                scope = build_store(conversation, data_dir, embedder)
+            else:
+                data_dir, scope = cached_store(conversation, cache, embedder)
             built = time.perf_counter() - started
-            with Store(Path(tmp), embedder) as store:
+            with Store(data_dir, embedder) as store:
                 refs = _chunk_refs(store)
                 for q in conversation.questions:
                     for counted in (tally, own):
@@ -426,6 +451,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rerank-model", default="",
                         help="re-ranking model name (default: the installed one)")
     parser.add_argument("--no-rerank", action="store_true", help="fusion without re-ranking")
+    parser.add_argument("--cache", type=Path,
+                        help="keep each conversation's store here and reuse it (built once)")
     parser.add_argument("--fts-weights", type=float, nargs="*", default=[],
                         help="also fuse with these full-text weights (vectors 1), per conversation")
     args = parser.parse_args(argv)
@@ -440,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = time.perf_counter()
     try:
         tally = run(conversations, embedder, ks, progress=lambda line: print(line, flush=True),
-                    reranker=reranker, fts_weights=args.fts_weights)
+                    reranker=reranker, fts_weights=args.fts_weights, cache=args.cache)
     finally:
         embedder.close()
         if reranker is not None:

@@ -9,6 +9,7 @@ from bench.locomo import (
     SYSTEMS,
     EvidenceFixes,
     Found,
+    cached_store,
     fix_evidence,
     load,
     report,
@@ -89,6 +90,40 @@ def test_run_scores_every_system_and_the_character_budget(tmp_path: Path) -> Non
     assert tally.mean_chars("shipped_budget", 1) <= tally.mean_chars("fts", 1)
     table = report(tally, [1, 5], fixes)
     assert "| shipped search |" in table and "| FTS5 BM25 only |" in table
+
+
+def test_a_cached_store_is_built_once_and_scores_as_a_fresh_one(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(sample()))
+    conversations, _ = load(path)
+    embedder = ScriptedEmbedder(64)
+    cache = tmp_path / "cache"
+
+    fresh = run(conversations, embedder, [1, 5])
+    first = run(conversations, embedder, [1, 5], cache=cache)
+    (built,) = [d for d in cache.iterdir() if (d / "built.json").exists()]
+    stamp = (built / "built.json").stat().st_mtime_ns
+    second = run(conversations, embedder, [1, 5], cache=cache)
+
+    assert (built / "built.json").stat().st_mtime_ns == stamp  # reused, not rebuilt
+    assert list(cache.iterdir()) == [built]
+    figures = [json.dumps(t.figures([*SYSTEMS], [1, 5])) for t in (fresh, first, second)]
+    assert figures[0] == figures[1] == figures[2]  # json: a category without questions is NaN
+
+
+def test_an_unfinished_cached_store_is_built_again(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(sample()))
+    (conversation,), _ = load(path)
+    embedder = ScriptedEmbedder(64)
+    data_dir, _ = cached_store(conversation, tmp_path, embedder)
+    (data_dir / "built.json").unlink()  # as a build that was stopped leaves it
+    (data_dir / "leftover").write_text("x")
+
+    again, scope = cached_store(conversation, tmp_path, embedder)
+
+    assert again == data_dir and not (again / "leftover").exists()
+    assert (again / "built.json").exists() and scope.space_id is not None
 
 
 def test_the_budget_keeps_leading_results_that_fit() -> None:
