@@ -219,12 +219,23 @@ class Tally:
     def __init__(self) -> None:
         self.hits: dict[tuple[str, str, int, int], list[bool]] = defaultdict(list)
         self.chars: dict[tuple[str, int], list[int]] = defaultdict(list)
+        # recall_all by how many chunks hold a question's evidence (3 standing for 3 or more)
+        self.by_places: dict[tuple[str, int, int], list[bool]] = defaultdict(list)
 
     def add(
-        self, system: str, k: int, category: int, evidence: Sequence[str], top: Sequence[Found]
+        self,
+        system: str,
+        k: int,
+        category: int,
+        evidence: Sequence[str],
+        top: Sequence[Found],
+        places: int = 0,
     ) -> None:
+        """``places``: how many chunks hold the evidence (0: not counted by places)."""
         covered = frozenset().union(*(f.refs for f in top))
         wanted = set(evidence)
+        if places:
+            self.by_places[(system, k, min(places, MANY_PLACES))].append(wanted <= covered)
         self.hits[(system, "all", k, category)].append(wanted <= covered)
         self.hits[(system, "any", k, category)].append(bool(wanted & covered))
         self.chars[(system, k)].append(sum(f.chars for f in top))
@@ -233,6 +244,17 @@ class Tally:
         cats = CATEGORIES if category is None else (category,)
         values = [v for c in cats for v in self.hits[(system, mode, k, c)]]
         return 100.0 * sum(values) / len(values) if values else float("nan")
+
+    def places_line(self, system: str, k: int) -> str:
+        """recall_all@k of ``system`` by how many chunks hold the evidence."""
+        parts = []
+        for places in range(1, MANY_PLACES + 1):
+            hits = self.by_places[(system, k, places)]
+            what = "1 chunk" if places == 1 else f"{places} chunks"
+            more = " or more" if places == MANY_PLACES else ""
+            share = 100.0 * sum(hits) / len(hits) if hits else float("nan")
+            parts.append(f"in {what}{more} {_pct(share)} of {len(hits)}")
+        return f"{SYSTEMS[system]}, all@{k} by where the evidence lies: " + ", ".join(parts)
 
     def mean_chars(self, system: str, k: int) -> float:
         values = self.chars[(system, k)]
@@ -282,6 +304,7 @@ SYSTEMS = {
     "shipped": "shipped search",
 }
 DEPTH = 50  # rows per leg fused by the reference RRF rows
+MANY_PLACES = 3  # questions whose evidence lies in this many chunks or more are counted together
 
 
 def run(
@@ -352,15 +375,17 @@ def _ask(
     for system, ids in ranked.items():
         for k in ks:
             tally.add(system, k, q.category, q.evidence, [refs[i] for i in ids[:k]])
+    wanted = set(q.evidence)
+    places = sum(1 for found in refs.values() if found.refs & wanted)
     for k in ks:
         fused = [_found(r) for r in search(store, q.text, scope=scope, k=k)]
-        tally.add("fused", k, q.category, q.evidence, fused)
+        tally.add("fused", k, q.category, q.evidence, fused, places)
         shipped = (
             fused
             if reranker is None
             else [_found(r) for r in search(store, q.text, scope=scope, k=k, reranker=reranker)]
         )
-        tally.add("shipped", k, q.category, q.evidence, shipped)
+        tally.add("shipped", k, q.category, q.evidence, shipped, places)
         if k == min(ks):
             fts_chars = sum(refs[i].chars for i in ranked["fts"][:k])
             budget = within_budget(shipped, fts_chars)
@@ -423,6 +448,7 @@ def report(tally: Tally, ks: Sequence[int], fixes: EvidenceFixes) -> str:
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join("---" for _ in head) + "|")
     lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines += ["", *(tally.places_line(system, k0) for system in ("fused", "shipped"))]
     return "\n".join(lines)
 
 

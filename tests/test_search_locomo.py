@@ -90,6 +90,9 @@ def test_run_scores_every_system_and_the_character_budget(tmp_path: Path) -> Non
     assert tally.mean_chars("shipped_budget", 1) <= tally.mean_chars("fts", 1)
     table = report(tally, [1, 5], fixes)
     assert "| shipped search |" in table and "| FTS5 BM25 only |" in table
+    # the puppy is said in one chunk, the painting question's evidence lies in two sessions
+    assert "shipped search, all@1 by where the evidence lies: in 1 chunk 100.0% of 1," \
+        " in 2 chunks 0.0% of 1, in 3 chunks or more – of 0" in table
 
 
 def test_a_cached_store_is_built_once_and_scores_as_a_fresh_one(tmp_path: Path) -> None:
