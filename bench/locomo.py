@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.locomo --data PATH [--k 5 10] [--json FILE]
                                      [--models-dir DIR] [--model NAME] [--threads N]
-                                     [--rerank-model NAME | --no-rerank]
+                                     [--rerank-model NAME | --no-rerank] [--cache DIR]
 
 Each conversation becomes its own store and Space; each LoCoMo session one kept session, dated
 from ``session_N_date_time``, its turns stored with ``ref`` = ``dia_id`` and image captions
@@ -15,7 +15,8 @@ search is also scored at the character budget of the full-text leg (per question
 in order while they fit), so a gain cannot come from returning more text. With a re-ranking model
 (the default when one is installed) the shipped search re-ranks, and the same search without
 re-ranking is scored beside it; recall_all@k of both is also printed per conversation, the folds
-of a cross-validation over the conversations.
+of a cross-validation over the conversations, and by how many chunks hold a question's evidence.
+With ``--cache DIR`` each conversation's store is built once per embedding model and reused.
 
 LoCoMo is licensed CC BY-NC 4.0 (Maharana et al., ACL 2024): pass its path, never copy it into
 the repository. Any file of the same shape works.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import hashlib
 import json
 import math
 import re
@@ -187,10 +189,14 @@ def build_store(conversation: Conversation, data_dir: Path, embedder: Embedder) 
 
 
 def cached_store(conversation: Conversation, cache: Path, embedder: Embedder) -> tuple[Path, Scope]:
-    """The store of ``conversation`` under ``cache``, one directory per conversation and
-    embedding model, built unless a finished one is there (building is most of a run's time;
-    searching a store leaves it as it was); its directory and the scope of its Space."""
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{conversation.sample_id}-{embedder.model_id}")
+    """The store of ``conversation`` under ``cache``, one directory per conversation, its
+    content and the embedding model, built unless a finished one is there (building is most of
+    a run's time; searching a store leaves it as it was); its directory and the scope of its
+    Space. A change to how the store chunks or embeds is not seen: empty the cache then."""
+    content = hashlib.sha256(msgspec.json.encode(conversation.sessions)).hexdigest()[:12]
+    name = re.sub(
+        r"[^A-Za-z0-9_.-]+", "_", f"{conversation.sample_id}-{content}-{embedder.model_id}"
+    )
     data_dir = cache / name
     done = data_dir / "built.json"
     if done.exists():
@@ -340,7 +346,7 @@ def run(
             k0 = min(ks)
             progress(
                 f"{conversation.sample_id}: {turns} turns, {len(conversation.questions)} questions,"
-                f" store built in {built:.0f} s; all@{k0} shipped"
+                f" store ready in {built:.0f} s; all@{k0} shipped"
                 f" {_pct(own.percent('shipped', 'all', k0))}, not re-ranked"
                 f" {_pct(own.percent('fused', 'all', k0))}, vectors alone"
                 f" {_pct(own.percent('vector', 'all', k0))}"
@@ -478,7 +484,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="re-ranking model name (default: the installed one)")
     parser.add_argument("--no-rerank", action="store_true", help="fusion without re-ranking")
     parser.add_argument("--cache", type=Path,
-                        help="keep each conversation's store here and reuse it (built once)")
+                        help="keep each conversation's store here and reuse it (empty it when the"
+                        " store's chunking or embedding changes)")
     parser.add_argument("--fts-weights", type=float, nargs="*", default=[],
                         help="also fuse with these full-text weights (vectors 1), per conversation")
     args = parser.parse_args(argv)

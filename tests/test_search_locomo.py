@@ -17,6 +17,7 @@ from bench.locomo import (
     within_budget,
 )
 from daemon.llm.embed import ScriptedEmbedder
+from daemon.store.store import Store
 
 KNOWN = {"D1:1", "D1:2", "D4:4", "D8:6", "D9:1", "D9:17", "D11:26", "D30:5"}
 
@@ -127,6 +128,25 @@ def test_an_unfinished_cached_store_is_built_again(tmp_path: Path) -> None:
 
     assert again == data_dir and not (again / "leftover").exists()
     assert (again / "built.json").exists() and scope.space_id is not None
+
+
+def test_a_changed_conversation_gets_a_store_of_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(sample()))
+    (before,), _ = load(path)
+    changed = sample()
+    changed[0]["conversation"]["session_2"][1]["text"] = "Lovely colours, and a new frame."  # type: ignore[index]
+    path.write_text(json.dumps(changed))
+    (after,), _ = load(path)
+    embedder = ScriptedEmbedder(64)
+
+    old_dir, _ = cached_store(before, tmp_path, embedder)
+    new_dir, _ = cached_store(after, tmp_path, embedder)
+
+    assert old_dir != new_dir
+    with Store(new_dir, embedder) as store:
+        texts = [t.text for s in store.list_sessions() for t in store.turns(s.id)]
+    assert "Lovely colours, and a new frame." in texts
 
 
 def test_the_budget_keeps_leading_results_that_fit() -> None:
