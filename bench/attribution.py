@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Any
 
 import msgspec
 
-from bench.common import machine
+from bench.common import machine, per_space
 from bench.prompt_evidence import AskSources, evidence_refs
 from bench.qa import LOCOMO_CATEGORIES, NEVER_SAID, import_locomo, locomo_questions
 from daemon.ipc.client import Client
@@ -149,10 +148,7 @@ def table(rows: Sequence[Decided]) -> str:
     lines = ["| LoCoMo, sources of every question | never said (5) declined | answerable "
              "(1-4) declined | never said, person swapped | answerable, person swapped |",
              "| --- | --- | --- | --- | --- |"]
-    by_space: dict[str, list[Decided]] = defaultdict(list)
-    for r in rows:
-        by_space[r.space].append(r)
-    for name, some in [*sorted(by_space.items()), ("all", list(rows))]:
+    for name, some in per_space(rows, lambda r: r.space):
         never, answerable = shares(some)
         never_swapped, answerable_swapped = shares([r for r in some if r.swapped])
         lines.append(f"| {name} | {_cell(never)} | {_cell(answerable)} | "

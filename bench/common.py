@@ -5,10 +5,14 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from daemon.config import Paths
+
+T = TypeVar("T")
 
 
 def default_models_dir() -> Path:
@@ -51,3 +55,12 @@ def percentile(values: Sequence[float], share: float) -> float:
     """The nearest-rank percentile (``share`` in 0..1) of ``values``: p95 of 20 is the 19th."""
     ordered = sorted(values)
     return ordered[max(0, min(len(ordered), math.ceil(share * len(ordered))) - 1)]
+
+
+def per_space(rows: Sequence[T], space: Callable[[T], str]) -> list[tuple[str, list[T]]]:
+    """``rows`` grouped by their space (conversation or series), in name order, then all of
+    them as "all": the rows of a per-space table."""
+    groups: dict[str, list[T]] = defaultdict(list)
+    for row in rows:
+        groups[space(row)].append(row)
+    return [*sorted(groups.items()), ("all", list(rows))]

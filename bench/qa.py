@@ -57,7 +57,7 @@ from typing import Any
 import msgspec
 
 from bench.ask import ask_timed
-from bench.common import default_models_dir, machine, percentile
+from bench.common import default_models_dir, machine, per_space, percentile
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     AddSpace,
@@ -349,10 +349,7 @@ def qmsum_table(asked: Sequence[Asked]) -> str:
     lines = ["| QMSum dev, specific queries | n | R-1 | R-2 | R-Lsum | hit@5 | in-span | "
              "evidence holds gold | declined | echoes |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    by_space: dict[str, list[Asked]] = defaultdict(list)
-    for a in asked:
-        by_space[a.space].append(a)
-    for name, rows in [*sorted(by_space.items()), ("all", list(asked))]:
+    for name, rows in per_space(asked, lambda a: a.space):
         hits = statistics.fmean(1.0 if a.hit5 else 0.0 for a in rows)
         share = statistics.fmean(a.in_span or 0.0 for a in rows)
         lines.append(f"| {name} | {len(rows)} | {mean('rouge1', rows):.1f} | "
