@@ -129,6 +129,18 @@ def test_work_given_to_a_participant_by_name_is_read_off_the_turn() -> None:
     assert (found.assigned, found.said) == (True, "work on product evaluation")
 
 
+def test_a_participant_is_named_by_their_initials_as_spelled_out() -> None:
+    # IS1006b's close: "the U_I_D_ Mark" is the user interface designer
+    said = "uh of course the U_I_D_ Mark will be uh focused on the user interface concept"
+    assert given_to_named(said, ROLES, "Project Manager") == [
+        ("User Interface", "be focused on the user interface concept")]
+    # initials that are no participant's (TS3009b), and "will look at": what one does next in
+    # the meeting as often as work for later
+    assert given_to_named("Your L_C_D_ screen is going to go.", ROLES, "Project Manager") == []
+    assert given_to_named("The U_I_ will look at the buttons now.", ROLES,
+                          "Project Manager") == []
+
+
 @pytest.mark.parametrize("said", [
     "Will the Marketing Expert work on product evaluation?",  # a question
     "The Industrial Designer will present the components.",  # in the meeting, not after it
