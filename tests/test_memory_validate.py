@@ -551,6 +551,15 @@ def test_the_work_said_is_told_of_its_owner(sentence: str, work: str) -> None:
     assert said_work(sentence) == work
 
 
+def test_the_work_said_is_of_the_owner_the_undertaking_names() -> None:
+    # the speaker's own work, not what "you" are given in the same sentence, and the other way
+    sentence = "you'll be getting instructions, and I'll send the minutes after the meeting"
+    assert said_work(sentence, given=False) == "send the minutes after the meeting"
+    assert said_work(sentence, given=True) == ""
+    sentence = "I'll send the minutes, and you'll look into the costs of the case"
+    assert said_work(sentence, given=True) == "look into the costs of the case"
+
+
 PM, MK, ID = "Project Manager", "Marketing", "Industrial Designer"
 
 

@@ -656,7 +656,8 @@ def given_to_named(text: str, people: Sequence[str], speaker: str) -> list[tuple
         for person in people:
             if validate.norm(person) in (validate.norm(speaker), *validate.PLACEHOLDER_OWNERS):
                 continue
-            given_to = r"\b(?:the )?" + _name_said(person) + r"\b " + _GIVEN_MODAL + r"(?P<work>.+)"
+            given_to = (r"\b(?:the )?" + _name_said(person) + r"\b " + _GIVEN_MODAL
+                        + r"(?P<work>.+)")
             for found in re.finditer(given_to, sentence, re.I):
                 work = _GIVEN_END.split(found.group("work"), maxsplit=1)[0]
                 ws = _without_dangling(work.split())
