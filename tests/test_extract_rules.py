@@ -83,6 +83,12 @@ def test_a_commitment_is_not_the_duplicate_or_update_of_other_work() -> None:
         "skip", 4)
     assert plan_from_ruling(Ruling("supersedes", 1), [sent], "commitment", again) == Plan(
         "supersede", 4)
+    # the owner's name is not the work (ES2006a, then ES2006b of one series)
+    looking = Existing(5, "task", "Industrial Designer will be looking at the working design.",
+                       "2026-11-01", open=True)
+    components = "Industrial Designer will look at the components concept."
+    assert plan_from_ruling(Ruling("duplicate", 1), [looking], "task", components) == Plan(
+        "insert")
     # closing it is judged by the model alone: "I sent them" shares little of the wording
     assert plan_from_ruling(Ruling("done", 1), [sent], "fact", "Ben sent them.") == Plan(
         "supersede", 4, closes="done")

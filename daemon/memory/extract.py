@@ -1030,14 +1030,22 @@ SAME_WORK = 0.5  # share of the shorter statement's content words two owed items
 
 
 def other_work(new_text: str, new_kind: str, concerned: Existing) -> bool:
-    """Whether a new commitment or task and a stored one name different work: they share
-    fewer than :data:`SAME_WORK` of the shorter one's content words. The 0.5B model ruled
-    "Ben will ask the supplier for a quote by Tuesday" a duplicate of "Ben will send the
-    drawings to the supplier by Friday", and lost it."""
+    """Whether a new commitment or task and a stored one name different work: the words of
+    their work (after "will": the owner's name is no part of it) share fewer than
+    :data:`SAME_WORK` of the shorter one's content words. The 0.5B model ruled "Ben will ask
+    the supplier for a quote by Tuesday" a duplicate of "Ben will send the drawings to the
+    supplier by Friday", and lost it; and "Industrial Designer will look at the components
+    concept" a duplicate of the meeting before's "Industrial Designer will be looking at the
+    working design"."""
     if not (new_text and new_kind in OWED and concerned.kind in OWED):
         return False
-    new, old = content_words(new_text), content_words(concerned.text)
+    new, old = _work_words(new_text), _work_words(concerned.text)
     return len(new & old) < SAME_WORK * min(len(new), len(old))
+
+
+def _work_words(text: str) -> set[str]:
+    """The content words of what an action item says is to be done (after its "will")."""
+    return content_words(re.split(r"\bwill\b", text, maxsplit=1, flags=re.I)[-1])
 
 
 def plan_from_ruling(ruling: Ruling, existing: Sequence[Existing], new_kind: str = "",
