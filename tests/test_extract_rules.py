@@ -83,6 +83,12 @@ def test_a_commitment_is_not_the_duplicate_or_update_of_other_work() -> None:
         "skip", 4)
     assert plan_from_ruling(Ruling("supersedes", 1), [sent], "commitment", again) == Plan(
         "supersede", 4)
+    # the owner's name is not the work (ES2006a, then ES2006b of one series)
+    looking = Existing(5, "task", "Industrial Designer will be looking at the working design.",
+                       "2026-11-01", open=True)
+    components = "Industrial Designer will look at the components concept."
+    assert plan_from_ruling(Ruling("duplicate", 1), [looking], "task", components) == Plan(
+        "insert")
     # closing it is judged by the model alone: "I sent them" shares little of the wording
     assert plan_from_ruling(Ruling("done", 1), [sent], "fact", "Ben sent them.") == Plan(
         "supersede", 4, closes="done")
@@ -127,6 +133,18 @@ def test_work_given_to_a_participant_by_name_is_read_off_the_turn() -> None:
     (found,) = [u for u in find_undertakings([("Project Manager", said)], ROLES)
                 if u.owner == "Marketing"]
     assert (found.assigned, found.said) == (True, "work on product evaluation")
+
+
+def test_a_participant_is_named_by_their_initials_as_spelled_out() -> None:
+    # IS1006b's close: "the U_I_D_ Mark" is the user interface designer
+    said = "uh of course the U_I_D_ Mark will be uh focused on the user interface concept"
+    assert given_to_named(said, ROLES, "Project Manager") == [
+        ("User Interface", "be focused on the user interface concept")]
+    # initials that are no participant's (TS3009b), and "will look at": what one does next in
+    # the meeting as often as work for later
+    assert given_to_named("Your L_C_D_ screen is going to go.", ROLES, "Project Manager") == []
+    assert given_to_named("The U_I_ will look at the buttons now.", ROLES,
+                          "Project Manager") == []
 
 
 @pytest.mark.parametrize("said", [

@@ -536,11 +536,28 @@ def test_a_worded_undertaking_tells_of_its_owners_work_only(worded: str) -> None
     ("I'll presume he'll work out what that means", ""),  # not what they will do
     ("You'll be looking at the user interface concept,", "be looking at the user interface concept"),
     ("I'll look at show this board", ""),  # TS3009b: what the speaker does in the meeting
+    # ES2006a's close: the second "you" hands the work out, in the present
+    ("so you're you'll be getting specific instructions once you go back to your workspace, "
+     "but basically you're looking at the working design,",
+     "be looking at the working design"),
+    # the work named only by pointing back (ES2006b: the minutes, said a clause before)
+    ("and then I'll send them to you after the meeting.", ""),
+    ("I'll look into that.", ""),
+    ("I'll send you the slides after the meeting", "send them the slides after the meeting"),
     ("I will be responsible for the design", ""),  # said, but not as a piece of work
     ("I'll look into the costs of the case and the buttons and the colours of the wheel", ""),
 ])
 def test_the_work_said_is_told_of_its_owner(sentence: str, work: str) -> None:
     assert said_work(sentence) == work
+
+
+def test_the_work_said_is_of_the_owner_the_undertaking_names() -> None:
+    # the speaker's own work, not what "you" are given in the same sentence, and the other way
+    sentence = "you'll be getting instructions, and I'll send the minutes after the meeting"
+    assert said_work(sentence, given=False) == "send the minutes after the meeting"
+    assert said_work(sentence, given=True) == ""
+    sentence = "I'll send the minutes, and you'll look into the costs of the case"
+    assert said_work(sentence, given=True) == "look into the costs of the case"
 
 
 PM, MK, ID = "Project Manager", "Marketing", "Industrial Designer"
@@ -580,6 +597,13 @@ PM, MK, ID = "Project Manager", "Marketing", "Industrial Designer"
     ([(PM, "you're looking at the technical functions design, and for you it's the user "
            "requirements specification,"), (MK, "Mm-hmm.")], []),
     ([(PM, "Now I'll look at show this board."), (MK, "Okay.")], []),  # TS3009b
+    # ES2006a's close hands the work out in the present, and the next speaker takes it
+    ([(PM, "Um we've got another meeting in thirty minutes, so you're you'll be getting "
+           "specific instructions once you go back to your workspace, but im basically you're "
+           "looking at the working design,"), (ID, "Alright.")], [(ID, True)]),
+    # what someone sees, not work handed out; and a hand-out nobody takes
+    ([(PM, "So what you're looking at here is the cost of the case."), (ID, "Okay.")], []),
+    ([(PM, "basically you're looking at the working design,"), (ID, "What's that?")], []),
 ])
 def test_undertakings_and_their_owners(turns: list[tuple[str, str]],
                                        expected: list[tuple[str, bool]]) -> None:

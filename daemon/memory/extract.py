@@ -447,9 +447,14 @@ DATED_SELF_UNDERTAKING = re.compile(
 # focus on the component concept"); said of oneself it is as often what one does in the meeting
 # ("I'll look at show this board")
 HANDED_OUT = r"(be )?look(ing)? at|(be )?focus(ed|ing)? on"
+# ... and said as what "you" are doing from now on (ES2006a: "basically you're looking at the
+# working design," — "Alright."): the hand-out in the present, only as the others accept it
+HANDED_OUT_NOW = (r"(?<!what )(?<!if )(?<!when )(?<!where )you('re| are) (also |now )?"
+                  r"(?=(looking at|focusing on) )")  # not "what you're looking at here is"
 YOU_UNDERTAKING = re.compile(
     r"\b(you'?ll|you will|you('re| are) going to|(it'?s|is) your (task|job)( to)?|"
-    r"your (task|job) is( to)?)( also)? " + _GAP + "(" + WORK + "|" + HANDED_OUT + r")\b")
+    r"your (task|job) is( to)?)( also)? " + _GAP + "(" + WORK + "|" + HANDED_OUT + r")\b"
+    r"|\b" + HANDED_OUT_NOW)
 REQUEST = re.compile(r"^((so|and|but|well|okay|then|[\w]+,) )?(can|could|would) you( mind)? "
                      + _GAP + WORK + r"\b")
 ACCEPTANCE = re.compile(r"\b(yes|yeah|yep|okay|ok|sure|alright|right|fine|will do|no problem|"
@@ -496,8 +501,9 @@ def spoken_clauses(text: str, *, casefold: bool = True) -> list[str]:
 # said needs no model to restate it (a 0.5B model wrote "Marketing will ask a Teletubby front
 # to investigate" for "… a Teletubby front. … I will investigate.").
 _SAID_WORK = re.compile(
-    r"\b(?:i'?ll|i will|i shall|i'?m going to|i am going to|i'?m gonna|you'?ll|you will|"
-    r"you(?:'re| are) going to)(?: also| just| then| now)? (?P<work>.+)$", re.I)
+    r"\b(?:(?P<i>i'?ll|i will|i shall|i'?m going to|i am going to|i'?m gonna)|you'?ll|you will|"
+    r"you(?:'re| are) going to|(?P<now>you(?:'re| are))(?= (?:also |now )?(?:looking at|"
+    r"focusing on) ))(?: also| just| then| now)? (?P<work>.+)$", re.I)
 _CLAUSE_END = re.compile(r",|;| - | but | because | so that | so | if | when | and then | or ",
                          re.I)
 _FIRST_PERSON = ("i", "my", "me", "myself", "mine")
@@ -513,25 +519,57 @@ _HANDS_OUT = re.compile(r"(?:you'?ll|you will|you(?:'re| are) going to)\b.*\b(?:
                         + r")\b", re.I)
 
 
-def said_work(sentence: str, *, mine: bool = False) -> str:
-    """The work a sentence of an undertaking names after its "I will" / "you will", in the
-    third person ("look into the costs of the case"), or, when ``mine`` (the user's own), with
-    the user's "my" kept; "" when it names none so plainly or at more than
-    :data:`SAID_WORK_WORDS` words."""
-    found = _SAID_WORK.search(sentence.rstrip(".!"))
-    if not found:
-        return ""
+def said_work(sentence: str, *, mine: bool = False, given: bool | None = None) -> str:
+    """The work a sentence of an undertaking names after its "I will" / "you will" (only
+    "you …" when ``given``, only "I …" when ``given`` is False; the first that names work),
+    in the third person ("look into the costs of the case"), or, when ``mine`` (the user's
+    own), with the user's "my" kept; "" when it names none so plainly or at more than
+    :data:`SAID_WORK_WORDS` words. ES2006a: "so you're you'll be getting specific
+    instructions …, but basically you're looking at the working design," hands out the
+    second."""
+    plain = sentence.rstrip(".!")
+    start = 0
+    while (found := _SAID_WORK.search(plain, start)) is not None:
+        start = found.start() + 1
+        if given is None or given is not bool(found.group("i")):
+            work = _work_of(found, sentence, mine)
+            if work:
+                return work
+    return ""
+
+
+def _work_of(found: re.Match[str], sentence: str, mine: bool) -> str:
+    """The work one "I will …" / "you will …" of :func:`said_work` names, or ""."""
     work = _CLAUSE_END.split(found.group("work"), maxsplit=1)[0].strip()
     # "I'll presume he'll work out …" is not what they will do; dated work is, whatever its verb
     if not (_NAMES_WORK.match(work) or DATED_SELF_UNDERTAKING.search(sentence)
-            or (_HANDS_OUT.match(found.group()) and re.match(HANDED_OUT, work, re.I))):
+            or ((found.group("now") or _HANDS_OUT.match(found.group()))
+                and re.match(HANDED_OUT, work, re.I))):
         return ""
+    if found.group("now"):
+        work = f"be {work}"  # "you're looking at …": "… will be looking at …"
     ws = _without_dangling(work.split())  # no commas: _CLAUSE_END cut at the first
-    if not 1 <= len(ws) <= SAID_WORK_WORDS:
+    if not 1 <= len(ws) <= SAID_WORK_WORDS or _points_back(work.split()):
         return ""
     keep = _FIRST_PERSON if mine else ()
     return " ".join(w if w.casefold() in keep else _THIRD_PERSON.get(w.casefold(), w)
                     for w in ws)
+
+
+_BACK = frozenset(["it", "them"])
+_DEMONSTRATIVE = frozenset(["that", "this", "these", "those"])
+_AFTER_OBJECT = frozenset(["to", "for", "in", "into", "on", "at", "with", "by", "after", "and",
+                           "before", "out", "up", "over"])
+
+
+def _points_back(ws: Sequence[str]) -> bool:
+    """Whether the work said (its words, as said) names its object only by pointing back to
+    what was said before ("send them to you after the meeting", "look into that"): the words
+    say no piece of work a note-taker could write."""
+    head = [w.casefold().strip(",") for w in ws[:3]]
+    return any(w in _BACK or (w in _DEMONSTRATIVE and (
+        i + 1 == len(head) == len(ws) or (i + 1 < len(ws) and ws[i + 1].casefold() in
+                                           _AFTER_OBJECT))) for i, w in enumerate(head))
 
 
 def _named(sentence: str, people: Sequence[str], but: str) -> str | None:
@@ -571,7 +609,8 @@ def find_undertakings(turns: Sequence[tuple[str, str]],
                 due = DUE.search(text)
                 said = next((w for c in spoken_clauses(text, casefold=False)
                              if c.casefold() == sentence
-                             and (w := said_work(c, mine=owner == validate.ME))),
+                             and (w := said_work(c, mine=owner == validate.ME,
+                                                 given=assigned))),
                             "")
                 found.append(Undertaking(i, owner, assigned, due.group() if due else "", said))
                 break
@@ -588,6 +627,24 @@ _GIVEN_END = re.compile(r",|;| - | but | because | so that | so | if | when | or
                         r" and (?=(?:the|a|an|i|we|you|he|she|they|then|also|as)\b)", re.I)
 
 
+# what a close gives a named participant to work on from now ("the U_I_D_ Mark will be
+# focused on the user interface concept", IS1006b); not "will look at", said as often of what
+# one does next in the meeting
+_GIVEN_FOCUS = re.compile(r"be (?:focus(?:ed|ing) on|looking at) ", re.I)
+_SPELLED = r"[^\W\d_]_"  # a letter as a transcript spells it out: "U_" of "U_I_D_"
+
+
+def _name_said(person: str) -> str:
+    """A pattern of how a turn names a participant: their name, or for a name of more than one
+    word its initials spelled out, with a letter more or not ("U_I_" or "U_I_D_" for "User
+    Interface" — the user interface designer)."""
+    words = person.split()
+    name = r"\s+".join(map(re.escape, words))
+    if len(words) < 2:
+        return name
+    return f"(?:{name}|{''.join(re.escape(w[0]) + '_' for w in words)}(?:{_SPELLED})?)"
+
+
 def given_to_named(text: str, people: Sequence[str], speaker: str) -> list[tuple[str, str]]:
     """(owner, work in the words said) for each piece of work a turn of ``speaker``'s gives a
     participant it names ("the Marketing Expert is going to work on product evaluation"), when
@@ -599,14 +656,15 @@ def given_to_named(text: str, people: Sequence[str], speaker: str) -> list[tuple
         for person in people:
             if validate.norm(person) in (validate.norm(speaker), *validate.PLACEHOLDER_OWNERS):
                 continue
-            name = r"\s+".join(map(re.escape, person.split()))
-            given_to = r"\b(?:the )?" + name + r"\b " + _GIVEN_MODAL + r"(?P<work>.+)"
+            given_to = (r"\b(?:the )?" + _name_said(person) + r"\b " + _GIVEN_MODAL
+                        + r"(?P<work>.+)")
             for found in re.finditer(given_to, sentence, re.I):
                 work = _GIVEN_END.split(found.group("work"), maxsplit=1)[0]
                 ws = _without_dangling(work.split())
                 said = " ".join(_THIRD_PERSON.get(w.casefold(), w) for w in ws)
                 named = _NAMES_WORK.match(said)
-                if (named and (named.group("work") or LATER.search(sentence.casefold()))
+                if ((_GIVEN_FOCUS.match(said)
+                     or (named and (named.group("work") or LATER.search(sentence.casefold()))))
                         and 1 <= len(ws) <= SAID_WORK_WORDS and not names_no_work(said, "")):
                     given.append((n * len(text) + found.start(), person, said))
     return [(person, said) for _, person, said in sorted(given)]
@@ -972,14 +1030,22 @@ SAME_WORK = 0.5  # share of the shorter statement's content words two owed items
 
 
 def other_work(new_text: str, new_kind: str, concerned: Existing) -> bool:
-    """Whether a new commitment or task and a stored one name different work: they share
-    fewer than :data:`SAME_WORK` of the shorter one's content words. The 0.5B model ruled
-    "Ben will ask the supplier for a quote by Tuesday" a duplicate of "Ben will send the
-    drawings to the supplier by Friday", and lost it."""
+    """Whether a new commitment or task and a stored one name different work: the words of
+    their work (after "will": the owner's name is no part of it) share fewer than
+    :data:`SAME_WORK` of the shorter one's content words. The 0.5B model ruled "Ben will ask
+    the supplier for a quote by Tuesday" a duplicate of "Ben will send the drawings to the
+    supplier by Friday", and lost it; and "Industrial Designer will look at the components
+    concept" a duplicate of the meeting before's "Industrial Designer will be looking at the
+    working design"."""
     if not (new_text and new_kind in OWED and concerned.kind in OWED):
         return False
-    new, old = content_words(new_text), content_words(concerned.text)
+    new, old = _work_words(new_text), _work_words(concerned.text)
     return len(new & old) < SAME_WORK * min(len(new), len(old))
+
+
+def _work_words(text: str) -> set[str]:
+    """The content words of what an action item says is to be done (after its "will")."""
+    return content_words(re.split(r"\bwill\b", text, maxsplit=1, flags=re.I)[-1])
 
 
 def plan_from_ruling(ruling: Ruling, existing: Sequence[Existing], new_kind: str = "",
