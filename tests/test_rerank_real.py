@@ -83,6 +83,20 @@ def test_a_pair_scores_the_same_whatever_is_scored_beside_it(
     assert cross_encoder.score(QUESTION, []) == []
 
 
+def test_pairs_scored_at_once_on_several_threads_score_as_one_at_a_time(
+    cross_encoder: CrossEncoder, installed_model: Callable[[str], Path]
+) -> None:
+    passages = [p for _, p in PAIRS] * 3 + ["x " * 300, "Caroline: the group met again."]
+    one = CrossEncoder(installed_model(MODEL), threads=1)
+    try:
+        alone = one.score(QUESTION, passages)
+    finally:
+        one.close()
+    assert cross_encoder.threads == 2
+    assert cross_encoder.score(QUESTION, passages) == alone  # same scores, same order
+    assert cross_encoder.score(QUESTION, passages[:1]) == alone[:1]
+
+
 def _settings(**changes: object) -> Callable[[], Settings]:
     settings = Settings(**changes)  # type: ignore[arg-type]
     return lambda: settings

@@ -16,7 +16,7 @@ from daemon.store import vectors
 from daemon.store.records import NewAssertion
 from daemon.store.scope import Scope
 from daemon.store.store import Store
-from daemon.store.vectors import VectorIndex, exact_search, from_blob
+from daemon.store.vectors import VectorIndex, exact_search, from_blob, from_blobs, to_blob
 
 TOPICS = [
     "the heron migration budget",
@@ -343,3 +343,36 @@ def test_the_checksum_is_read_once_then_the_files_size_and_mtime_stand_for_it(
     assert not [r for r in caplog.records if r.name == LOGGER]  # verified, not rebuilt
     index_size = (data_dir / "vectors-chunk.usearch").stat().st_size
     assert msgspec.json.decode(sidecar.read_bytes())["size"] == index_size
+
+
+def test_from_blobs_reads_rows_as_from_blob_does() -> None:
+    rows = np.array([[1.5, -2.0, 0.25], [0.0, 3.0, -1.0]], dtype=np.float32)
+    blobs = [to_blob(row) for row in rows]
+    matrix = from_blobs(blobs, 3)
+    assert matrix.dtype == np.float32 and matrix.flags.writeable
+    np.testing.assert_array_equal(matrix, np.stack([from_blob(b, 3) for b in blobs]))
+    assert from_blobs([], 3).shape == (0, 3)
+    with pytest.raises(ValueError, match="expected 3"):
+        from_blobs([blobs[0], blobs[1][:8]], 3)
+
+
+def test_scoped_search_counts_no_further_than_its_bounds_need(tmp_path: Path) -> None:
+    index = VectorIndex(tmp_path / "v.usearch", owner_kind="chunk", model_id="m", dims=2)
+    keys = list(range(1, 2 * vectors.EXACT_BELOW + 201))
+    angles = np.linspace(0, np.pi / 2, len(keys), dtype=np.float32)
+    index.add(keys, np.stack([np.cos(angles), np.sin(angles)], axis=1))
+    asked: list[int] = []
+    in_scope = set(keys[::2])
+
+    def count(at_most: int) -> int:
+        asked.append(at_most)
+        return min(at_most, len(in_scope))
+
+    found = vectors.scoped_search(
+        index, np.array([1, 0], dtype=np.float32), 5,
+        allowed=lambda ks: {k: k for k in ks if k in in_scope},
+        allowed_rows=lambda: ([], [], np.zeros((0, 2), np.float32)),
+        allowed_count=count,
+    )
+    assert asked == [vectors.MAX_OVERFETCH + 1]  # the largest bound it compares with, plus one
+    assert [owner for owner, _ in found] == [1, 3, 5, 7, 9]

@@ -4,16 +4,21 @@ A cross-encoder reads the query and a passage as one input and gives one relevan
 (higher is better; uncalibrated, so it orders and is never thresholded). The model file is a
 zip of the ONNX graph (``model.onnx``) and its tokenizer (``tokenizer.json``), run by
 onnxruntime on the CPU. Loading is lazy (the first :meth:`CrossEncoder.score` loads it) and a
-lock makes one call run at a time: the runtime's own threads do the parallel work.
+lock makes one call run at a time.
 
 Each pair runs alone and unpadded (see :mod:`daemon.llm.onnx`): alone, a pair scores as the
-reference does.
+reference does. The parallel work is across pairs, not inside one: ``threads`` pairs run at
+once, each on one runtime thread (one session; its ``run`` is thread-safe). A pair of a hundred
+tokens is too small to split well — inside one run, two threads cost about 30% more CPU than one
+(each operator hands work to a sleeping thread and waits for it) — and a pair's scores are the
+same either way.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,6 +45,7 @@ class CrossEncoder:
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+        self._pool: ThreadPoolExecutor | None = None  # ``threads`` pairs at once
 
     def load(self) -> None:
         """Read the model file (raises EngineError when it is missing or not a model)."""
@@ -53,19 +59,25 @@ class CrossEncoder:
             return []
         with self._lock:
             self._load()
-            return [self._score(self._tokenizer.encode(query, p)) for p in passages]
+            if self._pool is None or len(passages) == 1:
+                return [self._score(query, p) for p in passages]
+            return list(self._pool.map(lambda p: self._score(query, p), passages))
 
-    def _score(self, encoded: Any) -> float:
+    def _score(self, query: str, passage: str) -> float:
+        encoded = self._tokenizer.encode(query, passage)
         return float(self._session.run(None, bert_inputs(encoded))[0][0][0])
 
     def close(self) -> None:
         with self._lock:
-            self._session = self._tokenizer = None
+            if self._pool is not None:
+                self._pool.shutdown()
+            self._session = self._tokenizer = self._pool = None
 
     def _load(self) -> None:
         if self._session is not None:
             return
         self._session, self._tokenizer = load_bundle(
-            self.path, threads=self.threads, max_tokens=self.max_tokens,
-            what="re-ranking model",
+            self.path, threads=1, max_tokens=self.max_tokens, what="re-ranking model",
         )
+        if self.threads > 1:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="braincue-rerank")

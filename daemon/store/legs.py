@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from daemon.store import fts, sql
 from daemon.store.base import StoreBase
 from daemon.store.records import (
@@ -16,7 +14,7 @@ from daemon.store.records import (
     OwnerKind,
 )
 from daemon.store.scope import Scope, assertion_filter, chunk_filter
-from daemon.store.vectors import Vectors, from_blob, scoped_search
+from daemon.store.vectors import Vectors, from_blobs, scoped_search
 
 # turn vectors fetched per chunk wanted: the best turns of a query cluster in few chunks
 TURNS_PER_CHUNK_FETCHED = 4
@@ -178,16 +176,15 @@ class SearchLegs(StoreBase):
                 lambda conn: sql.rows(conn, f"SELECT e.id, e.owner_id, e.vector {source}", bound)
             )
             dims = self.embedder.dimensions if self.embedder else 0
-            matrix = (
-                np.stack([from_blob(r[2], dims) for r in rows])
-                if rows
-                else np.zeros((0, dims), np.float32)
-            )
+            matrix = from_blobs([r[2] for r in rows], dims)
             return [r[0] for r in rows], [r[1] for r in rows], matrix
 
-        def allowed_count() -> int:
+        def allowed_count(at_most: int) -> int:
             counted: int = self.db.read(
-                lambda conn: conn.execute(f"SELECT count(*) {few_join}", bound).get
+                lambda conn: conn.execute(
+                    f"SELECT count(*) FROM (SELECT 1 {few_join} LIMIT :at_most)",
+                    {**bound, "at_most": at_most},
+                ).get
             )
             return counted
 

@@ -94,6 +94,15 @@ def from_blob(blob: bytes, dims: int) -> Vectors:
     return vector.astype(np.float32)
 
 
+def from_blobs(blobs: Sequence[bytes], dims: int) -> Vectors:
+    """Many BLOBs as the rows of one matrix (one copy, not one array per row)."""
+    for blob in blobs:
+        if len(blob) != 4 * dims:
+            raise ValueError(f"vector BLOB of {len(blob) / 4:g} floats, expected {dims}")
+    joined = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dims)
+    return joined.astype(np.float32)
+
+
 def normalise(vectors: npt.ArrayLike) -> Vectors:
     """Unit rows (cosine = dot product); a zero row stays zero."""
     matrix = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
@@ -392,21 +401,23 @@ def scoped_search(
     *,
     allowed: Callable[[list[int]], dict[int, int]],
     allowed_rows: Callable[[], tuple[list[int], list[int], Vectors]],
-    allowed_count: Callable[[], int] | None = None,
+    allowed_count: Callable[[int], int] | None = None,
 ) -> list[tuple[int, float]]:
     """The ``k`` nearest owners within a scope: (owner id, cosine similarity), best first.
 
     ``allowed(keys)`` maps the keys (embedding ids) that are within the scope to their owner ids;
     ``allowed_rows()`` returns every in-scope row as (keys, owner ids, vectors) for the exact
-    fallback. ``allowed_count()``, when given, counts the in-scope rows first: a scope that
-    admits few rows of a large index is searched exactly at once, instead of over-fetching
-    from the index for matches that are not there.
+    fallback. ``allowed_count(at_most)``, when given, counts the in-scope rows first (stopping
+    at ``at_most``): a scope that admits few rows of a large index is searched exactly at once,
+    instead of over-fetching from the index for matches that are not there.
     """
     if k <= 0 or not len(index):
         return []
     size = len(index)
     if allowed_count is not None and size > EXACT_BELOW:
-        size = min(size, allowed_count())
+        # beyond every bound the size is compared with below, a larger count changes nothing
+        # (at a million items the archives alone are 7,600 rows, each a read of two tables)
+        size = min(size, allowed_count(max(EXACT_BELOW, MAX_OVERFETCH, 64, 8 * k) + 1))
         if not size:
             return []
     if size > EXACT_BELOW:
@@ -453,7 +464,7 @@ def _count_rows(conn: apsw.Connection, index: VectorIndex) -> int:
 
 def _add_blobs(index: Index, keys: list[int], blobs: list[bytes], dims: int) -> None:
     if keys:
-        matrix = np.stack([from_blob(b, dims) for b in blobs])
+        matrix = from_blobs(blobs, dims)
         index.add(np.asarray(keys, dtype=np.uint64), normalise(matrix))
 
 
