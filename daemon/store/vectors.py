@@ -88,10 +88,9 @@ def to_blob(vector: npt.ArrayLike) -> bytes:
 
 
 def from_blob(blob: bytes, dims: int) -> Vectors:
-    vector = np.frombuffer(blob, dtype="<f4")
-    if vector.shape != (dims,):
-        raise ValueError(f"vector BLOB of {vector.size} floats, expected {dims}")
-    return vector.astype(np.float32)
+    """One BLOB as a vector (:func:`from_blobs` of one)."""
+    vector: Vectors = from_blobs([blob], dims)[0]
+    return vector
 
 
 def from_blobs(blobs: Sequence[bytes], dims: int) -> Vectors:
@@ -414,14 +413,15 @@ def scoped_search(
     if k <= 0 or not len(index):
         return []
     size = len(index)
+    first_fetch = max(64, 8 * k)  # the index's first over-fetch for what the scope admits
     if allowed_count is not None and size > EXACT_BELOW:
         # beyond every bound the size is compared with below, a larger count changes nothing
         # (at a million items the archives alone are 7,600 rows, each a read of two tables)
-        size = min(size, allowed_count(max(EXACT_BELOW, MAX_OVERFETCH, 64, 8 * k) + 1))
+        size = min(size, allowed_count(max(EXACT_BELOW, MAX_OVERFETCH, first_fetch) + 1))
         if not size:
             return []
     if size > EXACT_BELOW:
-        fetch = min(size, max(64, 8 * k))
+        fetch = min(size, first_fetch)
         while True:
             candidates = index.search(query, fetch)
             owners = allowed([key for key, _ in candidates])
