@@ -91,6 +91,14 @@ class Turn(msgspec.Struct, frozen=True):
     ref: str | None
 
 
+class TurnHead(msgspec.Struct, frozen=True):
+    """A turn without its text: who said it, and its external id."""
+
+    id: int
+    speaker: str
+    ref: str | None
+
+
 class Chunk(msgspec.Struct, frozen=True):
     """A searchable piece of text: transcript turns, a session archive or a document part."""
 

@@ -32,7 +32,7 @@ import msgspec
 from daemon.errors import NotFound
 from daemon.store import fusion, recency, sql
 from daemon.store.fusion import Fused, ItemFacts, ItemKey, LegHit
-from daemon.store.records import Assertion, Chunk, ChunkKind, Hit, Session
+from daemon.store.records import Assertion, Chunk, ChunkKind, Hit, Session, TurnHead
 from daemon.store.rerank import RerankOptions, rerank
 from daemon.store.scope import Scope
 from daemon.store.store import Store
@@ -256,6 +256,7 @@ class _Rows(msgspec.Struct):
     chunks: dict[int, Chunk]
     assertions: dict[int, Assertion]
     linked: dict[int, list[Assertion]]  # chunk id -> its in-scope assertions
+    heads: dict[int, list[TurnHead]]  # transcript chunk id -> who said its turns
 
 
 def _rank(
@@ -351,7 +352,8 @@ def _load(store: Store, chosen: Sequence[Fused], scope: Scope) -> _Rows:
     for a in store.assertions_for_chunks(chunk_ids, scope):
         if a.anchor_chunk_id is not None:
             linked.setdefault(a.anchor_chunk_id, []).append(a)
-    return _Rows(chunks=chunks, assertions=assertions, linked=linked)
+    heads = store.turn_heads([c.id for c in chunks.values() if c.kind == "transcript"])
+    return _Rows(chunks=chunks, assertions=assertions, linked=linked, heads=heads)
 
 
 def _exists(key: ItemKey, rows: _Rows) -> bool:
@@ -393,7 +395,7 @@ def _result(
     if found.key.kind == "chunk":
         chunk = rows.chunks[found.key.id]
         return msgspec.structs.replace(
-            _chunk_result(store, chunk, sessions),
+            _chunk_result(store, chunk, rows, sessions),
             assertions=tuple(
                 LinkedAssertion(id=a.id, kind=a.kind, text=assertion_body(a))
                 for a in rows.linked.get(chunk.id, ())
@@ -413,7 +415,7 @@ def _result(
         explain=why,
     )
     if anchor_chunk is not None:
-        shown = _chunk_result(store, anchor_chunk, sessions)
+        shown = _chunk_result(store, anchor_chunk, rows, sessions)
         anchor = Anchor(
             chunk_id=anchor_chunk.id, text=shown.text, turn_ids=shown.turn_ids, refs=shown.refs
         )
@@ -432,7 +434,7 @@ def _result(
 
 
 def _chunk_result(
-    store: Store, chunk: Chunk, sessions: dict[int, Session | None]
+    store: Store, chunk: Chunk, rows: _Rows, sessions: dict[int, Session | None]
 ) -> SearchResult:
     title = ""
     speakers: tuple[str, ...] = ()
@@ -442,7 +444,7 @@ def _chunk_result(
         session = _session(store, chunk.session_id, sessions)
         title = session.title if session is not None else ""
         if chunk.kind == "transcript":
-            turns = store.turns_of_chunk(chunk.id)
+            turns = rows.heads.get(chunk.id, [])
             speakers = tuple(dict.fromkeys(t.speaker for t in turns))
             turn_ids = tuple(t.id for t in turns)
             refs = tuple(t.ref for t in turns if t.ref)

@@ -18,6 +18,7 @@ from daemon.store.records import (
     Deleted,
     NewTurn,
     Turn,
+    TurnHead,
 )
 from daemon.store.sessions import Sessions
 from daemon.store.vectors import Vectors, from_blob
@@ -83,6 +84,24 @@ class Turns(Sessions):
         masked = mask_lines([t.text for t in turns], rows[0][-1] if rows else "")
         return [t if t.text == text else msgspec.structs.replace(t, text=text)
                 for t, text in zip(turns, masked, strict=True)]
+
+    def turn_heads(self, chunk_ids: Sequence[int]) -> dict[int, list[TurnHead]]:
+        """Who said each turn of these transcript chunks, in order, by chunk id: what a search
+        result shows of its turns without reading (and masking) their text."""
+        rows = self.db.read(
+            lambda conn: sql.rows(
+                conn,
+                "SELECT c.id, t.id, t.speaker, t.ref FROM chunks c JOIN turns t"
+                " ON t.session_id = c.session_id AND t.id BETWEEN c.first_turn AND c.last_turn"
+                " WHERE c.id IN (SELECT value FROM json_each(?)) AND c.kind = 'transcript'"
+                " ORDER BY c.id, t.seq",
+                (sql.json_ids(chunk_ids),),
+            )
+        )
+        heads: dict[int, list[TurnHead]] = {}
+        for chunk_id, turn_id, speaker, ref in rows:
+            heads.setdefault(chunk_id, []).append(TurnHead(turn_id, speaker, ref))
+        return heads
 
     def turn_vectors(self, turn_ids: Sequence[int]) -> dict[int, Vectors]:
         """The current embedding model's vectors of these turns, by turn id (a turn without
