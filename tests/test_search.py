@@ -427,3 +427,48 @@ def _only(*legs: str):  # type: ignore[no-untyped-def]
     from daemon.store.search import SearchOptions
 
     return SearchOptions(legs=legs)  # type: ignore[arg-type]
+
+
+def test_full_text_in_a_space_whose_matches_rank_below_another_spaces_many(
+    tmp_path: Path,
+) -> None:
+    """The full-text leg reads the best matches before the scope: when another Space holds
+    every one of them, the scope's own matches still come back, in bm25 order."""
+    store = open_store(tmp_path)
+    busy, quiet = store.create_space("Busy").id, store.create_space("Quiet").id
+    for i in range(40):  # short texts: bm25 ranks them above the quiet Space's longer ones
+        recorded_session(store, [f"Heron survey {i}."] * 8, space_id=busy, title=f"busy {i}")
+    mine = [recorded_session(store, [f"After lunch we walked along the canal and counted the "
+                                     f"herons on the far bank, {n} in all, near the lock."],
+                             space_id=quiet, title=f"quiet {n}") for n in range(3)]
+    filler(store, quiet)
+
+    scope = Scope(space_id=quiet)
+    hits = store.fts_chunks("heron", scope, limit=5)
+    ours = {c.id for s in mine for c in store.chunks(session_id=s)}
+    assert {h.id for h in hits} <= ours and len(hits) == 3
+    assert [h.score for h in hits] == sorted(h.score for h in hits)
+    theirs = store.fts_chunks("heron", Scope(space_id=busy), limit=5)
+    assert len(theirs) == 5 and not {h.id for h in theirs} & ours
+    assert max(h.score for h in theirs) < min(h.score for h in hits)  # theirs rank first
+
+
+def test_a_results_turns_are_its_chunks_turns_in_order(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    space = store.create_space("Work")
+    session = store.create_session(space_id=space.id, title="standup", started_at=T0)
+    said = [("Ann", "The pallet scanner needs a new battery."),
+            ("Ben", "I ordered two last week."), ("Ann", "Then the scanner is fine.")]
+    for i, (speaker, text) in enumerate(said):
+        store.append_turns(session.id, turns(text, speaker=speaker, start=5.0 * i))
+    store.end_session(session.id)
+    filler(store, space.id)
+
+    found = search(store, "pallet scanner battery", scope=Scope(space_id=space.id), k=3)
+    transcript = [r for r in found if r.kind == "transcript"]
+    assert transcript
+    for result in transcript:
+        turns_of = store.turns_of_chunk(result.id)
+        assert result.turn_ids == tuple(t.id for t in turns_of)
+        assert result.speakers == tuple(dict.fromkeys(t.speaker for t in turns_of))
+    assert store.turn_heads([r.id for r in found if r.kind != "transcript"]) == {}
