@@ -472,3 +472,25 @@ def test_a_results_turns_are_its_chunks_turns_in_order(tmp_path: Path) -> None:
         assert result.turn_ids == tuple(t.id for t in turns_of)
         assert result.speakers == tuple(dict.fromkeys(t.speaker for t in turns_of))
     assert store.turn_heads([r.id for r in found if r.kind != "transcript"]) == {}
+
+
+def test_a_query_is_embedded_once_for_its_search_and_its_closeness(tmp_path: Path) -> None:
+    embedder = CountingEmbedder()
+    store = Store(tmp_path, embedder, clock=Clock())
+    space = store.create_space("Work")
+    filler(store, space.id)
+    turn_ids = [t.id for s in store.list_sessions() for t in store.turns(s.id)]
+    embedder.texts.clear()
+
+    found = search(store, "sourdough bakery", scope=Scope(space_id=space.id), k=3)
+    close = store.closeness("sourdough bakery", [("turn", i) for i in turn_ids])
+
+    assert found and embedder.texts == ["sourdough bakery"]
+    best = max(close, key=lambda owner: close[owner])
+    assert "sourdough" in store.get_turns([best[1]])[0].text
+    store.closeness("the trail was icy", [("turn", turn_ids[0])])
+    assert embedder.texts == ["sourdough bakery", "the trail was icy"]
+    # another model never reuses a vector of the one before
+    embedder.model_id = "scripted-other"
+    store.closeness("sourdough bakery", [("turn", turn_ids[0])])
+    assert embedder.texts[-1] == "sourdough bakery"

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -38,6 +40,7 @@ log = logging.getLogger("daemon.store.store")  # the name its warnings have alwa
 
 T = TypeVar("T")
 OWNER_KINDS: tuple[OwnerKind, ...] = ("chunk", "assertion", "turn")
+QUERIES_KEPT = 16
 LIVE_REEMBED_CHARS = 350  # a quarter of a chunk: the growing chunk is re-embedded ~4 times
 
 
@@ -59,6 +62,10 @@ class Indexing:
         self.embedder = embedder
         self.live_reembed_chars = live_reembed_chars
         self._clock = clock
+        # the last queries' vectors: an ask embeds its question for the search and again to
+        # weigh what it shows (keyed by model, so a model change never reuses one)
+        self._queries: OrderedDict[tuple[str, str], Vectors] = OrderedDict()
+        self._queries_lock = threading.Lock()
         self.indexes: dict[str, VectorIndex] = {}
         if embedder is not None:
             for kind in OWNER_KINDS:
@@ -131,7 +138,16 @@ class Indexing:
         """The query's vector under the current model (None without an embedder)."""
         if self.embedder is None:
             return None
+        key = (self.embedder.model_id, text)
+        with self._queries_lock:
+            if key in self._queries:
+                self._queries.move_to_end(key)
+                return self._queries[key]
         vector: Vectors = self.embedder.embed_sync([self.embedder.query_prefix + text])[0]
+        with self._queries_lock:
+            self._queries[key] = vector
+            while len(self._queries) > QUERIES_KEPT:
+                self._queries.popitem(last=False)
         return vector
 
     def _embed_texts(

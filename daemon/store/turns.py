@@ -17,6 +17,7 @@ from daemon.store.records import (
     ChunkKind,
     Deleted,
     NewTurn,
+    OwnerKind,
     Turn,
     TurnHead,
 )
@@ -106,18 +107,36 @@ class Turns(Sessions):
     def turn_vectors(self, turn_ids: Sequence[int]) -> dict[int, Vectors]:
         """The current embedding model's vectors of these turns, by turn id (a turn without
         one, or a store without an embedder, is left out)."""
-        if self.embedder is None or not turn_ids:
+        return self.vectors_of("turn", turn_ids)
+
+    def vectors_of(self, kind: OwnerKind, owner_ids: Sequence[int]) -> dict[int, Vectors]:
+        """The current embedding model's vectors of these owners of ``kind``, by owner id."""
+        if self.embedder is None or not owner_ids:
             return {}
         model, dims = self.embedder.model_id, self.embedder.dimensions
         rows = self.db.read(
             lambda conn: sql.rows(
                 conn,
-                "SELECT owner_id, vector FROM embeddings WHERE owner_kind = 'turn'"
-                " AND model_id = ? AND dims = ? AND owner_id IN (SELECT value FROM json_each(?))",
-                (model, dims, sql.json_ids(turn_ids)),
+                "SELECT owner_id, vector FROM embeddings WHERE owner_kind = ? AND model_id = ?"
+                " AND dims = ? AND owner_id IN (SELECT value FROM json_each(?))",
+                (kind, model, dims, sql.json_ids(owner_ids)),
             )
         )
-        return {turn_id: from_blob(blob, dims) for turn_id, blob in rows}
+        return {owner_id: from_blob(blob, dims) for owner_id, blob in rows}
+
+    def closeness(
+        self, query: str, owners: Sequence[tuple[OwnerKind, int]]
+    ) -> dict[tuple[OwnerKind, int], float]:
+        """The cosine similarity of each owner's vector to ``query`` as the search embeds it
+        (an owner without a vector, or a store without an embedder, is left out)."""
+        vector = self.index.embed_query(query) if owners else None
+        if vector is None:
+            return {}
+        found: dict[tuple[OwnerKind, int], float] = {}
+        for kind in dict.fromkeys(k for k, _ in owners):
+            vectors = self.vectors_of(kind, [i for k, i in owners if k == kind])
+            found |= {(kind, i): float(v @ vector) for i, v in vectors.items()}
+        return found
 
     def chunks(
         self,
