@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from daemon.memory.evidence import MAX_EVIDENCE_CHARS, cut, evidence_for
+from daemon.memory.evidence import MAX_EVIDENCE_CHARS, Close, cut, evidence_for
 from daemon.memory.extract import content_words
 from daemon.memory.grounding import (
     Item,
@@ -60,6 +60,50 @@ def test_the_live_conversation_is_not_shown_and_nothing_shared_is_no_evidence() 
     live = Source(n=3, kind="context", title="now", passages=(Passage("the LGBTQ group", "Tom"),))
     assert evidence_for("Who won the chess tournament?", [CHAT, DECISION]) == []
     assert [e.n for e in evidence_for("LGBTQ group?", [live, CHAT])] == [1]
+
+
+def _weighed(source: Source, *closeness: float) -> list[Close]:
+    return [Close(p, c) for p, c in zip(source.passages, closeness, strict=True)]
+
+
+FAIR = Source(n=2, kind="transcript", title="Caroline and Melanie, session 2", date=MAY_8,
+              passages=(Passage("Did you get to the fair in the end?", "Melanie", "D2:1", 0.0),
+                        Passage("Yes! Saturday, with the kids. We stayed until the fireworks.",
+                                "Caroline", "D2:2", 8.0),
+                        Passage("My car broke down on the way to work.", "Melanie", "D2:3", 20.0)))
+
+
+def test_weighed_by_meaning_a_turn_that_shares_no_word_but_answers_is_shown() -> None:
+    question = "When did Caroline visit the county fair?"
+    assert [e.ref for e in evidence_for(question, [FAIR])] == ["D2:1"]  # words alone
+    close = {2: _weighed(FAIR, 0.62, 0.55, 0.08)}
+    shown = evidence_for(question, [FAIR], close=close)
+    # the answer comes with the question it answers, in the order said; the car is neither
+    # close nor saying a word of the question
+    assert [e.ref for e in shown] == ["D2:1", "D2:2"]
+    assert shown[1].text == "Yes! Saturday, with the kids. We stayed until the fireworks."
+
+
+def test_weighed_the_best_passages_of_all_sources_are_shown_in_source_order() -> None:
+    question = "When did Caroline go to the LGBTQ support group?"
+    close = {1: _weighed(CHAT, 0.2, 0.7, 0.35), 2: _weighed(FAIR, 0.5, 0.45, 0.1)}
+    shown = evidence_for(question, [CHAT, FAIR], limit=3, close=close)
+    assert [e.ref for e in shown] == ["D1:3", "D2:1", "D2:2"]
+    # a source lower in the list pays for its place: at equal closeness the first one wins
+    level = {1: _weighed(CHAT, 0.2, 0.5, 0.1), 2: _weighed(FAIR, 0.5, 0.1, 0.1)}
+    assert [e.ref for e in evidence_for(question, [CHAT, FAIR], limit=1, close=level)] == [
+        "D1:3"]
+
+
+def test_weighed_an_item_and_a_source_without_vectors_are_still_shown() -> None:
+    memory = Source(n=3, kind="memory", title="about you", label="memory about you",
+                    passages=(Passage("You prefer to ship the Atlas beta early in the week."),))
+    close = {1: _weighed(CHAT, 0.1, 0.2, 0.1),
+             2: [Close(DECISION.passages[1], 0.6)]}
+    shown = evidence_for("Which day did we pick to ship the Atlas beta?",
+                         [CHAT, DECISION, memory], close=close)
+    assert shown[0].item == DECISION.item
+    assert [(e.n, e.speaker) for e in shown[1:]] == [(3, ""), (2, "Tom")]
 
 
 def test_a_long_passage_is_cut_to_the_sentences_that_answer() -> None:

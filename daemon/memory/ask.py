@@ -49,7 +49,7 @@ from daemon.errors import EngineError, InvalidInput, NotFound
 from daemon.llm.generate import ChatMessage, Generator
 from daemon.llm.rerank import Reranker
 from daemon.memory import attribution, grounding, open_items, relative_time
-from daemon.memory.evidence import Evidence, evidence_for, item_of
+from daemon.memory.evidence import Close, Evidence, evidence_for, item_of
 from daemon.memory.grounding import Cited, Framing, Passage, Said, Source
 from daemon.memory.person import recall_memories
 from daemon.sensitive.gate import Gate, mask_lines
@@ -212,9 +212,10 @@ class Asker:
                       person_memory=settings.memory_enabled)
         sources, forced = await self.store.run(
             lambda: self._gather(asked, scope, framing, settings, current, turns))
+        close = await self.store.run(lambda: self._close(asked, sources))
         answer = Answer(question=asked, text="", citations=[], sources=sources, framing=framing,
                         space=None if where is None else where.name,
-                        evidence=evidence_for(asked, sources, forced))
+                        evidence=evidence_for(asked, sources, forced, close=close))
         context = next((s for s in sources if s.kind == "context"), None)
         return _Plan(answer=answer, session_id=None if current is None else current.id,
                      turns=len(turns),
@@ -318,6 +319,29 @@ class Asker:
         forced_n = [s.n for s in sources
                     if forced and s.kind == "document" and s.chunk_id == forced[0].id]
         return sources, forced_n
+
+    def _close(self, question: str, sources: Sequence[Source]) -> dict[int, list[Close]]:
+        """What each source may show as evidence, with its closeness in meaning to the
+        question: every turn of a transcript chunk (a statement's: of the chunk it was said
+        in) by the turn's own vector; an archive's or a document part's text by its chunk's.
+        Empty without an embedder; a source without a vector (a memory) is left out."""
+        turns = {s.n: self.store.turns_of_chunk(s.chunk_id) for s in sources
+                 if s.kind in ("transcript", "assertion") and s.chunk_id is not None}
+        whole = {s.n: s.chunk_id for s in sources
+                 if s.kind in ("archive", "document") and s.chunk_id is not None}
+        closeness = self.store.closeness(question, [
+            *(("turn", t.id) for ts in turns.values() for t in ts),
+            *(("chunk", chunk_id) for chunk_id in whole.values())])
+        if not closeness:
+            return {}
+        close = {n: [Close(p, closeness.get(("turn", t.id), 0.0))
+                     for p, t in zip(_passages(ts), ts, strict=True)]
+                 for n, ts in turns.items()}
+        for s in sources:
+            if s.n in whole:
+                close[s.n] = [Close(p, closeness.get(("chunk", whole[s.n]), 0.0))
+                              for p in s.passages]
+        return close
 
     def _story(
         self, question: str, scope: Scope, k: int, found: Sequence[ItemKey]

@@ -1,17 +1,23 @@
-"""What memory holds for a question, shown before any answer is written (no model).
+"""What memory holds for a question, shown before any answer is written (no language model).
 
 ``evidence_for(question, sources)`` turns an answer's numbered sources into what the user reads
 first: each structured item that bears on the question (a decision with what was chosen over
 what and why, a commitment or task with its owner, due date and status) and the best verbatim
 passages, each cut deterministically to the sentences that share most words with the question
 (:data:`MAX_EVIDENCE_CHARS` at most), with its source (title, date, speaker, time) and the
-source's number, which the answer cites. A passage that shares no content word with the
-question is not evidence; the conversation going on now is not shown (the user is in it).
+source's number, which the answer cites. The conversation going on now is not shown (the user
+is in it).
+
+Which passages: given how close in meaning each turn of the recalled chunks is to the question
+(the cosine of their stored vectors, ``close``), the best of all of them at once, a word of the
+question said counting for more and a lower source for less; a passage sharing no word of the
+question only when it is close. Without vectors, each source's passages that share most words,
+and none that shares no word.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import msgspec
 
@@ -29,6 +35,23 @@ from daemon.store.records import Assertion
 MAX_EVIDENCE_CHARS = 240
 PASSAGES_PER_SOURCE = 3
 MAX_EVIDENCE = 10
+# passages chosen by closeness, for all-MiniLM-L6-v2's cosines of a question and a stored
+# turn (embedded under its session's header, so even an unrelated turn of the session is
+# ~0.3-0.4 close): a question word said is worth 0.1, a source one place lower costs 0.05,
+# and a passage saying no word of the question must be 0.45 close (chosen on LoCoMo dev: the
+# two weights are what leaving one conversation out chooses; it chooses a floor of 0.3, which
+# shows more unrelated turns for a point more; see docs/benchmarks/ask.md)
+WORD_WEIGHT = 0.1
+RANK_COST = 0.05
+MIN_CLOSENESS = 0.45
+
+
+class Close(msgspec.Struct, frozen=True):
+    """A passage a source may show, with its closeness in meaning to the question (the cosine
+    of their vectors)."""
+
+    passage: Passage
+    closeness: float
 
 
 class Evidence(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,29 +79,67 @@ def item_of(assertion: Assertion, status: str = "") -> Item:
 
 
 def evidence_for(question: str, sources: Sequence[Source], always: Collection[int] = (),
-                 limit: int = MAX_EVIDENCE) -> list[Evidence]:
+                 limit: int = MAX_EVIDENCE,
+                 close: Mapping[int, Sequence[Close]] | None = None) -> list[Evidence]:
     """The evidence for ``question`` in ``sources``, in their order (see the module
     docstring): at most ``limit`` pieces, and every item of the sources numbered in
-    ``always`` (the items a question over items selected) whatever it shares."""
+    ``always`` (the items a question over items selected) whatever it shares.
+
+    ``close`` gives, by source number, what may be shown of each source with its closeness in
+    meaning to the question (a transcript's every turn, not only those the model reads): then
+    the passages are the best of all sources at once (:func:`_closest`), not the ones sharing
+    most words in each."""
     wanted = content_words(question)
+    items = [_piece(source, Passage(source.item.text), wanted, source.item)
+             for source in sources if source.kind != "context" and source.item is not None
+             and (source.n in always or _shared(wanted, source.item.text, source.title))]
+    if close:  # a source with nothing weighed (a memory) shows what shares most words
+        unweighed = [e for source in sources if source.n not in close
+                     for e in _sharing(source, wanted)]
+        first = [*items, *unweighed]
+        return [*first, *_closest(sources, close, wanted, limit - len(first))][
+            :max(limit, len(always))]
     found: list[Evidence] = []
     for source in sources:
-        if source.kind == "context":
-            continue
-        if source.item is not None and (source.n in always
-                                        or _shared(wanted, source.item.text, source.title)):
-            found.append(_piece(source, Passage(source.item.text), wanted, source.item))
-        # a name shared is no evidence alone (most turns of a chat name someone), but of two
-        # passages that say as much, the one said by whom the question names comes first
-        names = {w for p in source.passages for w in content_words(p.speaker)}
-        about = wanted - names
-        scored = [(_shared(about, p.text), _shared(wanted & names, p.speaker), -i, p)
-                  for i, p in enumerate(source.passages)
-                  if source.item is None or p.text != _body_of(source)]
-        best = sorted((s for s in scored if s[0]), key=lambda s: s[:3], reverse=True)
-        kept = sorted(best[:PASSAGES_PER_SOURCE], key=lambda s: -s[2])
-        found += [_piece(source, p, wanted) for _, _, _, p in kept]
+        found += [e for e in items if e.n == source.n] + _sharing(source, wanted)
     return found[:max(limit, len(always))]
+
+
+def _sharing(source: Source, wanted: set[str]) -> list[Evidence]:
+    """The passages of ``source`` that share most words with the question, in said order."""
+    if source.kind == "context":
+        return []
+    # a name shared is no evidence alone (most turns of a chat name someone), but of two
+    # passages that say as much, the one said by whom the question names comes first
+    names = {w for p in source.passages for w in content_words(p.speaker)}
+    about = wanted - names
+    scored = [(_shared(about, p.text), _shared(wanted & names, p.speaker), -i, p)
+              for i, p in enumerate(source.passages)
+              if source.item is None or p.text != _body_of(source)]
+    best = sorted((s for s in scored if s[0]), key=lambda s: s[:3], reverse=True)
+    kept = sorted(best[:PASSAGES_PER_SOURCE], key=lambda s: -s[2])
+    return [_piece(source, p, wanted) for _, _, _, p in kept]
+
+
+def _closest(sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
+             wanted: set[str], limit: int) -> list[Evidence]:
+    """The ``limit`` passages of all ``sources`` scored best by closeness in meaning, plus
+    :data:`WORD_WEIGHT` for each word of the question they say (a name aside), minus
+    :data:`RANK_COST` for each place their source is below the first; a passage that says no
+    word of the question must be close (:data:`MIN_CLOSENESS`). Shown in source order, each
+    source's in the order said."""
+    scored = []
+    ranked = [s for s in sources if s.kind != "context"]
+    for rank, source in enumerate(ranked):
+        names = {w for c in close.get(source.n, ()) for w in content_words(c.passage.speaker)}
+        for i, c in enumerate(close.get(source.n, ())):
+            said = _shared(wanted - names, c.passage.text)
+            if said or c.closeness >= MIN_CLOSENESS:
+                score = c.closeness + WORD_WEIGHT * said - RANK_COST * rank
+                scored.append((score, rank, i, source, c.passage))
+    best = sorted(scored, key=lambda s: (-s[0], s[1], s[2]))[:max(0, limit)]
+    return [_piece(source, passage, wanted)
+            for _, _, _, source, passage in sorted(best, key=lambda s: s[1:3])]
 
 
 def cut(text: str, wanted: set[str], limit: int = MAX_EVIDENCE_CHARS) -> str:
