@@ -7,8 +7,8 @@ fitted to the budget as the prompt holds them (pure but for the search: no langu
 ``H`` is a home ``bench.qa --locomo ... --home H`` imported into (the daemon stopped): the same
 conversations, Spaces and sampled questions (the same seed and slice). For each question the
 ask gathers its sources as the daemon does (``Asker._gather`` with the daemon's recall: the
-fusion search, k = ``search_k``) and fits them to the question's budget
-(``grounding.fit_sources``); an evidence turn is in the prompt when a passage of a fitted source
+fusion search, k = ``search_k``) and fits them to the question's budget as its prompt does
+(:meth:`AskSources.read`); an evidence turn is in the prompt when a passage of a fitted source
 is that turn (its ref). Printed per category: the mean over the questions of the share of
 each one's evidence turns in the prompt (docs/benchmarks/ask.md), the share of all
 their evidence turns, the share of questions with all / any of theirs there; and the time the
@@ -37,6 +37,7 @@ from daemon.config import Config
 from daemon.engines import Engines
 from daemon.memory import grounding
 from daemon.memory.ask import Asker, source_budget
+from daemon.memory.evidence import closest_sources
 from daemon.memory.grounding import Source
 from daemon.store.fusion import ItemKey
 from daemon.store.scope import Scope
@@ -74,6 +75,18 @@ class AskSources:
         scope = Scope(space_id=self.spaces[space], person_memory=self.settings.memory_enabled)
         return self._asker._gather(question, scope, "conversation", self.settings, None, [])
 
+    def read(self, question: str, sources: list[Source], forced: list[int]) -> list[Source]:
+        """What the model reads of ``sources``, as the daemon's ask fits them: with the turns
+        weighed (an embedder installed), the closest within the budget; else each source
+        focused on the question."""
+        budget = source_budget(self.settings, question)
+        close = self._asker._close(question, sources)
+        if close:
+            return [s for s in closest_sources(question, sources, close, budget, forced)
+                    if s.kind != "context"]
+        return grounding.fit_sources([s for s in sources if s.kind != "context"], question,
+                                     budget, forced)
+
     def close(self) -> None:
         self.store.close()
 
@@ -95,7 +108,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, help="write each question's refs in the prompt")
     args = parser.parse_args(argv)
     asking = AskSources(args.home)
-    settings = asking.settings
     data = json.loads(args.locomo.read_text())
     known = {t["dia_id"] for c in data for key, session in c["conversation"].items()
              if key.startswith("session_") and isinstance(session, list) for t in session}
@@ -111,8 +123,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         question = " ".join(q["question"].split())
         started = time.perf_counter()
         sources, forced = asking.gather(question, space)
-        fitted = grounding.fit_sources([s for s in sources if s.kind != "context"], question,
-                                       source_budget(settings, question), forced)
+        fitted = asking.read(question, sources, forced)
         times.append(time.perf_counter() - started)
         shown = {p.ref for s in fitted for p in s.passages if p.ref}
         wanted = evidence_refs(q, known)

@@ -177,8 +177,9 @@ async def test_citations_map_to_the_session_title_date_and_the_quoted_speaker(
     generator = ScriptedGenerator([text])
     tokens: list[str] = []
 
-    answer = await asker(store, generator).ask("When does the Atlas beta ship?", space="Atlas",
-                                               on_token=tokens.append)
+    answer = await asker(store, generator).ask(
+        "When does the Atlas beta ship, and who tells the support team?", space="Atlas",
+        on_token=tokens.append)
 
     assert tokens == split_tokens(text)  # streamed token by token
     assert answer.text == text
@@ -254,8 +255,8 @@ async def test_an_answer_cut_at_its_length_limit_ends_at_its_last_whole_sentence
     settings = Settings(ask_answer_tokens=100)  # not cut: the model's own ending stays
     ask = Asker(store, generator=lambda: whole, settings=lambda: settings,
                 recall=fts_recall(store))
-    assert (await ask.ask("When does the Atlas beta ship?", space="Atlas")).text.endswith(
-        "support team after [1]")
+    asked = "When does the Atlas beta ship, and who tells the support team?"
+    assert (await ask.ask(asked, space="Atlas")).text.endswith("support team after [1]")
 
 
 async def test_a_question_asking_for_an_account_reads_more_of_what_was_recalled(
@@ -269,7 +270,7 @@ async def test_a_question_asking_for_an_account_reads_more_of_what_was_recalled(
         store.append_turns(session.id, [NewTurn(
             speaker="them", text=f"For the record, {said}, and {FILLER[day]} " * 2, start=0)])
         store.end_session(session.id, ended_at=T0 + day * 86_400 + 60)
-    settings = Settings(ask_source_chars=300, ask_account_source_chars=700)
+    settings = Settings(ask_source_chars=150, ask_account_source_chars=700)
 
     async def sources_read(question: str) -> int:
         generator = ScriptedGenerator(["The beta ships on Friday [1]."])
@@ -278,7 +279,7 @@ async def test_a_question_asking_for_an_account_reads_more_of_what_was_recalled(
         await ask.ask(question, space="Atlas")
         return system(generator).count("(transcript)")
 
-    assert await sources_read("When does the Atlas beta ship?") == 1  # a fact: 300 characters
+    assert await sources_read("When does the Atlas beta ship?") == 1  # a fact: 150 characters
     assert await sources_read("What did we decide about the Atlas beta?") == 2  # account: 700
 
 

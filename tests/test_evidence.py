@@ -7,7 +7,13 @@ import datetime as dt
 
 import pytest
 
-from daemon.memory.evidence import MAX_EVIDENCE_CHARS, Close, cut, evidence_for
+from daemon.memory.evidence import (
+    MAX_EVIDENCE_CHARS,
+    Close,
+    closest_sources,
+    cut,
+    evidence_for,
+)
 from daemon.memory.extract import content_words
 from daemon.memory.grounding import (
     Item,
@@ -104,6 +110,31 @@ def test_weighed_an_item_and_a_source_without_vectors_are_still_shown() -> None:
                          [CHAT, DECISION, memory], close=close)
     assert shown[0].item == DECISION.item
     assert [(e.n, e.speaker) for e in shown[1:]] == [(3, ""), (2, "Tom")]
+
+
+def test_the_model_reads_the_best_weighed_turns_that_fit_its_budget() -> None:
+    question = "When did Caroline visit the county fair?"
+    close = {1: _weighed(CHAT, 0.2, 0.48, 0.25), 2: _weighed(FAIR, 0.62, 0.55, 0.08)}
+    read = closest_sources(question, [CHAT, FAIR], close, budget=140)
+    # the fair's question and its answer fit, in the order said; the chat's closest turn is
+    # less close and does not fit after them: its source is left out
+    assert [s.n for s in read] == [2]
+    assert [p.ref for p in read[0].passages] == ["D2:1", "D2:2"]
+    assert sum(len(p.speaker) + len(p.text) + 3 for p in read[0].passages) <= 140
+    roomy = closest_sources(question, [CHAT, FAIR], close, budget=1000)
+    assert [p.ref for s in roomy for p in s.passages] == ["D1:3", "D2:1", "D2:2"]
+
+
+def test_what_is_kept_or_not_weighed_is_read_whole_and_a_statement_leads_its_turns() -> None:
+    memory = Source(n=3, kind="memory", title="about you", label="memory about you",
+                    passages=(Passage("You prefer to ship the Atlas beta early in the week."),))
+    close = {1: _weighed(CHAT, 0.1, 0.2, 0.1), 2: [Close(DECISION.passages[1], 0.6)]}
+    question = "Which day did we pick to ship the Atlas beta?"
+    read = closest_sources(question, [CHAT, DECISION, memory], close, budget=500)
+    assert [s.n for s in read] == [2, 3]
+    assert read[0].passages == DECISION.passages and read[1] == memory
+    kept = closest_sources(question, [CHAT, DECISION, memory], close, budget=500, keep=[1])
+    assert kept[0] == CHAT  # a source an answer must read, whole
 
 
 def test_a_long_passage_is_cut_to_the_sentences_that_answer() -> None:

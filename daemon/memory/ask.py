@@ -49,7 +49,7 @@ from daemon.errors import EngineError, InvalidInput, NotFound
 from daemon.llm.generate import ChatMessage, Generator
 from daemon.llm.rerank import Reranker
 from daemon.memory import attribution, grounding, open_items, relative_time
-from daemon.memory.evidence import Close, Evidence, evidence_for, item_of
+from daemon.memory.evidence import Close, Evidence, closest_sources, evidence_for, item_of
 from daemon.memory.grounding import Cited, Framing, Passage, Said, Source
 from daemon.memory.person import recall_memories
 from daemon.sensitive.gate import Gate, mask_lines
@@ -90,11 +90,13 @@ class Answer(msgspec.Struct, kw_only=True):
 
 
 class _Plan(msgspec.Struct, kw_only=True):
-    """What an answer is made from before the model writes it: its sources (in ``answer``),
-    whether any is relevant, and the prompt (``opening``: what it shares with every question
-    asked in the same conversation)."""
+    """What an answer is made from before the model writes it: its sources (in ``answer``: what
+    was recalled), what of them the model reads (``read``: what its answer is checked against
+    and cites), whether any is relevant, and the prompt (``opening``: what it shares with
+    every question asked in the same conversation)."""
 
     answer: Answer
+    read: list[Source]
     session_id: int | None  # the grounding session
     turns: int  # how many turns it had
     relevant: bool
@@ -189,7 +191,8 @@ class Asker:
         if cut:  # stopped at the length limit: the unfinished sentence is not an answer
             raw = grounding.whole_sentences(raw)
         # what came before a stop is checked too: it is shown as the answer so far
-        checked, dropped = _checked(raw, answer.sources, asked)
+        answer = msgspec.structs.replace(answer, sources=plan.read)
+        checked, dropped = _checked(raw, plan.read, asked)
         declined = not stop.is_set() and (
             not checked.text.strip() or grounding.echoes_question(checked.text, asked))
         if declined:  # nothing supported is left, or only the question restated
@@ -213,19 +216,22 @@ class Asker:
         sources, forced = await self.store.run(
             lambda: self._gather(asked, scope, framing, settings, current, turns))
         close = await self.store.run(lambda: self._close(asked, sources))
+        budget = source_budget(settings, asked)
+        # with the turns weighed, the model reads those that answer best, as the user does
+        read = closest_sources(asked, sources, close, budget, forced) if close else sources
         answer = Answer(question=asked, text="", citations=[], sources=sources, framing=framing,
                         space=None if where is None else where.name,
                         evidence=evidence_for(asked, sources, forced, close=close))
         context = next((s for s in sources if s.kind == "context"), None)
-        return _Plan(answer=answer, session_id=None if current is None else current.id,
+        return _Plan(answer=answer, read=read, session_id=None if current is None else current.id,
                      turns=len(turns),
                      relevant=grounding.relevant(asked, sources, always=forced),
                      another=not forced and attribution.said_by_another(asked, sources),
                      stated=bool(forced) and all(s.item is not None for s in sources
                                                  if s.n in forced),
                      opening=grounding.prompt_prefix(framing, context),
-                     messages=grounding.build_prompt(framing, asked, sources,
-                                                       source_budget(settings, asked), forced))
+                     messages=grounding.build_prompt(framing, asked, read, budget, forced,
+                                                       fitted=bool(close)))
 
     async def read_question_ahead(
         self, session_id: int, *, stop: Callable[[], bool] | None = None

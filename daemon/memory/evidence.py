@@ -18,6 +18,7 @@ and none that shares no word.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from typing import NamedTuple
 
 import msgspec
 
@@ -27,6 +28,7 @@ from daemon.memory.grounding import (
     Passage,
     Source,
     focus_passages,
+    prompt_chars,
     sentence_units,
     shares_word,
 )
@@ -121,13 +123,20 @@ def _sharing(source: Source, wanted: set[str]) -> list[Evidence]:
     return [_piece(source, p, wanted) for _, _, _, p in kept]
 
 
-def _closest(sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
-             wanted: set[str], limit: int) -> list[Evidence]:
-    """The ``limit`` passages of all ``sources`` scored best by closeness in meaning, plus
-    :data:`WORD_WEIGHT` for each word of the question they say (a name aside), minus
-    :data:`RANK_COST` for each place their source is below the first; a passage that says no
-    word of the question must be close (:data:`MIN_CLOSENESS`). Shown in source order, each
-    source's in the order said."""
+class _Scored(NamedTuple):
+    score: float
+    rank: int  # its source's place among the recalled ones
+    i: int  # its place in its source, as said
+    source: Source
+    passage: Passage
+
+
+def _scored(sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
+            wanted: set[str]) -> list[_Scored]:
+    """Every weighed passage of ``sources``, best first: its closeness in meaning, plus
+    :data:`WORD_WEIGHT` for each word of the question it says (a name aside), minus
+    :data:`RANK_COST` for each place its source is below the first; a passage that says no
+    word of the question only when it is close (:data:`MIN_CLOSENESS`)."""
     scored = []
     ranked = [s for s in sources if s.kind != "context"]
     for rank, source in enumerate(ranked):
@@ -136,10 +145,52 @@ def _closest(sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
             said = _shared(wanted - names, c.passage.text)
             if said or c.closeness >= MIN_CLOSENESS:
                 score = c.closeness + WORD_WEIGHT * said - RANK_COST * rank
-                scored.append((score, rank, i, source, c.passage))
-    best = sorted(scored, key=lambda s: (-s[0], s[1], s[2]))[:max(0, limit)]
-    return [_piece(source, passage, wanted)
-            for _, _, _, source, passage in sorted(best, key=lambda s: s[1:3])]
+                scored.append(_Scored(score, rank, i, source, c.passage))
+    return sorted(scored, key=lambda s: (-s.score, s.rank, s.i))
+
+
+def _closest(sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
+             wanted: set[str], limit: int) -> list[Evidence]:
+    """The ``limit`` passages of all ``sources`` scored best (:func:`_scored`), in source
+    order, each source's in the order said."""
+    best = _scored(sources, close, wanted)[:max(0, limit)]
+    return [_piece(s.source, s.passage, wanted) for s in sorted(best, key=lambda s: s[1:3])]
+
+
+def closest_sources(question: str, sources: Sequence[Source],
+                    close: Mapping[int, Sequence[Close]], budget: int,
+                    keep: Collection[int] = ()) -> list[Source]:
+    """What the model reads when the passages are weighed (``close``): those scored best as
+    for the evidence, each cut to the sentences that answer, best first while they fit
+    ``budget`` characters, in their sources and said order (a statement's source with its
+    statement first). A source numbered in ``keep``, the conversation going on and a source
+    not weighed are read as they are, and counted first; a source with nothing chosen is
+    left out."""
+    wanted = content_words(question)
+    whole = {s.n for s in sources if s.kind == "context" or s.n in keep or s.n not in close}
+    used = sum(prompt_chars(p) for s in sources if s.n in whole and s.kind != "context"
+               for p in s.passages)
+    chosen: dict[int, list[_Scored]] = {}
+    for scored in _scored(sources, close, wanted):
+        source = scored.source
+        if source.n in whole:
+            continue
+        passage = msgspec.structs.replace(scored.passage, text=cut(scored.passage.text, wanted))
+        size = prompt_chars(passage) + (
+            prompt_chars(source.passages[0]) if source.item and source.n not in chosen else 0)
+        if used + size > budget and (used or chosen):
+            continue  # a shorter one may still fit
+        chosen.setdefault(source.n, []).append(scored._replace(passage=passage))
+        used += size
+    read = []
+    for source in sources:
+        if source.n in whole:
+            read.append(source)
+        elif source.n in chosen:
+            item = source.passages[:1] if source.item is not None else ()
+            said = tuple(s.passage for s in sorted(chosen[source.n], key=lambda s: s.i))
+            read.append(msgspec.structs.replace(source, passages=(*item, *said)))
+    return read
 
 
 def cut(text: str, wanted: set[str], limit: int = MAX_EVIDENCE_CHARS) -> str:

@@ -258,9 +258,12 @@ def build_prompt(
     sources: Sequence[Source],
     budget: int = MAX_PROMPT_SOURCE_CHARS,
     keep: Collection[int] = (),
+    *,
+    fitted: bool = False,
 ) -> list[ChatMessage]:
     """The chat messages that ask the model for a cited answer (the recalled sources fitted to
-    ``budget`` characters, the ones numbered in ``keep`` whatever it, :func:`fit_sources`).
+    ``budget`` characters, the ones numbered in ``keep`` whatever it, :func:`fit_sources`;
+    ``fitted``: the sources are what the model reads already, chosen within the budget).
 
     The sources go into the system message and the user's message is the question alone: with
     the sources in the user's message, the small model lists them back instead of answering.
@@ -270,7 +273,8 @@ def build_prompt(
     recalled sources and the question cost time when one is asked."""
     context = [s for s in sources if s.kind == "context"]
     recalled = [s for s in sources if s.kind != "context"]
-    blocks = [_block(s, framing) for s in fit_sources(recalled, question, budget, keep)]
+    read = recalled if fitted else fit_sources(recalled, question, budget, keep)
+    blocks = [_block(s, framing) for s in read]
     system = (prompt_prefix(framing, context[0] if context else None)[0].content
               + "Sources:\n\n" + "\n\n".join(blocks))
     return [ChatMessage("system", system),
@@ -388,10 +392,10 @@ def compact_turns(
         nonlocal used
         if i in chosen:
             return True
-        if used + _size(passage) > limit:
+        if used + prompt_chars(passage) > limit:
             return False
         chosen[i] = passage
-        used += _size(passage)
+        used += prompt_chars(passage)
         return True
 
     for i in order[:matched]:
@@ -440,7 +444,7 @@ def fit_sources(
     used = 0
     for source in sources:
         focused = focus_source(source, question, limit)
-        size = sum(_size(p) for p in focused.passages)
+        size = sum(prompt_chars(p) for p in focused.passages)
         if fitted and source.n not in keep and used + size > budget:
             continue  # a shorter one after it may still fit
         fitted.append(focused)
@@ -470,7 +474,7 @@ def focus_passages(
     else:
         shared = [sum(1 for w in wanted if shares_word({w}, content_words(u.text))) for u in units]
         best = max(range(len(units)), key=lambda i: (shared[i], -i))
-    used = _size(units[best])
+    used = prompt_chars(units[best])
     if used > limit:
         text = units[best].text[: max(limit - len(units[best].speaker) - 3, 1)].rstrip()
         return (msgspec.structs.replace(units[best], text=text + "…"),)
@@ -478,14 +482,15 @@ def focus_passages(
     grew = True
     while grew:
         grew = False
-        if high < len(units) and used + _size(units[high]) <= limit:
-            used, high, grew = used + _size(units[high]), high + 1, True
-        if low > 0 and used + _size(units[low - 1]) <= limit:
-            used, low, grew = used + _size(units[low - 1]), low - 1, True
+        if high < len(units) and used + prompt_chars(units[high]) <= limit:
+            used, high, grew = used + prompt_chars(units[high]), high + 1, True
+        if low > 0 and used + prompt_chars(units[low - 1]) <= limit:
+            used, low, grew = used + prompt_chars(units[low - 1]), low - 1, True
     return tuple(units[low:high])
 
 
-def _size(passage: Passage) -> int:
+def prompt_chars(passage: Passage) -> int:
+    """The characters ``passage`` takes in the prompt: its speaker, its text, a line's end."""
     return len(passage.text) + (len(passage.speaker) + 2 if passage.speaker else 0) + 1
 
 
