@@ -185,6 +185,20 @@ def test_a_claim_about_a_person_must_come_from_what_they_said_or_what_is_said_of
                           question) == ("", 1)
 
 
+def test_what_the_one_asked_about_said_is_not_given_to_another_by_name() -> None:
+    music = Source(n=1, kind="transcript", title="Tim and John, session 12", passages=(
+        Passage("Recently started learning an instrument. Challenging but fun.", "Tim"),
+        Passage("Nice one! Learning something new is always a great adventure.", "John")))
+    question = "What new activity has Tim started learning in August 2023?"
+    assert keep_supported("John started learning an instrument [1].", [music],
+                          question) == ("", 1)
+    assert keep_supported("Tim started learning an instrument [1].", [music], question)[0] \
+        == "Tim started learning an instrument [1]."
+    # naming both, or nobody, it may still be about the one asked
+    assert keep_supported("Tim told John he started learning an instrument [1].", [music],
+                          question)[1] == 0
+
+
 def test_in_a_chat_of_two_what_one_says_to_the_other_is_said_of_them() -> None:
     trails = Source(n=1, kind="transcript", title="Joanna and Nate, session 11", passages=(
         Passage("I went hiking on the trails near my place last weekend.", "Joanna"),

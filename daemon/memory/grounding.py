@@ -921,7 +921,10 @@ def supports(sentence: str, cited: Sequence[Source], question: str = "",
     # it names, else those the question names ("What motivated Melanie ...?" answered "It
     # made me realize ..." is a claim about Melanie)
     asked_of = named_people(question, people)
-    named = asked_of if len(asked_of) == 1 else named_people(body, people) or asked_of
+    said_of = named_people(body, people)
+    if len(asked_of) == 1 and said_of and not said_of & asked_of:
+        return False  # another's name on what the one asked about did ("John started ...")
+    named = asked_of if len(asked_of) == 1 else said_of or asked_of
     # in a chat of two, what the other says to the one asked about ("you should join me on
     # the trails") is said of them
     spoken_to = len(asked_of) == 1 and len({p.speaker for s in cited for p in s.passages
