@@ -24,6 +24,7 @@ import msgspec
 
 from daemon.memory.extract import content_words
 from daemon.memory.grounding import (
+    MAX_TURN_CHARS,
     Item,
     Passage,
     Source,
@@ -161,7 +162,9 @@ def closest_sources(question: str, sources: Sequence[Source],
                     close: Mapping[int, Sequence[Close]], budget: int,
                     keep: Collection[int] = ()) -> list[Source]:
     """What the model reads when the passages are weighed (``close``): those scored best as
-    for the evidence, each cut to the sentences that answer, best first while they fit
+    for the evidence, each cut to the run of its sentences around the one that answers (a
+    matched turn's length, longer than the evidence's: a meeting's turn cut to 240 characters
+    loses what answers), best first while they fit
     ``budget`` characters, in their sources and said order (a statement's source with its
     statement first). A source numbered in ``keep``, the conversation going on and a source
     not weighed are read as they are, and counted first; a source with nothing chosen is
@@ -175,7 +178,8 @@ def closest_sources(question: str, sources: Sequence[Source],
         source = scored.source
         if source.n in whole:
             continue
-        passage = msgspec.structs.replace(scored.passage, text=cut(scored.passage.text, wanted))
+        passage = msgspec.structs.replace(scored.passage,
+                                          text=cut(scored.passage.text, wanted, MAX_TURN_CHARS))
         size = prompt_chars(passage) + (
             prompt_chars(source.passages[0]) if source.item and source.n not in chosen else 0)
         if used + size > budget and (used or chosen):
