@@ -135,6 +135,10 @@ def test_what_is_kept_or_not_weighed_is_read_whole_and_a_statement_leads_its_tur
     assert read[0].passages == DECISION.passages and read[1] == memory
     kept = closest_sources(question, [CHAT, DECISION, memory], close, budget=500, keep=[1])
     assert kept[0] == CHAT  # a source an answer must read, whole
+    # a decision the question bears on is read though none of its turns is close
+    far = {1: _weighed(CHAT, 0.1, 0.2, 0.1), 2: [Close(Passage("Agreed, done.", "Ann"), 0.1)]}
+    (decision,) = closest_sources(question, [CHAT, DECISION], far, budget=500)
+    assert decision.passages == DECISION.passages[:1]
 
 
 def test_a_long_passage_is_cut_to_the_sentences_that_answer() -> None:

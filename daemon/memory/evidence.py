@@ -94,8 +94,7 @@ def evidence_for(question: str, sources: Sequence[Source], always: Collection[in
     most words in each."""
     wanted = content_words(question)
     items = [_piece(source, Passage(source.item.text), wanted, source.item)
-             for source in sources if source.kind != "context" and source.item is not None
-             and (source.n in always or _shared(wanted, source.item.text, source.title))]
+             for source in sources if source.item is not None and _stated(source, wanted, always)]
     if close:  # a source with nothing weighed (a memory) shows what shares most words
         unweighed = [e for source in sources if source.n not in close
                      for e in _sharing(source, wanted)]
@@ -162,17 +161,19 @@ def closest_sources(question: str, sources: Sequence[Source],
                     close: Mapping[int, Sequence[Close]], budget: int,
                     keep: Collection[int] = ()) -> list[Source]:
     """What the model reads when the passages are weighed (``close``): those scored best as
-    for the evidence, each cut to the run of its sentences around the one that answers (a
-    matched turn's length, longer than the evidence's: a meeting's turn cut to 240 characters
-    loses what answers), best first while they fit
-    ``budget`` characters, in their sources and said order (a statement's source with its
-    statement first). A source numbered in ``keep``, the conversation going on and a source
-    not weighed are read as they are, and counted first; a source with nothing chosen is
-    left out."""
+    for the evidence, best first while they fit ``budget`` characters, in their sources and
+    said order. Each is cut to the run of its sentences around the one that answers, at a
+    matched turn's length (longer than the evidence's: a meeting's turn cut to 240 characters
+    loses what answers). Read first, and counted first: a source numbered in ``keep``, the
+    conversation going on and a source not weighed, as they are; the statement of each
+    structured item the evidence shows (decision, commitment, ...), before its turns. A source
+    with nothing read is left out."""
     wanted = content_words(question)
     whole = {s.n for s in sources if s.kind == "context" or s.n in keep or s.n not in close}
+    stated = {s.n for s in sources if s.n not in whole and _stated(s, wanted)}
     used = sum(prompt_chars(p) for s in sources if s.n in whole and s.kind != "context"
                for p in s.passages)
+    used += sum(prompt_chars(s.passages[0]) for s in sources if s.n in stated)
     chosen: dict[int, list[_Scored]] = {}
     for scored in _scored(sources, close, wanted):
         source = scored.source
@@ -180,8 +181,8 @@ def closest_sources(question: str, sources: Sequence[Source],
             continue
         passage = msgspec.structs.replace(scored.passage,
                                           text=cut(scored.passage.text, wanted, MAX_TURN_CHARS))
-        size = prompt_chars(passage) + (
-            prompt_chars(source.passages[0]) if source.item and source.n not in chosen else 0)
+        size = prompt_chars(passage) + (prompt_chars(source.passages[0]) if source.item
+                                        and source.n not in {*chosen, *stated} else 0)
         if used + size > budget and (used or chosen):
             continue  # a shorter one may still fit
         chosen.setdefault(source.n, []).append(scored._replace(passage=passage))
@@ -190,11 +191,18 @@ def closest_sources(question: str, sources: Sequence[Source],
     for source in sources:
         if source.n in whole:
             read.append(source)
-        elif source.n in chosen:
+        elif source.n in chosen or source.n in stated:
             item = source.passages[:1] if source.item is not None else ()
-            said = tuple(s.passage for s in sorted(chosen[source.n], key=lambda s: s.i))
+            said = tuple(s.passage for s in sorted(chosen.get(source.n, []), key=lambda s: s.i))
             read.append(msgspec.structs.replace(source, passages=(*item, *said)))
     return read
+
+
+def _stated(source: Source, wanted: set[str], always: Collection[int] = ()) -> bool:
+    """Whether the evidence shows ``source``'s structured item: one a question over items
+    selected (``always``), or one that shares a word with the question."""
+    return source.kind != "context" and source.item is not None and (
+        source.n in always or bool(_shared(wanted, source.item.text, source.title)))
 
 
 def cut(text: str, wanted: set[str], limit: int = MAX_EVIDENCE_CHARS) -> str:
