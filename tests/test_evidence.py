@@ -125,7 +125,7 @@ def test_the_model_reads_the_best_weighed_turns_that_fit_its_budget() -> None:
     assert [p.ref for s in roomy for p in s.passages] == ["D1:3", "D2:1", "D2:2"]
 
 
-def test_what_is_kept_or_not_weighed_is_read_whole_and_a_statement_leads_its_turns() -> None:
+def test_what_is_kept_or_not_weighed_is_read_whole_and_a_statement_comes_first() -> None:
     memory = Source(n=3, kind="memory", title="about you", label="memory about you",
                     passages=(Passage("You prefer to ship the Atlas beta early in the week."),))
     close = {1: _weighed(CHAT, 0.1, 0.2, 0.1), 2: [Close(DECISION.passages[1], 0.6)]}
