@@ -231,6 +231,17 @@ def test_a_number_no_cited_source_holds_drops_its_sentence() -> None:
         "The Atlas beta ships on Friday [2].", 0)
 
 
+def test_a_number_the_question_gives_needs_no_source() -> None:
+    # the session's date says 2023, its turns only "December": the year is the question's
+    shelter = Source(n=1, kind="transcript", title="Maria and John, session 30", passages=(
+        Passage("I donated my old car to the homeless shelter I volunteer at.", "Maria"),))
+    asked = "What did Maria donate to a homeless shelter in December 2023?"
+    answer = "Maria donated her old car to a homeless shelter in December 2023 [1]."
+    assert keep_supported(answer, [shelter], asked) == (answer, 0)
+    # a number neither gives is still no answer
+    assert keep_supported("Maria donated 2 old cars [1].", [shelter], asked) == ("", 1)
+
+
 @pytest.mark.parametrize(("said", "meant"), [
     ("I went yesterday.", "I went on 7 May 2023."),
     ("We met last Friday.", "We met on Friday 5 May 2023."),

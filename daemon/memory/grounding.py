@@ -906,8 +906,8 @@ def supports(sentence: str, cited: Sequence[Source], question: str = "",
              people: dict[str, str] | None = None) -> bool:
     """Whether the sources ``cited`` support ``sentence``: of its content words that the
     question did not give (nor "said", "discussed"), at least half are in them (of all its
-    words, when the question gave every one); every number in it is in them; and when it
-    is about a person who speaks in the sources (``people``) — the one the question asks
+    words, when the question gave every one); every number in it is in them or in the
+    question; and when it is about a person who speaks in the sources (``people``) — the one the question asks
     about, else those it names —, what supports it is said by that person or of them — a
     passage they say, one that names them, or in a chat of two one said to them — not only a
     passage of someone else's."""
@@ -945,7 +945,8 @@ def supports(sentence: str, cited: Sequence[Source], question: str = "",
     shared = sum(1 for w in novel if shares_word({w}, have))
     if shared < max(1, math.ceil(len(novel) / 2)):
         return False
-    numbers = set(_NUMBER.findall(raw)) | spoken_numbers(raw)
+    # a number the question gives is not the answer's to prove ("in December 2023")
+    numbers = set(_NUMBER.findall(raw)) | spoken_numbers(raw) | set(_NUMBER.findall(question))
     return all(n in numbers for n in _NUMBER.findall(body))
 
 
