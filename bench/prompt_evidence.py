@@ -36,8 +36,7 @@ from bench.qa import LOCOMO_CATEGORIES, locomo_questions, sample
 from daemon.config import Config
 from daemon.engines import Engines
 from daemon.memory import grounding
-from daemon.memory.ask import Asker, source_budget
-from daemon.memory.evidence import closest_sources
+from daemon.memory.ask import Asker, model_reads, source_budget
 from daemon.memory.grounding import Source
 from daemon.store.fusion import ItemKey
 from daemon.store.scope import Scope
@@ -76,16 +75,12 @@ class AskSources:
         return self._asker._gather(question, scope, "conversation", self.settings, None, [])
 
     def read(self, question: str, sources: list[Source], forced: list[int]) -> list[Source]:
-        """What the model reads of ``sources``, as the daemon's ask fits them: with the turns
-        weighed (an embedder installed), the closest within the budget; else each source
-        focused on the question."""
-        budget = source_budget(self.settings, question)
+        """What the model reads of ``sources`` (:func:`daemon.memory.ask.model_reads`, with the
+        turns weighed as the daemon weighs them), the conversation going on left out."""
         close = self._asker._close(question, sources)
-        if close:
-            return [s for s in closest_sources(question, sources, close, budget, forced)
-                    if s.kind != "context"]
-        return grounding.fit_sources([s for s in sources if s.kind != "context"], question,
-                                     budget, forced)
+        read = model_reads(question, sources, close, source_budget(self.settings, question),
+                           forced)
+        return [s for s in read if s.kind != "context"]
 
     def close(self) -> None:
         self.store.close()

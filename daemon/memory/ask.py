@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
 from contextlib import aclosing
 from typing import cast
 
@@ -217,8 +217,7 @@ class Asker:
             lambda: self._gather(asked, scope, framing, settings, current, turns))
         close = await self.store.run(lambda: self._close(asked, sources))
         budget = source_budget(settings, asked)
-        # with the turns weighed, the model reads those that answer best, as the user does
-        read = closest_sources(asked, sources, close, budget, forced) if close else sources
+        read = model_reads(asked, sources, close, budget, forced)
         answer = Answer(question=asked, text="", citations=[], sources=sources, framing=framing,
                         space=None if where is None else where.name,
                         evidence=evidence_for(asked, sources, forced, close=close))
@@ -231,7 +230,7 @@ class Asker:
                                                  if s.n in forced),
                      opening=grounding.prompt_prefix(framing, context),
                      messages=grounding.build_prompt(framing, asked, read, budget, forced,
-                                                       fitted=bool(close)))
+                                                       fitted=True))
 
     async def read_question_ahead(
         self, session_id: int, *, stop: Callable[[], bool] | None = None
@@ -494,6 +493,21 @@ def _resolved(text: str, sources: Sequence[Source]) -> str:
         pieces.append(piece if day is None else
                       relative_time.resolve(piece, dt.datetime.fromtimestamp(day).date()))
     return "".join(pieces)
+
+
+def model_reads(question: str, sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
+                budget: int, forced: Collection[int]) -> list[Source]:
+    """What the model reads of ``sources`` for ``question`` within ``budget`` characters, and
+    what its answer is checked against: with the turns weighed (``close``, see
+    :meth:`Asker._close`), those that answer best, as the evidence shows them
+    (``evidence.closest_sources``); else each recalled source focused on the question
+    (``grounding.fit_sources``), after the conversation going on. A source numbered in
+    ``forced`` is read whatever the budget."""
+    if close:
+        return closest_sources(question, sources, close, budget, forced)
+    recalled = [s for s in sources if s.kind != "context"]
+    return [*(s for s in sources if s.kind == "context"),
+            *grounding.fit_sources(recalled, question, budget, forced)]
 
 
 def source_budget(settings: Settings, question: str) -> int:
