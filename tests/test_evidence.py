@@ -295,3 +295,8 @@ def test_a_copy_of_the_prompts_layout_is_taken_out_of_the_answer() -> None:
         "Industrial Designer said: Environment friendly [1]. Project Manager said: Okay [1].")
     assert unlabelled("They want it environment friendly [1].", [meeting]) == (
         "They want it environment friendly [1].")
+    # the heading without its date, all there is of an answer: nothing is left to check
+    assert keep_supported(unlabelled("Design, meeting C (transcript), [1].", [meeting]),
+                          [meeting], "When did they pick a material?") == ("", 1)
+    assert unlabelled("Design, meeting C picked wood [1].", [meeting]) == (
+        "Design, meeting C picked wood [1].")

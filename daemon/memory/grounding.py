@@ -1053,13 +1053,20 @@ def items_answer(sources: Sequence[Source]) -> str:
 
 def unlabelled(text: str, sources: Sequence[Source]) -> str:
     """``text`` without what a small model copies of the prompt's layout instead of answering:
-    a source's heading ("[1] 4 March 2026 · Design meeting (transcript)") and a speaker's
-    label opening a line of the transcript ("Marketing: we ..." becomes "Marketing said: we
-    ..."); a number it opened with is cited after its first sentence instead."""
+    a source's heading ("[1] 4 March 2026 · Design meeting (transcript)", or without its
+    date: "Design meeting (transcript),") and a speaker's label opening a line of the
+    transcript ("Marketing: we ..." becomes "Marketing said: we ..."); a number it opened
+    with is cited after its first sentence instead."""
     for source in sources:
-        when = f"{_day(source.date)} · " if source.date else ""
-        label = f" ({source.label})" if source.label else ""
-        text = text.replace(f"{when}{source.title}{label}", " ")
+        title = re.escape(source.title)
+        when = re.escape(f"{_day(source.date)} · ") if source.date else ""
+        label = re.escape(f" ({source.label})") if source.label else ""
+        # the title alone may be words of an answer ("the Atlas review decided ..."): taken
+        # out only with its date or its label beside it
+        headings = [f"{when}{title}(?:{label})?" if when else "",
+                    f"{title}{label},?" if label else ""]
+        for heading in filter(None, headings):
+            text = re.sub(heading, " ", text)
     opening = re.match(r"\s*\[(\d+)\]\s*", text)
     if opening:
         text = text[opening.end():]
