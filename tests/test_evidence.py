@@ -231,6 +231,20 @@ def test_a_number_no_cited_source_holds_drops_its_sentence() -> None:
         "The Atlas beta ships on Friday [2].", 0)
 
 
+def test_a_pasted_acknowledgement_is_no_answer() -> None:
+    meeting = Source(n=1, kind="transcript", title="Design, meeting D", passages=(
+        Passage("Yeah.", "Industrial Designer"),
+        Passage("Team-work okay. Only the drawing was very difficult.", "Industrial Designer")))
+    asked = "What did the Industrial Designer think about their teamwork?"
+    assert keep_supported("Industrial Designer said: Yeah [1].", [meeting], asked) == ("", 1)
+    assert keep_supported("Industrial Designer said: Yeah [1]. Only the drawing was very "
+                          "difficult [1].", [meeting], asked) == (
+        "Only the drawing was very difficult [1].", 1)
+    # a name alone answers "who"
+    assert keep_supported("Industrial Designer [1].", [meeting],
+                          "Who found the drawing difficult?") == ("Industrial Designer [1].", 0)
+
+
 def test_a_number_the_question_gives_needs_no_source() -> None:
     # the session's date says 2023, its turns only "December": the year is the question's
     shelter = Source(n=1, kind="transcript", title="Maria and John, session 30", passages=(

@@ -866,7 +866,8 @@ SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
 def keep_supported(text: str, sources: Sequence[Source], question: str = "") -> tuple[str, int]:
     """``text`` with only its sentences that a source they cite supports
     (:func:`supports`) — or, citing one that does not, another single source does (its
-    citation is corrected) —; a sentence that cites nothing is not given. Returns the text and
+    citation is corrected) —; a sentence that cites nothing, or says nothing but a greeting
+    or an acknowledgement, is not given. Returns the text and
     how many sentences were dropped."""
     by_n = {s.n: s for s in sources}
     people = speakers_of(sources)
@@ -874,6 +875,9 @@ def keep_supported(text: str, sources: Sequence[Source], question: str = "") -> 
     dropped = 0
     for piece in sentences(text):
         if not piece.strip():
+            continue
+        if _says_nothing(piece, people):
+            dropped += 1
             continue
         cited = [by_n[n] for n in cited_numbers(piece) if n in by_n]
         if cited and supports(piece, cited, question, people):
@@ -888,6 +892,17 @@ def keep_supported(text: str, sources: Sequence[Source], question: str = "") -> 
         else:
             kept.append(_CITE.sub("", piece).strip().rstrip(".!?") + f" [{other.n}].")
     return " ".join(kept), dropped
+
+
+def _says_nothing(sentence: str, people: dict[str, str]) -> bool:
+    """Whether ``sentence`` of an answer, a speaker's label taken out ("Marketing said:"), only
+    greets, thanks or acknowledges, or has no word left: "Industrial Designer said: Yeah [1]."
+    is a pasted turn that answers nothing ("Caroline [1]." answers "who")."""
+    text = _CITE.sub(" ", sentence)
+    for name in sorted(set(people.values()), key=len, reverse=True):
+        text = text.replace(f"{name} said:", " ")
+    said = content_words(text)
+    return not said or _only_phatic(said, people)
 
 
 def speakers_of(sources: Sequence[Source]) -> dict[str, str]:
@@ -907,10 +922,10 @@ def supports(sentence: str, cited: Sequence[Source], question: str = "",
     """Whether the sources ``cited`` support ``sentence``: of its content words that the
     question did not give (nor "said", "discussed"), at least half are in them (of all its
     words, when the question gave every one); every number in it is in them or in the
-    question; and when it is about a person who speaks in the sources (``people``) — the one the question asks
-    about, else those it names —, what supports it is said by that person or of them — a
-    passage they say, one that names them, or in a chat of two one said to them — not only a
-    passage of someone else's."""
+    question; and when it is about a person who speaks in the sources (``people``) — the one
+    the question asks about, else those it names —, what supports it is said by that person
+    or of them — a passage they say, one that names them, or in a chat of two one said to
+    them — not only a passage of someone else's."""
     body = _CITE.sub(" ", sentence).replace(UNVERIFIED, " ")
     words = content_words(body)
     if not words:
