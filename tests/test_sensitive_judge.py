@@ -42,6 +42,7 @@ JUDGED: list[tuple[str, str, str]] = [
     ("", "The passphrase on the archive is tidal marble thirty six.", "tidal marble thirty six"),
     ("Which password did you put on the backup disk?", "Yankee four golf eight, all one word.",
      "Yankee four golf eight"),
+    ("", "The pin for the community centre door is 2023.", "2023"),
 ]
 
 STAYS: list[tuple[str, str]] = [
@@ -60,6 +61,9 @@ STAYS: list[tuple[str, str]] = [
     ("What's the surname for the password reset?", "Kowalski, kilo oscar whiskey alpha lima."),
     ("", "The phrase he kept using was blue sky thinking."),
     ("What is the wifi password?", "Ask Maria, she knows it."),
+    # a year with its month: an answer resolving "last month" beside a word of secrets
+    ("", "Maria took up community work with her church friends in August 2023."),
+    ("", "They met at the community garden on 7 July, 2023 and in May 2022."),
 ]
 
 

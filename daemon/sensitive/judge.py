@@ -260,6 +260,21 @@ def _grouped(text: str) -> Iterator[Candidate]:
                 yield Candidate(m.start() + kept[0][0], m.start() + kept[-1][1], "groups")
 
 
+# a month, and a day of it, right before a year: "in August 2023", "on 7 July, 2023",
+# "May 5th 2022" (an answer that resolves "last month" writes one beside any word)
+_MONTH_BEFORE = re.compile(
+    r"(?i)\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+    r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?,?\s+$")
+
+
+def _dated(text: str, start: int, value: str) -> bool:
+    """Whether ``value``, at ``start`` of ``text``, is the year of a date said with its
+    month: no secret, whatever is said around it."""
+    return bool(re.fullmatch(r"(?:19|20)\d\d", value)
+                and _MONTH_BEFORE.search(text[max(0, start - 24):start]))
+
+
 def _known(word: str) -> bool:
     w = word.lower()
     return w in _GRAMMAR or any(w in listed for listed in CLASSES.values())
@@ -621,8 +636,11 @@ def judged(text: str, before: str = "") -> Iterator[Finding]:
     article (a thing named: "the BossFight3Arena stage"), nor right after a code or key that is
     no secret ("tracking code", "public key"), nor first in
     the answer to a question about one ("What status code did it give?") or in a turn that
-    says it is no secret ("E-204, it says paper jam")."""
+    says it is no secret ("E-204, it says paper jam"), nor the year of a date said with its
+    month ("community work in August 2023")."""
     for c in candidates(text, before):
+        if _dated(text, c.start, text[c.start:c.end]):
+            continue
         names = features(text, before, c)
         by_shape = "pw-getting-in" in names and not _PRODUCT_SAID.search(
             f"{text[max(0, c.start - 24):c.start]} {text[c.end:c.end + 24]}")
