@@ -231,6 +231,24 @@ def test_a_number_no_cited_source_holds_drops_its_sentence() -> None:
         "The Atlas beta ships on Friday [2].", 0)
 
 
+def test_a_name_the_question_gives_needs_a_source_that_holds_it() -> None:
+    rome = Source(n=1, kind="transcript", title="Jon and Gina, session 9", passages=(
+        Passage("Took a short trip last week to Rome to clear my mind a little.", "Jon"),
+        Passage("Wow, Jon, you must be so excited!", "Gina")))
+    asked = "What did Jon take a trip to Barcelona for?"
+    assert keep_supported("Jon took a short trip to Barcelona to clear his mind [1].", [rome],
+                          asked) == ("", 1)
+    assert keep_supported("Jon went to Rome to clear his mind [1].", [rome], asked) == (
+        "Jon went to Rome to clear his mind [1].", 0)
+    # a name of one who speaks in what was recalled, though not in what was read, is a person
+    meeting = Source(n=1, kind="transcript", title="Design, meeting B", passages=(
+        Passage("The buttons for the common tasks should be big.", "Project Manager"),))
+    asked = "Why did the Project Manager agree with User Interface on the buttons?"
+    answer = "The Project Manager agreed with User Interface: the common tasks need big buttons [1]."
+    assert keep_supported(answer, [meeting], asked) == ("", 1)
+    assert keep_supported(answer, [meeting], asked, speaking=["User Interface"]) == (answer, 0)
+
+
 def test_a_pasted_acknowledgement_is_no_answer() -> None:
     meeting = Source(n=1, kind="transcript", title="Design, meeting D", passages=(
         Passage("Yeah.", "Industrial Designer"),

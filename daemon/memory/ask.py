@@ -192,7 +192,8 @@ class Asker:
             raw = grounding.whole_sentences(raw)
         # what came before a stop is checked too: it is shown as the answer so far
         answer = msgspec.structs.replace(answer, sources=plan.read)
-        checked, dropped = _checked(raw, plan.read, asked)
+        checked, dropped = _checked(raw, plan.read, asked,
+                                    grounding.speakers_of(plan.answer.sources).values())
         declined = not stop.is_set() and (
             not checked.text.strip() or grounding.echoes_question(checked.text, asked))
         if declined:  # nothing supported is left, or only the question restated
@@ -473,13 +474,15 @@ def gated(store: Store, answer: Answer) -> Answer:
     return answer if not gate.count else msgspec.structs.replace(answer, text=gate.text)
 
 
-def _checked(raw: str, sources: Sequence[Source], asked: str) -> tuple[grounding.Checked, int]:
+def _checked(raw: str, sources: Sequence[Source], asked: str,
+             speaking: Collection[str] = ()) -> tuple[grounding.Checked, int]:
     """The model's answer checked: what it copied of the prompt's layout taken out
     (``grounding.unlabelled``), each sentence uncited that a source supports cited, each
-    that no source it cites supports dropped (and counted), relative times resolved against
-    the day of the source it cites, quotes verified."""
+    that no source it cites supports dropped (and counted; ``speaking``: the names of all who
+    speak in what was recalled, ``grounding.keep_supported``), relative times resolved
+    against the day of the source it cites, quotes verified."""
     answer = grounding.attribute(grounding.unlabelled(raw, sources), sources)[0]
-    supported, dropped = grounding.keep_supported(answer, sources, asked)
+    supported, dropped = grounding.keep_supported(answer, sources, asked, speaking)
     return grounding.check_answer(_resolved(supported, sources), sources, asked), dropped
 
 

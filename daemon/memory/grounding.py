@@ -864,14 +864,20 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
 
 
-def keep_supported(text: str, sources: Sequence[Source], question: str = "") -> tuple[str, int]:
+def keep_supported(text: str, sources: Sequence[Source], question: str = "",
+                   speaking: Collection[str] = ()) -> tuple[str, int]:
     """``text`` with only its sentences that a source they cite supports
     (:func:`supports`) — or, citing one that does not, another single source does (its
     citation is corrected) —; a sentence that cites nothing, or says nothing but a greeting
-    or an acknowledgement, is not given. Returns the text and
-    how many sentences were dropped."""
+    or an acknowledgement, is not given. A name the question gives that is no one's who
+    speaks (in ``sources`` or ``speaking``: everyone's who speaks in what was recalled) is
+    its premise ("What did Jon take a trip to Barcelona for?"): a sentence that repeats it
+    needs a source it cites that holds it. Returns the text and how many sentences were
+    dropped."""
     by_n = {s.n: s for s in sources}
     people = speakers_of(sources)
+    persons = {*people, *(w for name in speaking for w in content_words(name))}
+    premise = {name for name in _names(question) if not shares_word({name}, persons)}
     kept: list[str] = []
     dropped = 0
     for piece in sentences(text):
@@ -880,14 +886,23 @@ def keep_supported(text: str, sources: Sequence[Source], question: str = "") -> 
         if _says_nothing(piece, people):
             dropped += 1
             continue
+        assumed = premise & _names(piece)
+
+        def backs(cited: Sequence[Source], piece: str = piece,
+                  assumed: set[str] = assumed) -> bool:
+            held = content_words(" ".join(p.text for s in cited for p in s.passages)
+                                 .replace("_", ""))
+            return (supports(piece, cited, question, people)
+                    and all(shares_word({name}, held) for name in assumed))
+
         cited = [by_n[n] for n in cited_numbers(piece) if n in by_n]
-        if cited and supports(piece, cited, question, people):
+        if cited and backs(cited):
             kept.append(piece.strip())
             continue
         # a small model often cites the source next to the one that says it: the sentence
         # is kept, its citation corrected, when one other source supports it
         other = next((s for s in sources if s.kind != "context" and s not in cited
-                      and supports(piece, [s], question, people)), None) if cited else None
+                      and backs([s])), None) if cited else None
         if other is None:
             dropped += 1
         else:
@@ -964,6 +979,19 @@ def supports(sentence: str, cited: Sequence[Source], question: str = "",
     # a number the question gives is not the answer's to prove ("in December 2023")
     numbers = set(_NUMBER.findall(raw)) | spoken_numbers(raw) | set(_NUMBER.findall(question))
     return all(n in numbers for n in _NUMBER.findall(body))
+
+
+_CALENDAR = content_words("""
+    january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday
+""")
+
+
+def _names(text: str) -> set[str]:
+    """The names in ``text``, in content-word form: its capitalised words inside a sentence
+    ("Barcelona", "Lewis"; "L_C_D_" read as "LCD"), not a month's or a day's."""
+    inner = re.findall(r"(?<=\S )([A-Z][\w'-]+)", text.replace("_", ""))
+    return content_words(" ".join(inner)) - _CALENDAR
 
 
 def named_people(text: str, people: dict[str, str]) -> set[str]:
