@@ -275,6 +275,15 @@ def _dated(text: str, start: int, value: str) -> bool:
                 and _MONTH_BEFORE.search(text[max(0, start - 24):start]))
 
 
+def _measured(text: str, start: int, end: int) -> bool:
+    """Whether the span ``start``-``end`` of ``text`` is a number or a range of numbers that a
+    unit follows: "hold it for 30-60 seconds", "2 hours" — a measure, as "a 9-volt battery"."""
+    following = words(text[end:end + 16])[:1]
+    return (bool(re.fullmatch(r"\d+(?:[.,]\d+)?(?:\s?[-–]\s?\d+(?:[.,]\d+)?)?",
+                              text[start:end]))
+            and bool(following) and "quantity" in _classes(following[0]))
+
+
 def _known(word: str) -> bool:
     w = word.lower()
     return w in _GRAMMAR or any(w in listed for listed in CLASSES.values())
@@ -637,9 +646,9 @@ def judged(text: str, before: str = "") -> Iterator[Finding]:
     no secret ("tracking code", "public key"), nor first in
     the answer to a question about one ("What status code did it give?") or in a turn that
     says it is no secret ("E-204, it says paper jam"), nor the year of a date said with its
-    month ("community work in August 2023")."""
+    month ("community work in August 2023"), nor a number a unit follows ("30-60 seconds")."""
     for c in candidates(text, before):
-        if _dated(text, c.start, text[c.start:c.end]):
+        if _dated(text, c.start, text[c.start:c.end]) or _measured(text, c.start, c.end):
             continue
         names = features(text, before, c)
         by_shape = "pw-getting-in" in names and not _PRODUCT_SAID.search(
