@@ -64,6 +64,8 @@ STAYS: list[tuple[str, str]] = [
     # a year with its month: an answer resolving "last month" beside a word of secrets
     ("", "Maria took up community work with her church friends in August 2023."),
     ("", "They met at the community garden on 7 July, 2023 and in May 2022."),
+    # a cue's sentence ends before the verb of another
+    ("", "I noticed a spiderman pin on your purse. Is Spider-Man your favorite superhero?"),
     # a number a unit follows, though the turn before asks for something
     ("That's a tough one! How long do you usually hold that pose?",
      "I typically hold it for 30-60 seconds. It really helps with building strength!"),

@@ -71,7 +71,9 @@ def named_public(said: str) -> bool:
     return bool(named) and not _SECRET_NAMED.search(said[named[-1]:])
 
 
-_TARGET = r"(?:\s+(?:for|to|of|on|at|into|in|with|from)(?:\s+[\w.@-]+){1,4}?)"
+# what a secret is for: "for the router", "to ops.example.org" (a dot only inside a name: a
+# sentence's end is no part of it, "a pin on your purse. Is Spider-Man ...?")
+_TARGET = r"(?:\s+(?:for|to|of|on|at|into|in|with|from)(?:\s+[\w@-]+(?:\.[\w@-]+)*){1,4}?)"
 # between a cue and its verb: "the code they texted was", "the code, if you need it, is", "the
 # code just came through, it's"
 _CLAUSE = (r"(?:(?:\s+(?:they|he|she|you|we|i|it|the\s+\w+))(?:\s+\w+){1,2}?"
