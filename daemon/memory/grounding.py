@@ -887,27 +887,27 @@ def keep_supported(text: str, sources: Sequence[Source], question: str = "",
             dropped += 1
             continue
         assumed = premise & _names(piece)
-
-        def backs(cited: Sequence[Source], piece: str = piece,
-                  assumed: set[str] = assumed) -> bool:
-            held = content_words(" ".join(p.text for s in cited for p in s.passages)
-                                 .replace("_", ""))
-            return (supports(piece, cited, question, people)
-                    and all(shares_word({name}, held) for name in assumed))
-
         cited = [by_n[n] for n in cited_numbers(piece) if n in by_n]
-        if cited and backs(cited):
+        if cited and supports(piece, cited, question, people) and _hold(cited, assumed):
             kept.append(piece.strip())
             continue
         # a small model often cites the source next to the one that says it: the sentence
         # is kept, its citation corrected, when one other source supports it
         other = next((s for s in sources if s.kind != "context" and s not in cited
-                      and backs([s])), None) if cited else None
+                      and supports(piece, [s], question, people) and _hold([s], assumed)),
+                     None) if cited else None
         if other is None:
             dropped += 1
         else:
             kept.append(_CITE.sub("", piece).strip().rstrip(".!?") + f" [{other.n}].")
     return " ".join(kept), dropped
+
+
+def _hold(sources: Sequence[Source], names: set[str]) -> bool:
+    """Whether the passages of ``sources`` hold every one of ``names`` (content-word form;
+    "L_C_D_" read as "LCD")."""
+    held = content_words(" ".join(p.text for s in sources for p in s.passages).replace("_", ""))
+    return all(shares_word({name}, held) for name in names)
 
 
 def _says_nothing(sentence: str, people: dict[str, str]) -> bool:
@@ -987,10 +987,14 @@ _CALENDAR = content_words("""
 """)
 
 
+# a capitalised word inside a sentence: a name ("then Sarah said", "a trip to Barcelona")
+_CAPITALISED = re.compile(r"(?<=\S )([A-Z][\w'-]+)")
+
+
 def _names(text: str) -> set[str]:
     """The names in ``text``, in content-word form: its capitalised words inside a sentence
     ("Barcelona", "Lewis"; "L_C_D_" read as "LCD"), not a month's or a day's."""
-    inner = re.findall(r"(?<=\S )([A-Z][\w'-]+)", text.replace("_", ""))
+    inner = _CAPITALISED.findall(text.replace("_", ""))
     return content_words(" ".join(inner)) - _CALENDAR
 
 
@@ -998,7 +1002,7 @@ def named_people(text: str, people: dict[str, str]) -> set[str]:
     """Who of ``people`` ``text`` names: every word of their name ("Project Manager"), or its
     first word capitalised inside the sentence ("then Sarah said")."""
     words = content_words(text)
-    inner = {w.lower() for w in re.findall(r"(?<=\S )([A-Z][\w'-]+)", text)}
+    inner = {w.lower() for w in _CAPITALISED.findall(text)}
     named = set()
     for name in set(people.values()):
         parts = content_words(name)
