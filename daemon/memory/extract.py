@@ -13,6 +13,7 @@ Pure: the model calls and the database live in ``daemon.memory.remember``.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -911,8 +912,13 @@ _WORD = re.compile(r"[^\W_]+")
 
 def content_words(text: str) -> set[str]:
     """Lowercased words of three letters or more that are not stop words, crudely stemmed."""
+    return set(_content_words(text))
+
+
+@functools.lru_cache(maxsize=4096)  # an ask weighs the same turns' words several times
+def _content_words(text: str) -> frozenset[str]:
     words = _WORD.findall(unicodedata.normalize("NFC", text).lower())
-    return {_stem(w) for w in words if len(w) >= 3 and w not in STOP_WORDS}
+    return frozenset(_stem(w) for w in words if len(w) >= 3 and w not in STOP_WORDS)
 
 
 def _stem(word: str) -> str:
