@@ -263,6 +263,22 @@ def test_a_pasted_acknowledgement_is_no_answer() -> None:
                           "Who found the drawing difficult?") == ("Industrial Designer [1].", 0)
 
 
+def test_a_pasted_question_or_note_is_no_answer() -> None:
+    chat = Source(n=1, kind="transcript", title="Nate and Joanna, session 12", passages=(
+        Passage("I made vegan ice cream last Friday and shared it with my vegan diet group. "
+                "Want the recipe? [shares a photo: a group of people sitting on a bench]",
+                "Nate"),))
+    asked = "When did Nate make vegan ice cream?"
+    answer = "Nate made vegan ice cream last Friday [1]."
+    assert keep_supported(f"{answer} [shares a photo: a group of people sitting on a bench] [1]",
+                          [chat], asked) == (answer, 1)
+    assert keep_supported(f"{answer} Want the recipe [1]?", [chat], asked) == (answer, 1)
+    assert keep_supported(f"{answer} Vegan ice cream [1]?!", [chat], asked) == (answer, 1)
+    # a note inside a sentence that states something is part of it
+    noted = "Nate shared a photo [shares a photo: a group of people sitting on a bench] [1]."
+    assert keep_supported(noted, [chat], asked) == (noted, 0)
+
+
 def test_a_number_the_question_gives_needs_no_source() -> None:
     # the session's date says 2023, its turns only "December": the year is the question's
     shelter = Source(n=1, kind="transcript", title="Maria and John, session 30", passages=(

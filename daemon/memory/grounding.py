@@ -654,6 +654,8 @@ def last_question(turns: Sequence[Said], me: str = ME) -> Said | None:
 # -- the check before the final text is sent -----------------------------------------------------
 
 _CITE = re.compile(r"\s?\[(\d+(?:\s*,\s*\d+)*)\]")
+# a transcript's note of what happened, not what was said ("[shares a photo: ...]", "[laughs]")
+_NOTE = re.compile(r"\[[^\]]*\][.!]?")
 _QUOTE = re.compile(r"\"([^\"\n]{1,500})\"|“([^”\n]{1,500})”")
 _EDGE = re.compile(r"^[\s\"'“”‘’«».,;:!?…]+|[\s\"'“”‘’«».,;:!?…]+$")
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
@@ -913,8 +915,12 @@ def _hold(sources: Sequence[Source], names: set[str]) -> bool:
 def _says_nothing(sentence: str, people: dict[str, str]) -> bool:
     """Whether ``sentence`` of an answer, a speaker's label taken out ("Marketing said:"), only
     greets, thanks or acknowledges, or has no word left: "Industrial Designer said: Yeah [1]."
-    is a pasted turn that answers nothing ("Caroline [1]." answers "who")."""
-    text = _CITE.sub(" ", sentence)
+    is a pasted turn that answers nothing ("Caroline [1]." answers "who"). A question ("What's
+    new with you [1]?") and a note in brackets ("[shares a photo: a playground] [1]") copied
+    from a turn answer nothing either."""
+    text = _CITE.sub(" ", sentence).strip()
+    if text.rstrip("!. ").endswith("?") or _NOTE.fullmatch(text):
+        return True
     for name in sorted(set(people.values()), key=len, reverse=True):
         text = text.replace(f"{name} said:", " ")
     said = content_words(text)
