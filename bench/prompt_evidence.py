@@ -37,6 +37,7 @@ from daemon.config import Config
 from daemon.engines import Engines
 from daemon.memory import grounding
 from daemon.memory.ask import Asker, model_reads, source_budget
+from daemon.memory.evidence import Close
 from daemon.memory.grounding import Source
 from daemon.store.fusion import ItemKey
 from daemon.store.scope import Scope
@@ -70,9 +71,21 @@ class AskSources:
         self.spaces = {s.name: s.id for s in store.list_spaces()}
 
     def gather(self, question: str, space: str) -> tuple[list[Source], list[int]]:
-        """The numbered sources of ``question`` asked in ``space``, and the forced ones'."""
+        """The numbered sources of ``question`` asked in ``space`` the model may read (those
+        recalled deeper for the evidence alone left out), and the forced ones' numbers."""
         scope = Scope(space_id=self.spaces[space], person_memory=self.settings.memory_enabled)
-        return self._asker._gather(question, scope, "conversation", self.settings, None, [])
+        sources, forced, shown = self._asker._gather(question, scope, "conversation",
+                                                     self.settings, None, [])
+        return [s for s in sources if s.n not in shown], forced
+
+    def everything(self, question: str, space: str
+                   ) -> tuple[list[Source], list[int], dict[int, list[Close]]]:
+        """All the sources of ``question`` asked in ``space``, the evidence's too (those
+        recalled deeper), the forced ones' numbers, and the closeness of each one's turns."""
+        scope = Scope(space_id=self.spaces[space], person_memory=self.settings.memory_enabled)
+        sources, forced, _ = self._asker._gather(question, scope, "conversation",
+                                                 self.settings, None, [])
+        return sources, forced, self._asker._close(question, sources)
 
     def read(self, question: str, sources: list[Source], forced: list[int]) -> list[Source]:
         """What the model reads of ``sources`` (:func:`daemon.memory.ask.model_reads`, with the

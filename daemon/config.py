@@ -117,6 +117,10 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # (~60 tokens more to read)
     ask_account_source_chars: Annotated[int, msgspec.Meta(ge=1)] = 740
     ask_answer_tokens: Annotated[int, msgspec.Meta(ge=1)] = 128
+    # ... and the evidence shown first is chosen from this many recalled items (the model reads
+    # from the first search_k of them): a real meeting's answer is often a few items down
+    # (docs/benchmarks/ask.md, "Evidence from deeper recall")
+    ask_evidence_k: Annotated[int, msgspec.Meta(ge=1)] = 20
     # desktop: the global hotkeys of `braincue hotkey` (modifiers Ctrl, Alt, Shift, Super + a key)
     hotkey_ask: str = "Ctrl+Alt+Space"  # opens the ask box
     hotkey_answer_them: str = "Ctrl+Alt+Shift+Space"  # answers what "they" just asked

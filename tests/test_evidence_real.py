@@ -63,3 +63,39 @@ def test_the_turn_that_answers_in_other_words_is_shown_and_the_others_are_not(
     assert not any("car broke down" in text or "weather" in text for text in shown), shown
     # without the model's weighing, only shared words count, and no turn shares one
     assert evidence_for(question, answer.sources) == []
+
+
+def test_a_passage_recalled_deeper_is_shown_and_not_read_by_the_model(store: Store) -> None:
+    chats = {}
+    for day, (title, said) in enumerate([
+        ("Caroline and Melanie, session 5", [
+            ("Caroline", "Did you go to the beach with the kids?"),
+            ("Melanie", "Not yet, the weather was awful all week."),
+        ]),
+        ("Caroline and Melanie, session 4", SAID),
+    ]):
+        session = store.create_session(title=title, started_at=T0 + day * 86_400)
+        store.append_turns(session.id, [NewTurn(speaker=who, text=text, start=10.0 * i)
+                                        for i, (who, text) in enumerate(said)])
+        store.end_session(session.id, ended_at=T0 + day * 86_400 + 60)
+        chats[title] = [ItemKey("chunk", c.id) for c in store.chunks(session_id=session.id)]
+
+    def recalled(question: str, scope: Scope, k: int) -> list[ItemKey]:
+        # the answering chat ranked second: below what the model reads at search_k 1
+        return [*chats["Caroline and Melanie, session 5"],
+                *chats["Caroline and Melanie, session 4"]][:k]
+
+    generator = ScriptedGenerator(["Melanie got Emma a red bicycle [1]."] * 2)
+    question = "What did Melanie buy for her daughter's birthday?"
+    for deeper, shown_there in ((1, False), (2, True)):
+        settings = Settings(search_k=1, ask_evidence_k=deeper)
+        asker = Asker(store, generator=lambda: generator, settings=lambda: settings,
+                      recall=recalled)
+
+        answer = trio.run(lambda: asker.ask(question))
+
+        shown = [e.text for e in answer.evidence]
+        assert any("red bicycle" in text for text in shown) is shown_there, shown
+        read = "\n".join(m.content for m in generator.calls[-1])
+        assert "red bicycle" not in read  # the model reads the first search_k alone
+        assert "Caroline and Melanie, session 4" not in {s.title for s in answer.sources}

@@ -12,9 +12,10 @@
    what recall found (the fusion search with its per-session
    and archive caps; an assertion comes with its anchor chunk's turns, a transcript chunk with
    its assertions), in the interview family the best-matching story chunk when recall missed
-   it, and the approved memories about the person in scope (with consent). A transcript
-   source holds the turns that match the question with their neighbours
-   (``grounding.compact_turns``), not its whole chunk.
+   it, the approved memories about the person in scope (with consent), and last what a
+   deeper recall (``ask_evidence_k`` items) adds, which only the evidence shows: the model
+   reads from the others. A transcript source holds the turns that match the question with
+   their neighbours (``grounding.compact_turns``), not its whole chunk.
 4. When nothing relevant was recalled (``grounding.relevant``: no shared content word, never a
    score threshold) the answer says so and no model is asked; when the question asks about
    one of two people and what matches it is the other's words of themselves
@@ -39,7 +40,7 @@ import datetime as dt
 import logging
 from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
 from contextlib import aclosing
-from typing import cast
+from typing import NamedTuple, cast
 
 import msgspec
 import trio
@@ -49,7 +50,14 @@ from daemon.errors import EngineError, InvalidInput, NotFound
 from daemon.llm.generate import ChatMessage, Generator
 from daemon.llm.rerank import Reranker
 from daemon.memory import attribution, grounding, open_items, relative_time
-from daemon.memory.evidence import Close, Evidence, closest_sources, evidence_for, item_of
+from daemon.memory.evidence import (
+    SHOWN,
+    Close,
+    Evidence,
+    closest_sources,
+    evidence_for,
+    item_of,
+)
 from daemon.memory.grounding import Cited, Framing, Passage, Said, Source
 from daemon.memory.person import recall_memories
 from daemon.sensitive.gate import Gate, mask_lines
@@ -87,6 +95,16 @@ class Answer(msgspec.Struct, kw_only=True):
     declined: bool = False  # nothing a source supports was left: the answer says so
     cancelled: bool = False
     unverified: int = 0  # quotes marked as not found verbatim
+
+
+class _Gathered(NamedTuple):
+    """The numbered sources of an answer: all recalled (``sources``), the numbers of those read
+    whatever the budget (``forced``) and of those recalled deeper, only shown as evidence
+    (``shown``: the model does not read them)."""
+
+    sources: list[Source]
+    forced: list[int]
+    shown: Sequence[int] = ()
 
 
 class _Plan(msgspec.Struct, kw_only=True):
@@ -214,14 +232,16 @@ class Asker:
         settings = self._settings()
         scope = Scope(space_id=None if where is None else where.id,
                       person_memory=settings.memory_enabled)
-        sources, forced = await self.store.run(
+        everything, forced, shown = await self.store.run(
             lambda: self._gather(asked, scope, framing, settings, current, turns))
-        close = await self.store.run(lambda: self._close(asked, sources))
+        close = await self.store.run(lambda: self._close(asked, everything))
+        sources = [s for s in everything if s.n not in shown]  # what the model may read
         budget = source_budget(settings, asked)
         read = model_reads(asked, sources, close, budget, forced)
         answer = Answer(question=asked, text="", citations=[], sources=sources, framing=framing,
                         space=None if where is None else where.name,
-                        evidence=evidence_for(asked, sources, forced, close=close))
+                        evidence=evidence_for(asked, everything, forced, close=close,
+                                              weights=SHOWN))
         context = next((s for s in sources if s.kind == "context"), None)
         return _Plan(answer=answer, read=read, session_id=None if current is None else current.id,
                      turns=len(turns),
@@ -294,16 +314,21 @@ class Asker:
         settings: Settings,
         current: Session | None,
         turns: Sequence[Turn],
-    ) -> tuple[list[Source], list[int]]:
-        """The numbered sources of an answer, and the numbers of the forced ones."""
+    ) -> _Gathered:
+        """The numbered sources of an answer, the numbers of the forced ones and of those only
+        shown as evidence."""
         # a question over items ("what did Sarah commit to this month?", "what's still
         # open?") is answered from every matching assertion, each a forced source
         selected = open_items.question_sources(self.store, question, scope,
                                                dt.datetime.now().astimezone())
         if selected is not None:
-            return selected, [s.n for s in selected]
+            return _Gathered(selected, [s.n for s in selected])
         k = settings.search_k
         keys = list(self._recall(question, scope, k))
+        # recalled deeper for the evidence alone, numbered after all the model may read
+        deeper = [] if settings.ask_evidence_k <= k else [
+            key for key in self._recall(question, scope, settings.ask_evidence_k)
+            if key not in keys]
         forced: list[ItemKey] = []
         if grounding.includes_story(framing):
             story = self._story(question, scope, k, keys)
@@ -321,10 +346,15 @@ class Asker:
         memories = recall_memories(self.store, question, scope.space_id, MEMORY_K,
                                    consent=settings.memory_enabled)
         drafts += [_memory(m) for m in memories if m.id not in seen_assertions]
+        read = len(drafts)
+        for key in deeper:
+            draft = self._source_of(key, question, scope, seen_assertions)
+            if draft is not None:
+                drafts.append(draft)
         sources = [msgspec.structs.replace(d, n=i) for i, d in enumerate(drafts, 1)]
         forced_n = [s.n for s in sources
                     if forced and s.kind == "document" and s.chunk_id == forced[0].id]
-        return sources, forced_n
+        return _Gathered(sources, forced_n, [s.n for s in sources[read:]])
 
     def _close(self, question: str, sources: Sequence[Source]) -> dict[int, list[Close]]:
         """What each source may show as evidence, with its closeness in meaning to the

@@ -10,9 +10,10 @@ is in it).
 
 Which passages: given how close in meaning each turn of the recalled chunks is to the question
 (the cosine of their stored vectors, ``close``), the best of all of them at once, a word of the
-question said counting for more and a lower source for less; a passage sharing no word of the
-question only when it is close. Without vectors, each source's passages that share most words,
-and none that shares no word.
+question said counting for more and a lower source for less (:class:`Weights`; the evidence
+weighs a deeper recall than the model reads, a lower source costing it less); a passage
+sharing no word of the question only when it is close. Without vectors, each source's
+passages that share most words, and none that shares no word.
 """
 
 from __future__ import annotations
@@ -38,15 +39,29 @@ from daemon.store.records import Assertion
 MAX_EVIDENCE_CHARS = 240
 PASSAGES_PER_SOURCE = 3
 MAX_EVIDENCE = 10
-# passages chosen by closeness, for all-MiniLM-L6-v2's cosines of a question and a stored
-# turn (embedded under its session's header, so even an unrelated turn of the session is
-# ~0.3-0.4 close): a question word said is worth 0.1, a source one place lower costs 0.05,
-# and a passage saying no word of the question must be 0.45 close (chosen on LoCoMo dev: the
-# two weights are what leaving one conversation out chooses; it chooses a floor of 0.3, which
-# shows more unrelated turns for a point more; see docs/benchmarks/ask.md)
-WORD_WEIGHT = 0.1
-RANK_COST = 0.05
-MIN_CLOSENESS = 0.45
+
+
+class Weights(NamedTuple):
+    """How the passages of recalled sources are weighed against each other, for
+    all-MiniLM-L6-v2's cosines of a question and a stored turn (embedded under its session's
+    header, so even an unrelated turn of the session is ~0.3-0.4 close): a passage scores its
+    closeness, plus ``word`` for each word of the question it says, minus ``rank_cost`` for
+    each place its source is below the first; one saying no word of the question only when at
+    least ``min_closeness`` close."""
+
+    word: float
+    rank_cost: float
+    min_closeness: float
+
+
+# What the model reads (and the evidence of the same sources): the weights leaving one LoCoMo
+# dev conversation out chooses (a floor of 0.3 shows more unrelated turns for a point more)
+READ = Weights(word=0.1, rank_cost=0.05, min_closeness=0.45)
+# What the evidence shows of a deeper recall (``ask_evidence_k``): a lower source costs less,
+# so that a real meeting's answering turn a few items down is shown; chosen on LoCoMo and
+# QMSum dev together, each conversation and meeting series held out in turn
+# (docs/benchmarks/ask.md, "Evidence from deeper recall")
+SHOWN = Weights(word=0.05, rank_cost=0.015, min_closeness=0.45)
 
 
 class Close(msgspec.Struct, frozen=True):
@@ -83,15 +98,16 @@ def item_of(assertion: Assertion, status: str = "") -> Item:
 
 def evidence_for(question: str, sources: Sequence[Source], always: Collection[int] = (),
                  limit: int = MAX_EVIDENCE,
-                 close: Mapping[int, Sequence[Close]] | None = None) -> list[Evidence]:
+                 close: Mapping[int, Sequence[Close]] | None = None,
+                 weights: Weights = READ) -> list[Evidence]:
     """The evidence for ``question`` in ``sources``, in their order (see the module
     docstring): at most ``limit`` pieces, and every item of the sources numbered in
     ``always`` (the items a question over items selected) whatever it shares.
 
     ``close`` gives, by source number, what may be shown of each source with its closeness in
     meaning to the question (a transcript's every turn, not only those the model reads): then
-    the passages are the best of all sources at once (:func:`_closest`), not the ones sharing
-    most words in each."""
+    the passages are the best of all sources at once by ``weights`` (:func:`_closest`), not
+    the ones sharing most words in each."""
     wanted = content_words(question)
     items = [_piece(source, Passage(source.item.text), wanted, source.item)
              for source in sources if source.item is not None and _stated(source, wanted, always)]
@@ -99,7 +115,7 @@ def evidence_for(question: str, sources: Sequence[Source], always: Collection[in
         unweighed = [e for source in sources if source.n not in close
                      for e in _sharing(source, wanted)]
         first = [*items, *unweighed]
-        return [*first, *_closest(sources, close, wanted, limit - len(first))][
+        return [*first, *_closest(sources, close, wanted, limit - len(first), weights)][
             :max(limit, len(always))]
     found: list[Evidence] = []
     for source in sources:
@@ -132,28 +148,26 @@ class _Scored(NamedTuple):
 
 
 def _scored(sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
-            wanted: set[str]) -> list[_Scored]:
-    """Every weighed passage of ``sources``, best first: its closeness in meaning, plus
-    :data:`WORD_WEIGHT` for each word of the question it says (a name aside), minus
-    :data:`RANK_COST` for each place its source is below the first; a passage that says no
-    word of the question only when it is close (:data:`MIN_CLOSENESS`)."""
+            wanted: set[str], weights: Weights) -> list[_Scored]:
+    """Every weighed passage of ``sources``, best first, by ``weights`` (:class:`Weights`;
+    a name said is not a word of the question)."""
     scored = []
     ranked = [s for s in sources if s.kind != "context"]
     for rank, source in enumerate(ranked):
         names = {w for c in close.get(source.n, ()) for w in content_words(c.passage.speaker)}
         for i, c in enumerate(close.get(source.n, ())):
             said = _shared(wanted - names, c.passage.text)
-            if said or c.closeness >= MIN_CLOSENESS:
-                score = c.closeness + WORD_WEIGHT * said - RANK_COST * rank
+            if said or c.closeness >= weights.min_closeness:
+                score = c.closeness + weights.word * said - weights.rank_cost * rank
                 scored.append(_Scored(score, rank, i, source, c.passage))
     return sorted(scored, key=lambda s: (-s.score, s.rank, s.i))
 
 
 def _closest(sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
-             wanted: set[str], limit: int) -> list[Evidence]:
+             wanted: set[str], limit: int, weights: Weights) -> list[Evidence]:
     """The ``limit`` passages of all ``sources`` scored best (:func:`_scored`), in source
     order, each source's in the order said."""
-    best = _scored(sources, close, wanted)[:max(0, limit)]
+    best = _scored(sources, close, wanted, weights)[:max(0, limit)]
     return [_piece(s.source, s.passage, wanted) for s in sorted(best, key=lambda s: s[1:3])]
 
 
@@ -175,7 +189,7 @@ def closest_sources(question: str, sources: Sequence[Source],
                for p in s.passages)
     used += sum(prompt_chars(s.passages[0]) for s in sources if s.n in stated)
     chosen: dict[int, list[_Scored]] = {}
-    for scored in _scored(sources, close, wanted):
+    for scored in _scored(sources, close, wanted, READ):
         source = scored.source
         if source.n in whole:
             continue
