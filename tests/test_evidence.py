@@ -258,6 +258,14 @@ def test_a_pasted_acknowledgement_is_no_answer() -> None:
     assert keep_supported("Industrial Designer said: Yeah [1]. Only the drawing was very "
                           "difficult [1].", [meeting], asked) == (
         "Only the drawing was very difficult [1].", 1)
+    # a greeting to one who speaks in what was recalled, though not in what was read
+    chat = Source(n=1, kind="transcript", title="Caroline and Melanie, session 9", passages=(
+        Passage("Hey Caroline! Since we last spoke, I took my kids to a park.", "Melanie"),))
+    pasted = "Melanie: Hey Caroline [1]! Since we last spoke, I took my kids to a park [1]."
+    asked = "Would Melanie go to a national park?"
+    assert keep_supported(pasted, [chat], asked, speaking=["Caroline", "Melanie"]) == (
+        "Since we last spoke, I took my kids to a park [1].", 1)
+    assert keep_supported(pasted, [chat], asked) == (pasted, 0)  # "Caroline" unknown: a word
     # a name alone answers "who"
     assert keep_supported("Industrial Designer [1].", [meeting],
                           "Who found the drawing difficult?") == ("Industrial Designer [1].", 0)

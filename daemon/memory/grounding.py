@@ -885,7 +885,7 @@ def keep_supported(text: str, sources: Sequence[Source], question: str = "",
     for piece in sentences(text):
         if not piece.strip():
             continue
-        if _says_nothing(piece, people):
+        if _says_nothing(piece, people, persons):
             dropped += 1
             continue
         assumed = premise & _names(piece)
@@ -912,19 +912,21 @@ def _hold(sources: Sequence[Source], names: set[str]) -> bool:
     return all(shares_word({name}, held) for name in names)
 
 
-def _says_nothing(sentence: str, people: dict[str, str]) -> bool:
+def _says_nothing(sentence: str, people: dict[str, str], persons: Collection[str] = ()
+                  ) -> bool:
     """Whether ``sentence`` of an answer, a speaker's label taken out ("Marketing said:"), only
-    greets, thanks or acknowledges, or has no word left: "Industrial Designer said: Yeah [1]."
-    is a pasted turn that answers nothing ("Caroline [1]." answers "who"). A question ("What's
-    new with you [1]?") and a note in brackets ("[shares a photo: a playground] [1]") copied
-    from a turn answer nothing either."""
+    greets, thanks or acknowledges (anyone of ``people`` or ``persons``, who speak in what was
+    read or recalled: "Melanie: Hey Caroline [1]!"), or has no word left: "Industrial Designer
+    said: Yeah [1]." is a pasted turn that answers nothing ("Caroline [1]." answers "who"). A
+    question ("What's new with you [1]?") and a note in brackets ("[shares a photo: a
+    playground] [1]") copied from a turn answer nothing either."""
     text = _CITE.sub(" ", sentence).strip()
     if text.rstrip("!. ").endswith("?") or _NOTE.fullmatch(text):
         return True
     for name in sorted(set(people.values()), key=len, reverse=True):
         text = text.replace(f"{name} said:", " ")
     said = content_words(text)
-    return not said or _only_phatic(said, people)
+    return not said or _only_phatic(said, {*people, *persons})
 
 
 def speakers_of(sources: Sequence[Source]) -> dict[str, str]:
