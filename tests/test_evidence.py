@@ -356,3 +356,7 @@ def test_a_copy_of_the_prompts_layout_is_taken_out_of_the_answer() -> None:
                           [meeting], "When did they pick a material?") == ("", 1)
     assert unlabelled("Design, meeting C picked wood [1].", [meeting]) == (
         "Design, meeting C picked wood [1].")
+    # the headings repeated until the answer's length cut the last one short
+    copied = "Design, meeting C (transcript), [1] Design, meeting C (transcript), [1] Design, meeting C"
+    assert keep_supported(unlabelled(copied, [meeting]), [meeting],
+                          "When did they pick a material?") == ("", 1)

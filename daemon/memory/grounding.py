@@ -1110,7 +1110,8 @@ def items_answer(sources: Sequence[Source]) -> str:
 def unlabelled(text: str, sources: Sequence[Source]) -> str:
     """``text`` without what a small model copies of the prompt's layout instead of answering:
     a source's heading ("[1] 4 March 2026 · Design meeting (transcript)", or without its
-    date: "Design meeting (transcript),") and a speaker's label opening a line of the
+    date: "Design meeting (transcript),", or its title after a number: "[1] Design
+    meeting") and a speaker's label opening a line of the
     transcript ("Marketing: we ..." becomes "Marketing said: we ..."); a number it opened
     with is cited after its first sentence instead."""
     for source in sources:
@@ -1120,7 +1121,10 @@ def unlabelled(text: str, sources: Sequence[Source]) -> str:
         # the title alone may be words of an answer ("the Atlas review decided ..."): taken
         # out only with its date or its label beside it
         headings = [f"{when}{title}(?:{label})?" if when else "",
-                    f"{title}{label},?" if label else ""]
+                    f"{title}{label},?" if label else "",
+                    # or right after a number, as the prompt lays it out (cut short: "[1]
+                    # John and Maria, session 21" ends an answer stopped at its length)
+                    rf"(?<=\])\s*{title}(?:{label})?,?"]
         for heading in filter(None, headings):
             text = re.sub(heading, " ", text)
     opening = re.match(r"\s*\[(\d+)\]\s*", text)
