@@ -287,6 +287,24 @@ def test_a_pasted_question_or_note_is_no_answer() -> None:
     assert keep_supported(noted, [chat], asked) == (noted, 0)
 
 
+def test_a_pasted_turn_in_the_first_person_is_given_to_its_speaker() -> None:
+    from daemon.memory.grounding import voiced
+
+    meeting = Source(n=1, kind="transcript", title="Design, meeting A", passages=(
+        Passage("Uh I gave a presentation on the boards.", "Project Manager"),
+        Passage("We familiarised ourselves with the boards.", "Project Manager"),
+        Passage("I will send the minutes by Friday.", "me")))
+    assert voiced("I gave a presentation [1]. Uh we familiarised ourselves with the boards "
+                  "[1]. I will send the minutes by Friday [1].", [meeting]) == (
+        "Project Manager said: I gave a presentation [1]. Uh we familiarised ourselves with "
+        "the boards [1]. You said: I will send the minutes by Friday [1].")
+    # labelled already, an account that copies a word of a turn, a quote: as they are
+    for kept in ("Project Manager said: I gave a presentation [1].",
+                 "The group familiarised themselves with the boards we use [1].",
+                 'The Project Manager said "I gave a presentation" [1].'):
+        assert voiced(kept, [meeting]) == kept
+
+
 def test_a_number_the_question_gives_needs_no_source() -> None:
     # the session's date says 2023, its turns only "December": the year is the question's
     shelter = Source(n=1, kind="transcript", title="Maria and John, session 30", passages=(

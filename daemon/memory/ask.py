@@ -509,11 +509,13 @@ def _checked(raw: str, sources: Sequence[Source], asked: str,
     """The model's answer checked: what it copied of the prompt's layout taken out
     (``grounding.unlabelled``), each sentence uncited that a source supports cited, each
     that no source it cites supports dropped (and counted; ``speaking``: the names of all who
-    speak in what was recalled, ``grounding.keep_supported``), relative times resolved
-    against the day of the source it cites, quotes verified."""
+    speak in what was recalled, ``grounding.keep_supported``), a turn's words in the first
+    person given to their speaker (``grounding.voiced``), relative times resolved against the
+    day of the source it cites, quotes verified."""
     answer = grounding.attribute(grounding.unlabelled(raw, sources), sources)[0]
     supported, dropped = grounding.keep_supported(answer, sources, asked, speaking)
-    return grounding.check_answer(_resolved(supported, sources), sources, asked), dropped
+    said = grounding.voiced(supported, sources)
+    return grounding.check_answer(_resolved(said, sources), sources, asked), dropped
 
 
 def _resolved(text: str, sources: Sequence[Source]) -> str:

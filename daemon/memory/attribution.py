@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from daemon.memory.extract import content_words
 from daemon.memory.grounding import (
     CHAT_OF_TWO,
+    FIRST_PERSON,
     SECOND_PERSON,
     Source,
     named_people,
@@ -42,7 +43,6 @@ from daemon.memory.grounding import (
 MARGIN = 0.25
 _GREETING = ("hey|hi|hello|thanks|thank you|yeah|yes|wow|oh|congrats|congratulations|aw|aww"
              "|ok|okay|sure|great|good|right|sorry|bye|dear")
-FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves)\b", re.IGNORECASE)
 
 
 def said_by_another(question: str, sources: Sequence[Source], *,

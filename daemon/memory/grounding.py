@@ -657,6 +657,7 @@ _CITE = re.compile(r"\s?\[(\d+(?:\s*,\s*\d+)*)\]")
 # a transcript's note of what happened, not what was said ("[shares a photo: ...]", "[laughs]")
 _NOTE = re.compile(r"\[[^\]]*\][.!]?")
 _QUOTE = re.compile(r"\"([^\"\n]{1,500})\"|“([^”\n]{1,500})”")
+_SAID = re.compile(r"([^.!?\[\]]{1,60}?) said: ")  # an answer's "Marketing said: ..."
 _EDGE = re.compile(r"^[\s\"'“”‘’«».,;:!?…]+|[\s\"'“”‘’«».,;:!?…]+$")
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 
@@ -840,6 +841,49 @@ def attribute(text: str, sources: Sequence[Source]) -> tuple[str, int]:
     return "".join(pieces), added
 
 
+def voiced(text: str, sources: Sequence[Source]) -> str:
+    """``text`` with each sentence that speaks in the first person (:func:`_speaks_as_i`),
+    outside a quote, opened by whose words they are: a small model pastes a turn ("I gave a
+    presentation [1].") and the reader cannot tell who "I" is. Whose: the speaker of the
+    cited sources' passage sharing most of its words ("Project Manager said: I gave a
+    presentation [1]."; the user's "You said: ..."); not repeated while the sentences before
+    are theirs already."""
+    by_n = {s.n: s for s in sources}
+    pieces = sentences(text)
+    last: str | None = None
+    for i, piece in enumerate(pieces):
+        if not piece.strip():
+            continue
+        label = _SAID.match(piece.strip())
+        words = _QUOTE.sub(" ", _CITE.sub(" ", piece))
+        if label is not None or not _speaks_as_i(words):
+            last = label[1] if label is not None else None
+            continue
+        said = content_words(words)
+        passages = [p for n in cited_numbers(piece) if n in by_n for p in by_n[n].passages]
+        best = max(passages, key=lambda p: len(said & content_words(p.text)), default=None)
+        if best is None or not best.speaker or not said & content_words(best.text):
+            last = None
+            continue
+        who = "You" if _is_me(best.speaker) else best.speaker
+        if who != last:
+            lead = len(piece) - len(piece.lstrip())
+            pieces[i] = f"{piece[:lead]}{who} said: {piece[lead:]}"
+        last = who
+    return "".join(pieces)
+
+
+def _speaks_as_i(sentence: str) -> bool:
+    """Whether ``sentence`` speaks in the first person from its start ("Uh we familiarised
+    ourselves ...", "This is our final meeting"): a turn pasted, not an account that copied a
+    word of one ("John's main focus is infrastructure in our community")."""
+    words = [w for w in re.findall(r"[\w']+", sentence) if w.casefold() not in _OPENERS]
+    return bool(FIRST_PERSON.search(" ".join(words[:4])))
+
+
+_OPENERS = frozenset({"uh", "um", "mm", "so", "and", "but", "well", "okay", "yeah", "then", "oh"})
+
+
 def best_passage(source: Source, question: str) -> Passage:
     """The passage of ``source`` sharing the most content words with ``question`` (the first
     on a tie): what a citation shows when the answer quoted nothing from it."""
@@ -864,6 +908,7 @@ def _excerpt(text: str) -> str:
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
+FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves)\b", re.IGNORECASE)
 
 
 def keep_supported(text: str, sources: Sequence[Source], question: str = "",
