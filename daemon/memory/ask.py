@@ -210,7 +210,7 @@ class Asker:
             raw = grounding.whole_sentences(raw)
         # what came before a stop is checked too: it is shown as the answer so far
         answer = msgspec.structs.replace(answer, sources=plan.read)
-        checked, dropped = _checked(raw, plan.read, asked,
+        checked, dropped = check_written(raw, plan.read, asked,
                                     grounding.speakers_of(plan.answer.sources).values())
         declined = not stop.is_set() and (
             not checked.text.strip() or grounding.echoes_question(checked.text, asked))
@@ -504,8 +504,8 @@ def gated(store: Store, answer: Answer) -> Answer:
     return answer if not gate.count else msgspec.structs.replace(answer, text=gate.text)
 
 
-def _checked(raw: str, sources: Sequence[Source], asked: str,
-             speaking: Collection[str] = ()) -> tuple[grounding.Checked, int]:
+def check_written(raw: str, sources: Sequence[Source], asked: str,
+                  speaking: Collection[str] = ()) -> tuple[grounding.Checked, int]:
     """The model's answer checked: what it copied of the prompt's layout taken out
     (``grounding.unlabelled``), each sentence uncited that a source supports cited, each
     that no source it cites supports dropped (and counted; ``speaking``: the names of all who
