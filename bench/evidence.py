@@ -3,7 +3,7 @@ it weighs the passages: LoCoMo and QMSum dev questions, no language model.
 
     PYTHONPATH=$PWD python -m bench.evidence --locomo LOCOMO_JSON --locomo-home H1 \\
         --qmsum QMSUM_DIR --qmsum-home H2 [--depths 10 15 20] [--rank-costs 0.05 0.015 ...] \\
-        [--word-weights 0.1 0.05 ...] [--floors 0.45 ...]
+        [--word-weights 0.1 0.05 ...] [--floors 0.45 ...] [--speakers 0 0.15 ...]
 
 ``H1`` and ``H2`` are homes ``bench.qa --locomo ... --home H1`` and ``bench.qa --qmsum ...
 --home H2`` imported into (their daemons stopped). For each question (LoCoMo categories 1-4,
@@ -92,16 +92,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--locomo-home", type=Path, required=True)
     parser.add_argument("--qmsum", type=Path, required=True)
     parser.add_argument("--qmsum-home", type=Path, required=True)
-    parser.add_argument("--depths", type=int, nargs="+", default=[10, 15, 20])
-    parser.add_argument("--rank-costs", type=float, nargs="+",
-                        default=[0.05, 0.03, 0.02, 0.015, 0.01, 0.005])
-    parser.add_argument("--word-weights", type=float, nargs="+", default=[0.1, 0.05, 0.15])
-    parser.add_argument("--floors", type=float, nargs="+", default=[0.45, 0.5])
+    parser.add_argument("--depths", type=int, nargs="+", default=[15, 20])
+    parser.add_argument("--rank-costs", type=float, nargs="+", default=[0.02, 0.015, 0.01])
+    parser.add_argument("--word-weights", type=float, nargs="+", default=[0.1, 0.05])
+    parser.add_argument("--floors", type=float, nargs="+", default=[0.45])
+    parser.add_argument("--speakers", type=float, nargs="+", default=[0.0, 0.1, 0.15, 0.2, 0.3],
+                        help="what a passage said by one the question names weighs more")
     args = parser.parse_args(argv)
     shipped = Grid(Settings().ask_evidence_k, SHOWN)
     alone = Grid(Settings().search_k, READ)  # no deeper recall: what the model may read
-    grid = [shipped, alone, *(Grid(d, Weights(w, r, f)) for d, r, w, f in itertools.product(
-        args.depths, args.rank_costs, args.word_weights, args.floors))]
+    grid = [shipped, alone, *(Grid(d, Weights(w, r, f, p)) for d, r, w, f, p in itertools.product(
+        args.depths, args.rank_costs, args.word_weights, args.floors, args.speakers))]
     grid = list(dict.fromkeys(grid))
     sets = {"LoCoMo": locomo(args.locomo), "QMSum": qmsum(args.qmsum)}
     homes = {"LoCoMo": args.locomo_home, "QMSum": args.qmsum_home}
@@ -113,15 +114,15 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     print(f"{len(sets['LoCoMo'])} LoCoMo questions (categories 1-4), {len(sets['QMSum'])} "
           "QMSum queries: the evidence holds a gold turn")
-    print("| depth | word | rank cost | floor | LoCoMo | QMSum | mean |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| depth | word | rank cost | floor | speaker | LoCoMo | QMSum | mean |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     best = sorted(grid, key=mean, reverse=True)[:10]
     for point in [shipped, alone, *(p for p in best if p not in (shipped, alone))]:
         w = point.weights
         tag = {shipped: " (shipped)", alone: " (the model's sources)"}.get(point, "")
         print(f"| {point.depth}{tag} | {w.word} | {w.rank_cost} | {w.min_closeness} | "
-              f"{share(found['LoCoMo'][point]):.1f}% | {share(found['QMSum'][point]):.1f}% | "
-              f"{mean(point):.1f}% |")
+              f"{w.speaker} | {share(found['LoCoMo'][point]):.1f}% | "
+              f"{share(found['QMSum'][point]):.1f}% | {mean(point):.1f}% |")
     print("\nEach fold left out, the grid's best on the rest:")
     for name, questions in sets.items():
         held: list[bool] = []
@@ -141,7 +142,8 @@ def _in(group: str, questions: Sequence[Question], hits: Sequence[bool]) -> list
 
 
 def _weights(w: Weights) -> str:
-    return f"word {w.word}, rank cost {w.rank_cost}, floor {w.min_closeness}"
+    return (f"word {w.word}, rank cost {w.rank_cost}, floor {w.min_closeness}, speaker "
+            f"{w.speaker}")
 
 
 if __name__ == "__main__":

@@ -45,23 +45,25 @@ class Weights(NamedTuple):
     """How the passages of recalled sources are weighed against each other, for
     all-MiniLM-L6-v2's cosines of a question and a stored turn (embedded under its session's
     header, so even an unrelated turn of the session is ~0.3-0.4 close): a passage scores its
-    closeness, plus ``word`` for each word of the question it says, minus ``rank_cost`` for
-    each place its source is below the first; one saying no word of the question only when at
-    least ``min_closeness`` close."""
+    closeness, plus ``word`` for each word of the question it says, plus ``speaker`` when it
+    is said by one the question names ("What did the Industrial Designer recommend ...?"),
+    minus ``rank_cost`` for each place its source is below the first; one saying no word of
+    the question only when at least ``min_closeness`` close."""
 
     word: float
     rank_cost: float
     min_closeness: float
+    speaker: float = 0.0
 
 
 # What the model reads (and the evidence of the same sources): the weights leaving one LoCoMo
 # dev conversation out chooses (a floor of 0.3 shows more unrelated turns for a point more)
 READ = Weights(word=0.1, rank_cost=0.05, min_closeness=0.45)
 # What the evidence shows of a deeper recall (``ask_evidence_k``): a lower source costs less,
-# so that a real meeting's answering turn a few items down is shown; chosen on LoCoMo and
-# QMSum dev together, each conversation and meeting series held out in turn
-# (docs/benchmarks/ask.md, "Evidence from deeper recall")
-SHOWN = Weights(word=0.05, rank_cost=0.015, min_closeness=0.45)
+# so that a real meeting's answering turn a few items down is shown, and a turn of the one
+# the question names counts more; chosen on LoCoMo and QMSum dev together, each conversation
+# and meeting series held out in turn (docs/benchmarks/ask.md, "Evidence from deeper recall")
+SHOWN = Weights(word=0.05, rank_cost=0.015, min_closeness=0.45, speaker=0.3)
 
 
 class Close(msgspec.Struct, frozen=True):
@@ -159,8 +161,17 @@ def _scored(sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
             said = _shared(wanted - names, c.passage.text)
             if said or c.closeness >= weights.min_closeness:
                 score = c.closeness + weights.word * said - weights.rank_cost * rank
+                if weights.speaker and _named(c.passage.speaker, wanted):
+                    score += weights.speaker
                 scored.append(_Scored(score, rank, i, source, c.passage))
     return sorted(scored, key=lambda s: (-s.score, s.rank, s.i))
+
+
+def _named(speaker: str, wanted: set[str]) -> bool:
+    """Whether the question (its content words ``wanted``) names ``speaker``: every word of
+    the name ("Industrial Designer", "Melanie"; not the user, "me")."""
+    who = content_words(speaker)
+    return bool(who) and who <= wanted
 
 
 def _closest(sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
