@@ -2,7 +2,7 @@
 it weighs the passages: LoCoMo and QMSum dev questions, no language model.
 
     PYTHONPATH=$PWD python -m bench.evidence --locomo LOCOMO_JSON --locomo-home H1 \\
-        --qmsum QMSUM_DIR --qmsum-home H2 [--depths 10 15 20] [--rank-costs 0.05 0.015 ...] \\
+        --qmsum QMSUM_DIR --qmsum-home H2 [--depths 15 20] [--rank-costs 0.02 0.015 ...] \\
         [--word-weights 0.1 0.05 ...] [--floors 0.45 ...] [--speakers 0 0.15 ...]
 
 ``H1`` and ``H2`` are homes ``bench.qa --locomo ... --home H1`` and ``bench.qa --qmsum ...
@@ -10,10 +10,13 @@ it weighs the passages: LoCoMo and QMSum dev questions, no language model.
 every specific QMSum query) the ask gathers its sources as the daemon does, recalling
 ``ask_evidence_k`` = each depth for the evidence, and the evidence is chosen from them by each
 :class:`~daemon.memory.evidence.Weights` of the grid; a question counts when a shown passage is
-one of its gold turns (LoCoMo's evidence, QMSum's gold span). Printed: the daemon's figure as
-shipped (its depth and weights), the figure of the sources the model reads alone (no deeper
-recall, the model's weights) and the ten best of the grid, each dataset's share and their
-mean; then the choice leaving each conversation and each series out in turn (chosen by the
+one of its gold turns (LoCoMo's evidence, QMSum's gold span); a question declined before the
+model (what matches is another's words of themselves) is weighed as the daemon weighs it,
+without the named one's weight. Printed: the daemon's figure as shipped (its depth and
+weights), the figure of the sources the model reads alone (no deeper recall, the model's
+weights) and the ten best of the grid, each dataset's share and their mean, and beside them
+the share for LoCoMo's questions of things never said (category 5, whose gold turns are what
+the other person said; not chosen by); then the choice leaving each conversation and each series out in turn (chosen by the
 mean of the two datasets' shares on the rest), scored on what was left out.
 """
 
@@ -29,9 +32,9 @@ from typing import NamedTuple
 import msgspec
 
 from bench.prompt_evidence import AskSources, evidence_refs
-from bench.qa import locomo_questions, qmsum_series
+from bench.qa import NEVER_SAID, locomo_questions, qmsum_series
 from daemon.config import Settings
-from daemon.memory.evidence import READ, SHOWN, Weights, evidence_for
+from daemon.memory.evidence import READ, SHOWN, Weights, evidence_for, weighing
 
 
 class Question(NamedTuple):
@@ -46,13 +49,16 @@ class Grid(NamedTuple):
     weights: Weights
 
 
-def locomo(path: Path) -> list[Question]:
+def locomo(path: Path, *, never_said: bool = False) -> list[Question]:
+    """LoCoMo's questions of categories 1-4, or with ``never_said`` those of category 5 (its
+    gold turns: what the other person said, which the question gives the wrong one)."""
     data = json.loads(path.read_text())
     known = {t["dia_id"] for c in data for key, session in c["conversation"].items()
              if key.startswith("session_") and isinstance(session, list) for t in session}
     return [Question(c["sample_id"], c["sample_id"], " ".join(q["question"].split()),
                      frozenset(evidence_refs(q, known)))
-            for c in data for q in locomo_questions(c)]
+            for c in data for q in locomo_questions(c, never_said=never_said)
+            if (q["category"] == NEVER_SAID) == never_said]
 
 
 def qmsum(root: Path) -> list[Question]:
@@ -72,10 +78,10 @@ def holds(home: Path, questions: Sequence[Question], grid: Sequence[Grid]
         for depth in sorted({g.depth for g in grid}):
             asking.settings = msgspec.structs.replace(shipped, ask_evidence_k=depth)
             for q in questions:
-                sources, forced, close = asking.everything(q.question, q.space)
+                sources, forced, close, another = asking.everything(q.question, q.space)
                 for point in (g for g in grid if g.depth == depth):
                     shown = evidence_for(q.question, sources, forced, close=close,
-                                         weights=point.weights)
+                                         weights=weighing(point.weights, another))
                     found[point].append(bool({e.ref for e in shown} & q.gold))
     finally:
         asking.close()
@@ -107,22 +113,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     sets = {"LoCoMo": locomo(args.locomo), "QMSum": qmsum(args.qmsum)}
     homes = {"LoCoMo": args.locomo_home, "QMSum": args.qmsum_home}
     found = {name: holds(homes[name], qs, grid) for name, qs in sets.items()}
+    never = locomo(args.locomo, never_said=True)  # shown beside, not chosen by
+    never_found = holds(args.locomo_home, never, grid)
 
     def mean(point: Grid, left_out: str = "") -> float:
         return sum(share([h for q, h in zip(sets[name], found[name][point], strict=True)
                           if q.group != left_out]) for name in sets) / len(sets)
 
     print(f"{len(sets['LoCoMo'])} LoCoMo questions (categories 1-4), {len(sets['QMSum'])} "
-          "QMSum queries: the evidence holds a gold turn")
-    print("| depth | word | rank cost | floor | speaker | LoCoMo | QMSum | mean |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          f"QMSum queries, {len(never)} LoCoMo questions of things never said: the evidence "
+          "holds a gold turn")
+    print("| depth | word | rank cost | floor | speaker | LoCoMo | QMSum | mean | never said |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     best = sorted(grid, key=mean, reverse=True)[:10]
     for point in [shipped, alone, *(p for p in best if p not in (shipped, alone))]:
         w = point.weights
         tag = {shipped: " (shipped)", alone: " (the model's sources)"}.get(point, "")
         print(f"| {point.depth}{tag} | {w.word} | {w.rank_cost} | {w.min_closeness} | "
               f"{w.speaker} | {share(found['LoCoMo'][point]):.1f}% | "
-              f"{share(found['QMSum'][point]):.1f}% | {mean(point):.1f}% |")
+              f"{share(found['QMSum'][point]):.1f}% | {mean(point):.1f}% | "
+              f"{share(never_found[point]):.1f}% |")
     print("\nEach fold left out, the grid's best on the rest:")
     for name, questions in sets.items():
         held: list[bool] = []

@@ -35,7 +35,7 @@ from bench.common import default_models_dir, percentile
 from bench.qa import LOCOMO_CATEGORIES, locomo_questions, sample
 from daemon.config import Config
 from daemon.engines import Engines
-from daemon.memory import grounding
+from daemon.memory import attribution, grounding
 from daemon.memory.ask import Asker, model_reads, source_budget
 from daemon.memory.evidence import Close
 from daemon.memory.grounding import Source
@@ -79,13 +79,16 @@ class AskSources:
         return [s for s in sources if s.n not in shown], forced
 
     def everything(self, question: str, space: str
-                   ) -> tuple[list[Source], list[int], dict[int, list[Close]]]:
+                   ) -> tuple[list[Source], list[int], dict[int, list[Close]], bool]:
         """All the sources of ``question`` asked in ``space``, the evidence's too (those
-        recalled deeper), the forced ones' numbers, and the closeness of each one's turns."""
+        recalled deeper), the forced ones' numbers, the closeness of each one's turns, and
+        whether what matches is another's words of themselves (declined before the model)."""
         scope = Scope(space_id=self.spaces[space], person_memory=self.settings.memory_enabled)
-        sources, forced, _ = self._asker._gather(question, scope, "conversation",
-                                                 self.settings, None, [])
-        return sources, forced, self._asker._close(question, sources)
+        sources, forced, shown = self._asker._gather(question, scope, "conversation",
+                                                     self.settings, None, [])
+        another = not forced and attribution.said_by_another(
+            question, [s for s in sources if s.n not in shown])
+        return sources, forced, self._asker._close(question, sources), another
 
     def read(self, question: str, sources: list[Source], forced: list[int]) -> list[Source]:
         """What the model reads of ``sources`` (:func:`daemon.memory.ask.model_reads`, with the

@@ -102,7 +102,7 @@ def test_weighed_the_best_passages_of_all_sources_are_shown_in_source_order() ->
 
 
 def test_weighed_for_the_evidence_a_turn_of_the_one_the_question_names_counts_more() -> None:
-    from daemon.memory.evidence import SHOWN
+    from daemon.memory.evidence import SHOWN, weighing
 
     question = "Did Caroline enjoy the fair?"
     close = {2: _weighed(FAIR, 0.5, 0.46, 0.1)}  # Melanie's question is a little closer
@@ -112,6 +112,9 @@ def test_weighed_for_the_evidence_a_turn_of_the_one_the_question_names_counts_mo
     # nobody named: the closer turn, saying a word of the question, as before
     assert [e.ref for e in evidence_for("Did anyone enjoy the fair?", [FAIR], limit=1,
                                         close=close, weights=SHOWN)] == ["D2:1"]
+    # declined before the model, what matches being Melanie's words of herself: hers shown
+    assert [e.ref for e in evidence_for(question, [FAIR], limit=1, close=close,
+                                        weights=weighing(SHOWN, another=True))] == ["D2:1"]
 
 
 def test_weighed_an_item_and_a_source_without_vectors_are_still_shown() -> None:

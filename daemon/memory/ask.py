@@ -57,6 +57,7 @@ from daemon.memory.evidence import (
     closest_sources,
     evidence_for,
     item_of,
+    weighing,
 )
 from daemon.memory.grounding import Cited, Framing, Passage, Said, Source
 from daemon.memory.person import recall_memories
@@ -238,15 +239,16 @@ class Asker:
         sources = [s for s in everything if s.n not in shown]  # what the model may read
         budget = source_budget(settings, asked)
         read = model_reads(asked, sources, close, budget, forced)
+        another = not forced and attribution.said_by_another(asked, sources)
         answer = Answer(question=asked, text="", citations=[], sources=sources, framing=framing,
                         space=None if where is None else where.name,
                         evidence=evidence_for(asked, everything, forced, close=close,
-                                              weights=SHOWN))
+                                              weights=weighing(SHOWN, another)))
         context = next((s for s in sources if s.kind == "context"), None)
         return _Plan(answer=answer, read=read, session_id=None if current is None else current.id,
                      turns=len(turns),
                      relevant=grounding.relevant(asked, sources, always=forced),
-                     another=not forced and attribution.said_by_another(asked, sources),
+                     another=another,
                      stated=bool(forced) and all(s.item is not None for s in sources
                                                  if s.n in forced),
                      opening=grounding.prompt_prefix(framing, context),

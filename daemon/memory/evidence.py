@@ -66,6 +66,14 @@ READ = Weights(word=0.1, rank_cost=0.05, min_closeness=0.45)
 SHOWN = Weights(word=0.05, rank_cost=0.015, min_closeness=0.45, speaker=0.3)
 
 
+def weighing(weights: Weights, another: bool) -> Weights:
+    """``weights`` for the evidence of a question that what matches is another's words of
+    themselves answers (``attribution.said_by_another``: declined before the model): without
+    the weight of the one named, whose turns do not answer; the other's, what memory holds
+    ("What did Caroline realize after the charity race?" — Melanie ran it), are shown."""
+    return weights._replace(speaker=0.0) if another else weights
+
+
 class Close(msgspec.Struct, frozen=True):
     """A passage a source may show, with its closeness in meaning to the question (the cosine
     of their vectors)."""
