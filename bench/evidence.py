@@ -6,18 +6,18 @@ it weighs the passages: LoCoMo and QMSum dev questions, no language model.
         [--word-weights 0.1 0.05 ...] [--floors 0.45 ...] [--speakers 0 0.15 ...]
 
 ``H1`` and ``H2`` are homes ``bench.qa --locomo ... --home H1`` and ``bench.qa --qmsum ...
---home H2`` imported into (their daemons stopped). For each question (LoCoMo categories 1-4,
-every specific QMSum query) the ask gathers its sources as the daemon does, recalling
+--home H2`` imported into (their daemons stopped). For each question (LoCoMo categories 1-4;
+LoCoMo category 5, things never said, whose gold turns are what the other person said; every
+specific QMSum query) the ask gathers its sources as the daemon does, recalling
 ``ask_evidence_k`` = each depth for the evidence, and the evidence is chosen from them by each
 :class:`~daemon.memory.evidence.Weights` of the grid; a question counts when a shown passage is
 one of its gold turns (LoCoMo's evidence, QMSum's gold span); a question declined before the
 model (what matches is another's words of themselves) is weighed as the daemon weighs it,
 without the named one's weight. Printed: the daemon's figure as shipped (its depth and
 weights), the figure of the sources the model reads alone (no deeper recall, the model's
-weights) and the ten best of the grid, each dataset's share and their mean, and beside them
-the share for LoCoMo's questions of things never said (category 5, whose gold turns are what
-the other person said; not chosen by); then the choice leaving each conversation and each series out in turn (chosen by the
-mean of the two datasets' shares on the rest), scored on what was left out.
+weights) and the ten best of the grid, each set's share and their mean; then the choice
+leaving each conversation and each series out in turn (chosen by the mean of the three sets'
+shares on the rest), scored on what was left out.
 """
 
 from __future__ import annotations
@@ -110,20 +110,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     grid = [shipped, alone, *(Grid(d, Weights(w, r, f, p)) for d, r, w, f, p in itertools.product(
         args.depths, args.rank_costs, args.word_weights, args.floors, args.speakers))]
     grid = list(dict.fromkeys(grid))
-    sets = {"LoCoMo": locomo(args.locomo), "QMSum": qmsum(args.qmsum)}
-    homes = {"LoCoMo": args.locomo_home, "QMSum": args.qmsum_home}
+    sets = {"LoCoMo": locomo(args.locomo), "QMSum": qmsum(args.qmsum),
+            "never said": locomo(args.locomo, never_said=True)}
+    homes = {"LoCoMo": args.locomo_home, "QMSum": args.qmsum_home,
+             "never said": args.locomo_home}
     found = {name: holds(homes[name], qs, grid) for name, qs in sets.items()}
-    never = locomo(args.locomo, never_said=True)  # shown beside, not chosen by
-    never_found = holds(args.locomo_home, never, grid)
 
     def mean(point: Grid, left_out: str = "") -> float:
         return sum(share([h for q, h in zip(sets[name], found[name][point], strict=True)
                           if q.group != left_out]) for name in sets) / len(sets)
 
     print(f"{len(sets['LoCoMo'])} LoCoMo questions (categories 1-4), {len(sets['QMSum'])} "
-          f"QMSum queries, {len(never)} LoCoMo questions of things never said: the evidence "
-          "holds a gold turn")
-    print("| depth | word | rank cost | floor | speaker | LoCoMo | QMSum | mean | never said |")
+          f"QMSum queries, {len(sets['never said'])} LoCoMo questions of things never said: "
+          "the evidence holds a gold turn")
+    print("| depth | word | rank cost | floor | speaker | LoCoMo | QMSum | never said | mean |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     best = sorted(grid, key=mean, reverse=True)[:10]
     for point in [shipped, alone, *(p for p in best if p not in (shipped, alone))]:
@@ -131,8 +131,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         tag = {shipped: " (shipped)", alone: " (the model's sources)"}.get(point, "")
         print(f"| {point.depth}{tag} | {w.word} | {w.rank_cost} | {w.min_closeness} | "
               f"{w.speaker} | {share(found['LoCoMo'][point]):.1f}% | "
-              f"{share(found['QMSum'][point]):.1f}% | {mean(point):.1f}% | "
-              f"{share(never_found[point]):.1f}% |")
+              f"{share(found['QMSum'][point]):.1f}% | "
+              f"{share(found['never said'][point]):.1f}% | {mean(point):.1f}% |")
     print("\nEach fold left out, the grid's best on the rest:")
     for name, questions in sets.items():
         held: list[bool] = []
