@@ -5,6 +5,7 @@ not. The answer is scripted: no language model is asked for the evidence."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -88,11 +89,11 @@ def test_a_passage_recalled_deeper_is_shown_and_not_read_by_the_model(store: Sto
     generator = ScriptedGenerator(["Melanie got Emma a red bicycle [1]."] * 2)
     question = "What did Melanie buy for her daughter's birthday?"
     for deeper, shown_there in ((1, False), (2, True)):
-        settings = Settings(search_k=1, ask_evidence_k=deeper)
-        asker = Asker(store, generator=lambda: generator, settings=lambda: settings,
+        asker = Asker(store, generator=lambda: generator,
+                      settings=partial(Settings, search_k=1, ask_evidence_k=deeper),
                       recall=recalled)
 
-        answer = trio.run(lambda: asker.ask(question))
+        answer = trio.run(asker.ask, question)
 
         shown = [e.text for e in answer.evidence]
         assert any("red bicycle" in text for text in shown) is shown_there, shown
