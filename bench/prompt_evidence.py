@@ -74,9 +74,8 @@ class AskSources:
         """The numbered sources of ``question`` asked in ``space`` the model may read (those
         recalled deeper for the evidence alone left out), and the forced ones' numbers."""
         scope = Scope(space_id=self.spaces[space], person_memory=self.settings.memory_enabled)
-        sources, forced, shown = self._asker._gather(question, scope, "conversation",
-                                                     self.settings, None, [])
-        return [s for s in sources if s.n not in shown], forced
+        gathered = self._asker._gather(question, scope, "conversation", self.settings, None, [])
+        return gathered.readable(), gathered.forced
 
     def everything(self, question: str, space: str
                    ) -> tuple[list[Source], list[int], dict[int, list[Close]], bool]:
@@ -84,10 +83,9 @@ class AskSources:
         recalled deeper), the forced ones' numbers, the closeness of each one's turns, and
         whether what matches is another's words of themselves (declined before the model)."""
         scope = Scope(space_id=self.spaces[space], person_memory=self.settings.memory_enabled)
-        sources, forced, shown = self._asker._gather(question, scope, "conversation",
-                                                     self.settings, None, [])
-        another = not forced and attribution.said_by_another(
-            question, [s for s in sources if s.n not in shown])
+        gathered = self._asker._gather(question, scope, "conversation", self.settings, None, [])
+        sources, forced = gathered.sources, gathered.forced
+        another = not forced and attribution.said_by_another(question, gathered.readable())
         return sources, forced, self._asker._close(question, sources), another
 
     def read(self, question: str, sources: list[Source], forced: list[int]) -> list[Source]:

@@ -107,6 +107,10 @@ class _Gathered(NamedTuple):
     forced: list[int]
     shown: Sequence[int] = ()
 
+    def readable(self) -> list[Source]:
+        """The sources the model may read: all but those only shown."""
+        return [s for s in self.sources if s.n not in self.shown]
+
 
 class _Plan(msgspec.Struct, kw_only=True):
     """What an answer is made from before the model writes it: its sources (in ``answer``: what
@@ -212,7 +216,7 @@ class Asker:
         # what came before a stop is checked too: it is shown as the answer so far
         answer = msgspec.structs.replace(answer, sources=plan.read)
         checked, dropped = check_written(raw, plan.read, asked,
-                                    grounding.speakers_of(plan.answer.sources).values())
+                                         grounding.speakers_of(plan.answer.sources).values())
         declined = not stop.is_set() and (
             not checked.text.strip() or grounding.echoes_question(checked.text, asked))
         if declined:  # nothing supported is left, or only the question restated
@@ -233,10 +237,10 @@ class Asker:
         settings = self._settings()
         scope = Scope(space_id=None if where is None else where.id,
                       person_memory=settings.memory_enabled)
-        everything, forced, shown = await self.store.run(
+        gathered = await self.store.run(
             lambda: self._gather(asked, scope, framing, settings, current, turns))
+        everything, forced, sources = gathered.sources, gathered.forced, gathered.readable()
         close = await self.store.run(lambda: self._close(asked, everything))
-        sources = [s for s in everything if s.n not in shown]  # what the model may read
         budget = source_budget(settings, asked)
         read = model_reads(asked, sources, close, budget, forced)
         another = not forced and attribution.said_by_another(asked, sources)

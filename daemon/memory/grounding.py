@@ -867,8 +867,8 @@ def voiced(text: str, sources: Sequence[Source]) -> str:
             continue
         who = "You" if _is_me(best.speaker) else best.speaker
         if who != last:
-            lead = len(piece) - len(piece.lstrip())
-            pieces[i] = f"{piece[:lead]}{who} said: {piece[lead:]}"
+            indent = len(piece) - len(piece.lstrip())
+            pieces[i] = f"{piece[:indent]}{who} said: {piece[indent:]}"
         last = who
     return "".join(pieces)
 
