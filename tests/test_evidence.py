@@ -117,6 +117,22 @@ def test_weighed_for_the_evidence_a_turn_of_the_one_the_question_names_counts_mo
                                         weights=weighing(SHOWN, another=True))] == ["D2:1"]
 
 
+def test_a_role_is_named_as_a_reader_names_it() -> None:
+    from daemon.memory.evidence import SHOWN
+
+    meeting = Source(n=1, kind="transcript", title="Design meeting", date=MAY_8, passages=(
+        Passage("The shape should follow the hand.", "User Interface", "M:1", 0.0),
+        Passage("A curved case costs more to mould.", "Industrial Designer", "M:2", 5.0)))
+    close = {1: _weighed(meeting, 0.5, 0.46)}
+    for question, shown in [
+        ("Why did the Industrial Design disagree about the shape?", "M:2"),
+        ("Why did the Industrial Designer disagree about the shape?", "M:2"),
+        ("Why did the Industrial Manager disagree about the shape?", "M:1"),  # not the designer
+    ]:
+        assert [e.ref for e in evidence_for(question, [meeting], limit=1, close=close,
+                                            weights=SHOWN)] == [shown], question
+
+
 def test_weighed_an_item_and_a_source_without_vectors_are_still_shown() -> None:
     memory = Source(n=3, kind="memory", title="about you", label="memory about you",
                     passages=(Passage("You prefer to ship the Atlas beta early in the week."),))

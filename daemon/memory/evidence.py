@@ -177,9 +177,10 @@ def _scored(sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
 
 def _named(speaker: str, wanted: set[str]) -> bool:
     """Whether the question (its content words ``wanted``) names ``speaker``: every word of
-    the name ("Industrial Designer", "Melanie"; not the user, "me")."""
+    the name ("Industrial Designer", "Melanie"; not the user, "me"), a word as a reader takes
+    it ("the Industrial Design" names the Industrial Designer)."""
     who = content_words(speaker)
-    return bool(who) and who <= wanted
+    return bool(who) and all(shares_word({w}, wanted) for w in who)
 
 
 def _closest(sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
