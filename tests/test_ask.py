@@ -4,6 +4,7 @@ check."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -338,6 +339,30 @@ async def test_a_question_about_one_answered_only_by_the_others_own_words_is_dec
     assert tokens == [answer.text]
     assert generator.calls == []  # decided on the evidence, before any writing
     assert [e.speaker for e in answer.evidence] == ["Melanie"]  # what memory holds is shown
+
+
+async def test_when_the_named_one_did_it_is_read_off_their_words_without_the_model(
+    store: Store,
+) -> None:
+    session = store.create_session(title="Caroline and Melanie, session 3", started_at=T0)
+    store.append_turns(session.id, [
+        NewTurn(speaker="Caroline", text="How was your weekend?", start=0),
+        NewTurn(speaker="Melanie", text="Great! I signed up for a pottery class yesterday.",
+                start=6),
+    ])
+    store.end_session(session.id, ended_at=T0 + 30)
+    generator = ScriptedGenerator(["Melanie signed up on 25 July 2026 [1]."])  # the session's day
+    tokens: list[str] = []
+
+    answer = await asker(store, generator).ask(
+        "When did Melanie sign up for a pottery class?", on_token=tokens.append)
+
+    day_before = dt.datetime.fromtimestamp(T0).date() - dt.timedelta(days=1)
+    assert answer.text == f"On {day_before.day} {day_before:%B %Y} [1]."
+    assert tokens == [answer.text] and not answer.declined
+    assert [(c.source.n, c.speaker) for c in answer.citations] == [(1, "Melanie")]
+    assert generator.calls == []  # read off the turn and its session's date
+    assert [e.speaker for e in answer.evidence][-1:] == ["Melanie"]  # the words it is read off
 
 
 async def test_a_space_scopes_recall(store: Store) -> None:

@@ -20,8 +20,10 @@
    score threshold) the answer says so and no model is asked; when the question asks about
    one of two people and what matches it is the other's words of themselves
    (``attribution.said_by_another``), it says nothing in memory says it, no model asked
-   either. Otherwise the model answers from
-   the sources, token by token to ``on_token``, until done or ``stop`` is set.
+   either; when it asks when that person did something and a sentence of theirs says it
+   (``when.when_answer``), the answer is the day, read off it and its session's date. Otherwise
+   the model answers from the sources, token by token to ``on_token``, until done or ``stop``
+   is set.
 5. The whole text is checked (``grounding.check_answer``) before it is returned: the result is
    the final answer, quotes verified or marked, citations mapped to their sources. An answer
    that only restates the question (``grounding.echoes_question``) is replaced by the
@@ -49,7 +51,7 @@ from daemon.config import Settings
 from daemon.errors import EngineError, InvalidInput, NotFound
 from daemon.llm.generate import ChatMessage, Generator
 from daemon.llm.rerank import Reranker
-from daemon.memory import attribution, grounding, open_items, relative_time
+from daemon.memory import attribution, grounding, open_items, relative_time, when
 from daemon.memory.evidence import (
     SHOWN,
     Close,
@@ -125,6 +127,7 @@ class _Plan(msgspec.Struct, kw_only=True):
     relevant: bool
     another: bool  # what matches is someone else's of themselves, not the one asked about
     stated: bool  # the sources are the items a question over items selected: stated, no model
+    dated: str | None  # when the one asked about did it, read off their words: no model
     opening: list[ChatMessage]
     messages: list[ChatMessage]
 
@@ -200,8 +203,8 @@ class Asker:
             return msgspec.structs.replace(answer, text=text, declined=True)
         if stop.is_set():
             return msgspec.structs.replace(answer, cancelled=True)
-        if plan.stated:  # the items answer it: what they hold is stated, not paraphrased
-            text = grounding.items_answer(answer.sources)
+        if plan.stated or plan.dated is not None:  # stated, not paraphrased: no model
+            text = grounding.items_answer(answer.sources) if plan.dated is None else plan.dated
             on_token(text)
             checked = grounding.check_answer(text, answer.sources, asked)
             return msgspec.structs.replace(answer, text=checked.text,
@@ -255,6 +258,7 @@ class Asker:
                      another=another,
                      stated=bool(forced) and all(s.item is not None for s in sources
                                                  if s.n in forced),
+                     dated=None if forced or another else when.when_answer(asked, sources),
                      opening=grounding.prompt_prefix(framing, context),
                      messages=grounding.build_prompt(framing, asked, read, budget, forced,
                                                        fitted=True))

@@ -13,7 +13,7 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
 _COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
 _COUNT = r"(?P<count>\d+|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
-_RELATIVE = re.compile(
+RELATIVE = re.compile(
     r"\b(?:(?P<before>the day before yesterday)|(?P<yesterday>yesterday|last night)"
     r"|(?P<today>today|tonight|this (?:morning|afternoon|evening))|(?P<tomorrow>tomorrow)"
     r"|last (?P<weekday>" + "|".join(_WEEKDAYS) + r")"
@@ -51,7 +51,7 @@ def resolve(text: str, said_on: dt.date) -> str:
             return f"on {day_text(said_on - dt.timedelta(days=count))}"
         return f"{m['count']} {m['ago_unit']} before {day_text(said_on)}"
 
-    return _RELATIVE.sub(replace, text)
+    return RELATIVE.sub(replace, text)
 
 
 def _period(which: str, unit: str, said_on: dt.date) -> str:

@@ -1,0 +1,92 @@
+""""When did Melanie sign up for a pottery class?" answered from Melanie's own words, without a
+model: what "yesterday", "last Friday", "last week" meant the day they said it ("On 1 July
+2023 [1]."), or, their words saying no time, that it was done by that day ("By 2 July 2023
+[1].": what the words prove, not that it was done that day).
+
+A small model answers such a question with the session's date whatever the turn says ("I
+signed up yesterday" is not the day it was said), or with a date from nowhere; the day is in
+the turn and its session, and reading it is deterministic. The question must name one person
+who speaks in what was recalled and ask what they did ("When did ... / When was ... / When
+were ..."); the sentence that answers is one of that person's (not a question they ask, not a
+transcript's bracketed note) that says at least half of the question's other words. The most
+such words wins; of two saying as many, one that says when, then the higher source. A month or
+a year the question names must be the answer's ("When did Caroline attend a pride parade in
+August?" is not answered by a parade of July). No such sentence: the model answers, as for any
+question.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from daemon.memory.extract import content_words
+from daemon.memory.grounding import (
+    Source,
+    named_people,
+    sentence_units,
+    shares_word,
+    speakers_of,
+)
+from daemon.memory.relative_time import RELATIVE, day_text, resolve
+
+_ASKS_WHEN = re.compile(r"\s*when\s+(?:did|was|were)\b", re.IGNORECASE)
+_NOTE = re.compile(r"\[[^\]]*\]")
+_MONTH = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October"
+                    r"|November|December)\b")
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+SHARE = 0.5  # of the question's words (its person's name left out) the sentence must say
+
+
+class _Said(NamedTuple):
+    shared: int
+    dated: bool  # it says when ("yesterday", "last week")
+    source: Source
+    sentence: str
+
+
+def when_answer(question: str, sources: Sequence[Source]) -> str | None:
+    """The answer to ``question`` — when the one it names did something — from the sentence
+    of theirs in ``sources`` that says it (see the module docstring), citing its source:
+    "On 1 July 2023 [1]."; None when the question is not such a question or no sentence
+    says it."""
+    if not _ASKS_WHEN.match(question):
+        return None
+    named = named_people(question, speakers_of(sources))
+    if len(named) != 1:
+        return None
+    who = next(iter(named))
+    event = content_words(question) - content_words(who) - {"when"}
+    if not event:
+        return None
+    needed = max(1, math.ceil(len(event) * SHARE))
+    found: list[tuple[_Said, str]] = []
+    for source in sources:
+        if source.kind != "transcript" or not source.date:
+            continue
+        said_on = dt.datetime.fromtimestamp(source.date).date()
+        for passage in source.passages:
+            if passage.speaker != who:
+                continue
+            for sentence in sentence_units(_NOTE.sub(" ", passage.text)):
+                if sentence.endswith("?"):
+                    continue
+                have = content_words(sentence)
+                shared = sum(1 for word in event if shares_word({word}, have))
+                relative = RELATIVE.search(sentence)
+                when = resolve(relative[0], said_on) if relative else f"by {day_text(said_on)}"
+                if shared >= needed and _agrees(question, when):
+                    found.append((_Said(shared, relative is not None, source, sentence), when))
+    if not found:
+        return None
+    said, when = max(found, key=lambda f: (f[0].shared, f[0].dated, -f[0].source.n))
+    return f"{when[0].upper()}{when[1:]} [{said.source.n}]."
+
+
+def _agrees(question: str, when: str) -> bool:
+    """Whether ``when`` is in the month and the year ``question`` names, if it names one."""
+    return all(set(pattern.findall(question)) <= set(pattern.findall(when))
+               for pattern in (_MONTH, _YEAR))
