@@ -35,6 +35,14 @@ def test_the_day_is_read_off_the_named_ones_words_and_their_sessions_date() -> N
         "By 20 July 2023 [3].")
 
 
+def test_the_user_asking_of_themselves_is_answered_from_their_own_turns() -> None:
+    call = Source(n=1, kind="transcript", title="Call with Dana", date=SUNDAY, passages=(
+        Passage("Did you get the contract?", "them", "", 0.0),
+        Passage("Yes, I sent the contract to you yesterday.", "me", "", 4.0)))
+    assert when_answer("When did I send the contract?", [call]) == "On 1 July 2023 [1]."
+    assert when_answer("When did Dana send the contract?", [call]) is None  # nobody named Dana
+
+
 def test_only_the_named_ones_own_sentences_answer() -> None:
     # Caroline asks about it, Melanie did it: not an answer to when Caroline did
     assert when_answer("When did Caroline sign up for a pottery class?", [POTTERY]) is None

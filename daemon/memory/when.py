@@ -5,14 +5,14 @@ model: what "yesterday", "last Friday", "last week" meant the day they said it (
 
 A small model answers such a question with the session's date whatever the turn says ("I
 signed up yesterday" is not the day it was said), or with a date from nowhere; the day is in
-the turn and its session, and reading it is deterministic. The question must name one person
-who speaks in what was recalled and ask what they did ("When did ... / When was ... / When
-were ..."); the sentence that answers is one of that person's (not a question they ask, not a
-transcript's bracketed note) that says at least half of the question's other words. The most
-such words wins; of two saying as many, one that says when, then the higher source. A month or
-a year the question names must be the answer's ("When did Caroline attend a pride parade in
-August?" is not answered by a parade of July). No such sentence: the model answers, as for any
-question.
+the turn and its session, and reading it is deterministic. The question must ask what one
+person who speaks in what was recalled did ("When did ... / When was ... / When were ..."), or
+the user ("When did I send Dana the contract?": the turns of "me"); the sentence that answers
+is one of theirs (not a question they ask, not a transcript's bracketed note) that says at
+least half of the question's other words. The most such words wins; of two saying as many,
+one that says when, then the higher source. A month or a year the question names must be the
+answer's ("When did Caroline attend a pride parade in August?" is not answered by a parade of
+July). No such sentence: the model answers, as for any question.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 from daemon.memory.extract import content_words
 from daemon.memory.grounding import (
+    ME,
     Source,
     named_people,
     sentence_units,
@@ -33,7 +34,7 @@ from daemon.memory.grounding import (
 )
 from daemon.memory.relative_time import RELATIVE, day_text, resolve
 
-_ASKS_WHEN = re.compile(r"\s*when\s+(?:did|was|were)\b", re.IGNORECASE)
+_ASKS_WHEN = re.compile(r"\s*when\s+(?:did|was|were)\s+(\w+)", re.IGNORECASE)
 _NOTE = re.compile(r"\[[^\]]*\]")
 _MONTH = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October"
                     r"|November|December)\b")
@@ -53,9 +54,10 @@ def when_answer(question: str, sources: Sequence[Source]) -> str | None:
     of theirs in ``sources`` that says it (see the module docstring), citing its source:
     "On 1 July 2023 [1]."; None when the question is not such a question or no sentence
     says it."""
-    if not _ASKS_WHEN.match(question):
+    asked = _ASKS_WHEN.match(question)
+    if asked is None:
         return None
-    named = named_people(question, speakers_of(sources))
+    named = {ME} if asked[1].lower() == "i" else named_people(question, speakers_of(sources))
     if len(named) != 1:
         return None
     who = next(iter(named))
@@ -69,7 +71,7 @@ def when_answer(question: str, sources: Sequence[Source]) -> str | None:
             continue
         said_on = dt.datetime.fromtimestamp(source.date).date()
         for passage in source.passages:
-            if passage.speaker != who:
+            if passage.speaker.casefold() != who.casefold():
                 continue
             for sentence in sentence_units(_NOTE.sub(" ", passage.text)):
                 if sentence.endswith("?"):
