@@ -8,10 +8,11 @@ each recorded answer the model wrote (``streamed``), the sources are gathered ag
 daemon gathers them and fitted as the model read them (``bench.prompt_evidence``, the run's
 ``ask_*`` settings), and the model's text goes through the check of the code this runs from
 (``daemon.memory.ask``), as the daemon's answer does; an answer declined before the model
-wrote is kept as recorded. Printed: the run's tables scored again, how many answers changed
-(``--show``: each, before and after). On the code the run was made with, the answers it
-reproduces say how exact the replay is (an answer cut at its length is known only by its
-shape: long, its last sentence unfinished).
+wrote is kept as recorded, and one the code reads off the named one's words without a model
+("When did ...?", ``daemon.memory.when``) is read again. Printed: the run's tables scored
+again, how many answers changed (``--show``: each, before and after). On the code the run
+was made with, the answers it reproduces say how exact the replay is (an answer cut at its
+length is known only by its shape: long, its last sentence unfinished).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from bench.qa import (
     rouge_f1,
     without_citations,
 )
-from daemon.memory import grounding
+from daemon.memory import attribution, grounding, when
 from daemon.memory.ask import check_written
 
 CUT_CHARS = 300  # a recorded answer at least this long, its last sentence unfinished: cut
@@ -49,15 +50,20 @@ def rechecked(asking: AskSources, one: Asked) -> Asked:
     if one.declined and not one.streamed:  # declined before the model wrote
         return one
     sources, forced = asking.gather(one.question, one.space)
-    read = asking.read(one.question, sources, forced)
-    raw = one.streamed
-    if len(raw) >= CUT_CHARS:  # stopped at its length: the unfinished sentence goes
-        raw = grounding.whole_sentences(raw)
-    checked, _ = check_written(raw, read, one.question,
-                          grounding.speakers_of(sources).values())
-    declined = (not checked.text.strip()
-                or grounding.echoes_question(checked.text, one.question))
-    text = grounding.nothing_says(one.question) if declined else checked.text
+    another = not forced and attribution.said_by_another(one.question, sources)
+    dated = None if forced or another else when.when_answer(one.question, sources)
+    if dated is not None:  # read off the named one's words, no model: stated as the daemon does
+        text, declined = grounding.check_answer(dated, sources, one.question).text, False
+    else:
+        read = asking.read(one.question, sources, forced)
+        raw = one.streamed
+        if len(raw) >= CUT_CHARS:  # stopped at its length: the unfinished sentence goes
+            raw = grounding.whole_sentences(raw)
+        checked, _ = check_written(raw, read, one.question,
+                                   grounding.speakers_of(sources).values())
+        declined = (not checked.text.strip()
+                    or grounding.echoes_question(checked.text, one.question))
+        text = grounding.nothing_says(one.question) if declined else checked.text
     again = msgspec.structs.replace(one, answer=text, declined=declined)
     if one.dataset == "locomo":
         category = {v: k for k, v in LOCOMO_CATEGORIES.items()}[one.category]
