@@ -29,6 +29,12 @@ def test_the_day_is_read_off_the_named_ones_words_and_their_sessions_date() -> N
     last_week = chat(2, LATER, ("Caroline", "I painted a self-portrait last week."))
     assert when_answer("When did Caroline paint a self-portrait?", [POTTERY, last_week]) == (
         "The week before 20 July 2023 [2].")
+    # "on Friday" of what was done: the Friday before; a plan says nothing done
+    tournament = chat(4, SUNDAY, ("Melanie", "I won the chess tournament on Friday!"),
+                      ("Melanie", "I'll play the chess final on Friday."))
+    assert when_answer("When did Melanie win the chess tournament?", [tournament]) == (
+        "On Friday 30 June 2023 [4].")
+    assert when_answer("When did Melanie play the chess final?", [tournament]) is None
     # said with no word of when: done by the day it was said
     today = chat(3, LATER, ("Melanie", "The kids and I finished the sandcastle, look!"))
     assert when_answer("When did Melanie finish the sandcastle?", [today]) == (

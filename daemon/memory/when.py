@@ -1,7 +1,8 @@
 """"When did Melanie sign up for a pottery class?" answered from Melanie's own words, without a
-model: what "yesterday", "last Friday", "last week" meant the day they said it ("On 1 July
-2023 [1]."), or, their words saying no time, that it was done by that day ("By 2 July 2023
-[1].": what the words prove, not that it was done that day).
+model: what "yesterday", "last Friday", "last week" (or a past "on Friday") meant the day
+they said it ("On 1 July 2023 [1]."), or, their words saying no time, that it was done by
+that day ("By 2 July 2023 [1].": what the words prove, not that it was done that day; not of
+a plan: "I'll play the final on Friday" says nothing done).
 
 A small model answers such a question with the session's date whatever the turn says ("I
 signed up yesterday" is not the day it was said), or with a date from nowhere; the day is in
@@ -38,6 +39,11 @@ _ASKS_WHEN = re.compile(r"\s*when\s+(?:did|was|were)\s+(\w+)", re.IGNORECASE)
 _NOTE = re.compile(r"\[[^\]]*\]")
 _MONTH = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October"
                     r"|November|December)\b")
+_ON_WEEKDAY = re.compile(r"\bon (Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b",
+                         re.IGNORECASE)
+# the speaker's plan ("I'll play the final on Friday", "we're going to ..."), not a clause's
+_AHEAD = re.compile(r"\b(?:I|we)(?:'ll| will|'m going to| am going to|'re going to| are going"
+                    r" to|'m gonna| plan| am planning|'m planning|'re planning)\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 SHARE = 0.5  # of the question's words (its person's name left out) the sentence must say
 
@@ -78,14 +84,28 @@ def when_answer(question: str, sources: Sequence[Source]) -> str | None:
                     continue
                 have = content_words(sentence)
                 shared = sum(1 for word in event if shares_word({word}, have))
-                relative = RELATIVE.search(sentence)
-                when = resolve(relative[0], said_on) if relative else f"by {day_text(said_on)}"
+                told = _told(sentence, said_on)
+                if told is None and _AHEAD.search(sentence):
+                    continue  # a plan with no time: nothing done by that day
+                when = told or f"by {day_text(said_on)}"
                 if shared >= needed and _agrees(question, when):
-                    found.append((_Said(shared, relative is not None, source, sentence), when))
+                    found.append((_Said(shared, told is not None, source, sentence), when))
     if not found:
         return None
     said, when = max(found, key=lambda f: (f[0].shared, f[0].dated, -f[0].source.n))
     return f"{when[0].upper()}{when[1:]} [{said.source.n}]."
+
+
+def _told(sentence: str, said_on: dt.date) -> str | None:
+    """When ``sentence``, said on ``said_on``, says it happened, resolved ("yesterday": "on 1
+    July 2023"; "I won it on Friday!": the Friday before), or None when it says no time."""
+    relative = RELATIVE.search(sentence)
+    if relative is not None:
+        return resolve(relative[0], said_on)
+    weekday = _ON_WEEKDAY.search(sentence)
+    if weekday is not None and not _AHEAD.search(sentence):  # not "I'll go on Friday"
+        return resolve(f"last {weekday[1]}", said_on)
+    return None
 
 
 def _agrees(question: str, when: str) -> bool:
