@@ -49,10 +49,10 @@ SHARE = 0.5  # of the question's words (its person's name left out) the sentence
 
 
 class _Said(NamedTuple):
-    shared: int
+    shared: int  # how many of the question's words it says
     dated: bool  # it says when ("yesterday", "last week")
     source: Source
-    sentence: str
+    when: str  # "on 1 July 2023", "by 2 July 2023"
 
 
 def when_answer(question: str, sources: Sequence[Source]) -> str | None:
@@ -71,7 +71,7 @@ def when_answer(question: str, sources: Sequence[Source]) -> str | None:
     if not event:
         return None
     needed = max(1, math.ceil(len(event) * SHARE))
-    found: list[tuple[_Said, str]] = []
+    found: list[_Said] = []
     for source in sources:
         if source.kind != "transcript" or not source.date:
             continue
@@ -89,11 +89,11 @@ def when_answer(question: str, sources: Sequence[Source]) -> str | None:
                     continue  # a plan with no time: nothing done by that day
                 when = told or f"by {day_text(said_on)}"
                 if shared >= needed and _agrees(question, when):
-                    found.append((_Said(shared, told is not None, source, sentence), when))
+                    found.append(_Said(shared, told is not None, source, when))
     if not found:
         return None
-    said, when = max(found, key=lambda f: (f[0].shared, f[0].dated, -f[0].source.n))
-    return f"{when[0].upper()}{when[1:]} [{said.source.n}]."
+    said = max(found, key=lambda f: (f.shared, f.dated, -f.source.n))
+    return f"{said.when[0].upper()}{said.when[1:]} [{said.source.n}]."
 
 
 def _told(sentence: str, said_on: dt.date) -> str | None:
