@@ -35,8 +35,8 @@ from bench.common import default_models_dir, percentile
 from bench.qa import LOCOMO_CATEGORIES, locomo_questions, sample
 from daemon.config import Config
 from daemon.engines import Engines
-from daemon.memory import attribution, grounding
-from daemon.memory.ask import Asker, model_reads, source_budget
+from daemon.memory import grounding
+from daemon.memory.ask import Asker, decided_before_model, model_reads, source_budget
 from daemon.memory.evidence import Close
 from daemon.memory.grounding import Source
 from daemon.store.fusion import ItemKey
@@ -85,7 +85,7 @@ class AskSources:
         scope = Scope(space_id=self.spaces[space], person_memory=self.settings.memory_enabled)
         gathered = self._asker._gather(question, scope, "conversation", self.settings, None, [])
         sources, forced = gathered.sources, gathered.forced
-        another = not forced and attribution.said_by_another(question, gathered.readable())
+        another, _ = decided_before_model(question, gathered.readable(), forced)
         return sources, forced, self._asker._close(question, sources), another
 
     def read(self, question: str, sources: list[Source], forced: list[int]) -> list[Source]:

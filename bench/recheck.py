@@ -34,8 +34,8 @@ from bench.qa import (
     rouge_f1,
     without_citations,
 )
-from daemon.memory import attribution, grounding, when
-from daemon.memory.ask import check_written
+from daemon.memory import grounding
+from daemon.memory.ask import check_written, decided_before_model
 
 CUT_CHARS = 300  # a recorded answer at least this long, its last sentence unfinished: cut
 
@@ -50,8 +50,7 @@ def rechecked(asking: AskSources, one: Asked) -> Asked:
     if one.declined and not one.streamed:  # declined before the model wrote
         return one
     sources, forced = asking.gather(one.question, one.space)
-    another = not forced and attribution.said_by_another(one.question, sources)
-    dated = None if forced or another else when.when_answer(one.question, sources)
+    _, dated = decided_before_model(one.question, sources, forced)
     if dated is not None:  # read off the named one's words, no model: stated as the daemon does
         text, declined = grounding.check_answer(dated, sources, one.question).text, False
     else:

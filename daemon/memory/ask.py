@@ -246,7 +246,7 @@ class Asker:
         close = await self.store.run(lambda: self._close(asked, everything))
         budget = source_budget(settings, asked)
         read = model_reads(asked, sources, close, budget, forced)
-        another = not forced and attribution.said_by_another(asked, sources)
+        another, dated = decided_before_model(asked, sources, forced)
         answer = Answer(question=asked, text="", citations=[], sources=sources, framing=framing,
                         space=None if where is None else where.name,
                         evidence=evidence_for(asked, everything, forced, close=close,
@@ -258,7 +258,7 @@ class Asker:
                      another=another,
                      stated=bool(forced) and all(s.item is not None for s in sources
                                                  if s.n in forced),
-                     dated=None if forced or another else when.when_answer(asked, sources),
+                     dated=dated,
                      opening=grounding.prompt_prefix(framing, context),
                      messages=grounding.build_prompt(framing, asked, read, budget, forced,
                                                        fitted=True))
@@ -538,6 +538,16 @@ def _resolved(text: str, sources: Sequence[Source]) -> str:
         pieces.append(piece if day is None else
                       relative_time.resolve(piece, dt.datetime.fromtimestamp(day).date()))
     return "".join(pieces)
+
+
+def decided_before_model(asked: str, sources: Sequence[Source], forced: Collection[int]
+                         ) -> tuple[bool, str | None]:
+    """What is decided of ``asked`` before any model writes, from the ``sources`` it may read
+    (``forced``: the numbers of those a question over items selected, stated as they are):
+    whether what matches is another's words of themselves (``attribution.said_by_another``:
+    declined), and else the answer read off the named one's words (``when.when_answer``)."""
+    another = not forced and attribution.said_by_another(asked, sources)
+    return another, None if forced or another else when.when_answer(asked, sources)
 
 
 def model_reads(question: str, sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
