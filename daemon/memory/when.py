@@ -84,11 +84,13 @@ def when_answer(question: str, sources: Sequence[Source]) -> str | None:
                     continue
                 have = content_words(sentence)
                 shared = sum(1 for word in event if shares_word({word}, have))
+                if shared < needed:
+                    continue
                 told = _told(sentence, said_on)
                 if told is None and _AHEAD.search(sentence):
                     continue  # a plan with no time: nothing done by that day
                 when = told or f"by {day_text(said_on)}"
-                if shared >= needed and _agrees(question, when):
+                if _agrees(question, when):
                     found.append(_Said(shared, told is not None, source, when))
     if not found:
         return None
