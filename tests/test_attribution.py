@@ -130,3 +130,10 @@ def test_a_turn_is_scored_by_all_its_sentences_of_the_same_person() -> None:
                          "must be."))
     assert said_by_another("What happened to Maria's job in August 2023?", job)
     assert not said_by_another("What happened to John's job in August 2023?", job)
+
+
+def test_the_words_a_question_is_built_with_do_not_decide_whose_words_answer() -> None:
+    beach = chat(("Melanie", "My three children loved the beach."),
+                 ("Caroline", "I met so many people who want a home for children."))
+    assert not said_by_another("How many children does Melanie have?", beach)
+    assert said_by_another("How many homes does Melanie want for children?", beach)
