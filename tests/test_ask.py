@@ -335,7 +335,7 @@ async def test_a_question_about_one_answered_only_by_the_others_own_words_is_dec
         "What did Caroline realize after her charity race?", on_token=tokens.append)
 
     assert answer.declined and not answer.nothing_found
-    assert answer.text.startswith("Nothing in memory says what did Caroline realize")
+    assert answer.text.startswith("Nothing in memory answers “What did Caroline realize")
     assert tokens == [answer.text]
     assert generator.calls == []  # decided on the evidence, before any writing
     assert [e.speaker for e in answer.evidence] == ["Melanie"]  # what memory holds is shown

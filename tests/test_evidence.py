@@ -254,6 +254,16 @@ def test_a_sentence_citing_the_wrong_source_is_kept_citing_the_one_that_says_it(
     assert (kept, dropped) == ("Caroline went to a LGBTQ support group [1].", 0)
 
 
+def test_a_sentence_citing_a_source_never_read_is_kept_citing_the_one_that_says_it() -> None:
+    # only source 2 was read; the model numbered it 1
+    kept, dropped = keep_supported("Tom will ship the Atlas beta on Friday [1].", [DECISION],
+                                   "When does the Atlas beta ship?")
+    assert (kept, dropped) == ("Tom will ship the Atlas beta on Friday [2].", 0)
+    # citing nothing at all is still no answer
+    assert keep_supported("Tom will ship the Atlas beta on Friday.", [DECISION],
+                          "When does the Atlas beta ship?") == ("", 1)
+
+
 def test_a_number_no_cited_source_holds_drops_its_sentence() -> None:
     kept, dropped = keep_supported("Tom shipped the Atlas beta on Friday, 14 June [2].",
                                    [DECISION], "When was the Atlas beta shipped?")
@@ -362,12 +372,17 @@ def test_relative_times_are_resolved_against_the_day_it_was_said(said: str, mean
 
 
 def test_with_nothing_supported_the_reply_says_nothing_in_memory_says_it() -> None:
+    held = " The evidence above is what memory holds."
+    assert nothing_says("What motivated Melanie to pursue counseling?") == (
+        "Nothing in memory says what motivated Melanie to pursue counseling." + held)
+    # a question that turns its verb round would not read said of itself: it is quoted
     assert nothing_says("When did Caroline adopt a dog?") == (
-        "Nothing in memory says when did Caroline adopt a dog. The evidence above is what "
-        "memory holds.")
-    assert nothing_says("Did Tom agree?") == (
-        "Nothing in memory says whether: “Did Tom agree”. The evidence above is what memory "
-        "holds.")
+        "Nothing in memory answers “When did Caroline adopt a dog?”" + held)
+    assert nothing_says("What is   John's favorite book") == (
+        "Nothing in memory answers “What is John's favorite book?”" + held)
+    assert nothing_says("Did Tom agree?") == "Nothing in memory answers “Did Tom agree?”" + held
+    assert nothing_says("Summarize the budget discussion") == (
+        "Nothing in memory answers “Summarize the budget discussion.”" + held)
 
 
 def test_numbers_said_in_words_support_an_answer_that_writes_them_in_digits() -> None:

@@ -511,6 +511,8 @@ def test_an_answer_that_only_restates_the_question_is_an_echo(answer: str, quest
      "Why did the team decide not to use LCD displays?"),
     ("", "What did they decide?"),
     ("I don't know: I found nothing about this in your memory of Atlas.", "Who won the match?"),
+    ("John scored 40 points in a game recently [1].",
+     "What was the highest number of points John scored in a game recently?"),
 ])
 def test_an_answer_that_adds_something_is_no_echo(answer: str, question: str) -> None:
     from daemon.memory.grounding import echoes_question

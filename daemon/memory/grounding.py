@@ -563,9 +563,10 @@ def echoes_question(answer: str, question: str) -> bool:
     them is the question's or a reporting word ("discussed", "the group"). Deterministic: the
     same word rule as relevance, no model. An empty answer is not an echo (it says nothing
     at all, which is reported apart)."""
-    said = content_words(re.sub(r"\[\d+(?:\s*,\s*\d+)*\]", " ", answer).replace(UNVERIFIED, " "))
-    if not said:
-        return False
+    text = re.sub(r"\[\d+(?:\s*,\s*\d+)*\]", " ", answer).replace(UNVERIFIED, " ")
+    said = content_words(text)
+    if not said or set(_NUMBER.findall(text)) - set(_NUMBER.findall(question)):
+        return False  # a number the question did not give is an answer ("40 points")
     asked = content_words(question) | _REPORTING_WORDS
     return all(shares_word({word}, asked) for word in said)
 
@@ -611,6 +612,13 @@ _QUESTION_OPENERS = """
     any anything
 """
 _QUESTION_WORDS = frozenset(_QUESTION_OPENERS.split())
+_WH = "what how why when where which who whom whose"
+_WH_WORDS = frozenset(_WH.split())
+# the verbs a question turns round ("When did Jon …?"): said of itself it would not read
+_INVERTED = """
+    do does did is are was were am can could would will should shall may might have has had
+"""
+_INVERTING = frozenset(_INVERTED.split())
 _FILLER_WORDS = "so and but okay ok well now then alright right um uh"
 _FILLERS = frozenset(_FILLER_WORDS.split())
 _SENTENCE = re.compile(r"[^.!?…]+[.!?…]*")
@@ -938,11 +946,12 @@ def keep_supported(text: str, sources: Sequence[Source], question: str = "",
         if cited and supports(piece, cited, question, people) and _hold(cited, assumed):
             kept.append(piece.strip())
             continue
-        # a small model often cites the source next to the one that says it: the sentence
-        # is kept, its citation corrected, when one other source supports it
+        # a small model often cites the source next to the one that says it, or a number no
+        # source read has: the sentence is kept, its citation corrected, when one other
+        # source supports it
         other = next((s for s in sources if s.kind != "context" and s not in cited
                       and supports(piece, [s], question, people) and _hold([s], assumed)),
-                     None) if cited else None
+                     None) if cited_numbers(piece) else None
         if other is None:
             dropped += 1
         else:
@@ -1121,16 +1130,18 @@ def _item_of(item: Item, named: set[str]) -> bool:
 
 def nothing_says(question: str) -> str:
     """The reply when no sentence of an answer is supported by a source it cites: the
-    evidence shown before it is what memory holds."""
-    asked = " ".join(question.split()).rstrip("?").strip()
-    words = asked.split()
-    if words and words[0].lower().strip(",") in _QUESTION_WORDS and words[0].lower() not in (
-            "do", "does", "did", "is", "are", "was", "were", "can", "could", "would", "will",
-            "should", "shall", "may", "might", "have", "has", "had"):
-        said = f"{asked[0].lower()}{asked[1:]}"
-    else:
-        said = f"whether: “{asked}”"
-    return f"Nothing in memory says {said}. The evidence above is what memory holds."
+    evidence shown before it is what memory holds. A question that reads as said of itself
+    ("What motivated Melanie …?") is said so; one that turns its verb round ("When did Jon
+    …?", "Did Tom agree?") or asks something else ("Summarize …") is quoted."""
+    asked = " ".join(question.split())
+    bare = asked.rstrip("?").strip()
+    words = [w.lower().strip(",") for w in bare.split()]
+    if words and words[0] in _WH_WORDS and not _INVERTING & set(words[1:]):
+        return (f"Nothing in memory says {bare[0].lower()}{bare[1:]}. "
+                "The evidence above is what memory holds.")
+    if not asked.endswith(("?", ".", "!")):
+        asked += "?" if words and words[0] in _WH_WORDS | _INVERTING else "."
+    return f"Nothing in memory answers “{asked}” The evidence above is what memory holds."
 
 
 def items_answer(sources: Sequence[Source]) -> str:
