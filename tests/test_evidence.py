@@ -21,6 +21,8 @@ from daemon.memory.grounding import (
     Source,
     keep_supported,
     nothing_says,
+    one_asked_of,
+    speakers_of,
     spoken_numbers,
 )
 from daemon.memory.relative_time import resolve
@@ -262,6 +264,24 @@ def test_a_sentence_citing_a_source_never_read_is_kept_citing_the_one_that_says_
     # citing nothing at all is still no answer
     assert keep_supported("Tom will ship the Atlas beta on Friday.", [DECISION],
                           "When does the Atlas beta ship?") == ("", 1)
+
+
+def test_the_other_one_of_two_is_taken_out_of_what_the_question_asks_of_one() -> None:
+    # a small model names both from the session's title and credits Melanie too
+    people = speakers_of([CHAT])
+    asked = "Where did Caroline go yesterday?"
+    assert one_asked_of("Caroline and Melanie went to a LGBTQ support group [1].", asked,
+                        people) == "Caroline went to a LGBTQ support group [1]."
+    assert one_asked_of("Melanie and Caroline both loved the support group [1]. They go.",
+                        asked, people) == "Caroline loved the support group [1]. They go."
+    assert one_asked_of("Caroline and Melanie have a dog [1].", asked, people) == (
+        "Caroline has a dog [1].")
+    # a present tense, or a word that may be no verb, is left for the check, as is a
+    # question about both
+    for said in ("Caroline and Melanie love it [1].", "Caroline and Melanie often go [1]."):
+        assert one_asked_of(said, asked, people) == said
+    assert one_asked_of("Caroline and Melanie went [1].", "Where did Caroline and Melanie go?",
+                        people) == "Caroline and Melanie went [1]."
 
 
 def test_a_number_no_cited_source_holds_drops_its_sentence() -> None:

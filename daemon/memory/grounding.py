@@ -881,6 +881,54 @@ def voiced(text: str, sources: Sequence[Source]) -> str:
     return "".join(pieces)
 
 
+def one_asked_of(text: str, question: str, people: dict[str, str]) -> str:
+    """``text`` with the other one of a chat of two (``people``, :func:`speakers_of`) taken
+    out of a sentence that opens with both ("Tim and John joined a fantasy literature forum
+    [5].") when ``question`` asks of one ("What forum did Tim join recently?"): a small model
+    names both from a session's title ("Tim and John, session 23") and credits the other with
+    what one did. The verb is made to agree ("have" -> "has"; a past tense as it is); a
+    sentence whose verb is neither is left as it is, for the check."""
+    names = set(people.values())
+    asked = named_people(question, people)
+    if len(names) != CHAT_OF_TWO or len(asked) != 1:
+        return text
+    (one,) = asked
+    (other,) = names - asked
+    both = re.compile(rf"(\s*)(?:{re.escape(one)} and {re.escape(other)}|{re.escape(other)} and "
+                      rf"{re.escape(one)})(?:'s\b|\s+(?:both\s+)?(\w+))")
+    pieces = sentences(text)
+    for i, piece in enumerate(pieces):
+        opening = both.match(piece)
+        if opening is None:
+            continue
+        verb = opening[2]
+        agreed = "'s" if verb is None else _agreeing(verb)
+        if agreed is not None:
+            joined = agreed if verb is None else f" {agreed}"
+            pieces[i] = f"{opening[1]}{one}{joined}{piece[opening.end():]}"
+    return "".join(pieces)
+
+
+_AGREE = {"have": "has", "are": "is", "were": "was", "do": "does"}
+# said of one as of two: the past ("went"), a modal ("can")
+_AS_IS_WORDS = """
+    went made got saw had did took found met gave wrote read began became came ran won felt kept
+    left bought brought taught thought told spent sent built heard knew lost paid sold sat stood
+    can could will would should might must may
+"""
+_AS_IS = frozenset(_AS_IS_WORDS.split())
+
+
+def _agreeing(verb: str) -> str | None:
+    """``verb``, said of two, said of one ("have" -> "has"; "joined" as it is), or None when
+    it is not one of those (a present tense, "often", "first")."""
+    word = verb.lower()
+    if word in _AGREE:
+        return _AGREE[word]
+    past = word.endswith("ed") and not word.endswith("eed") and word.isalpha()  # not "need"
+    return verb if past or word in _AS_IS else None
+
+
 def _speaks_as_i(sentence: str) -> bool:
     """Whether ``sentence`` speaks in the first person from its start ("Uh we familiarised
     ourselves ...", "This is our final meeting"): a turn pasted, not an account that copied a
