@@ -22,7 +22,6 @@ from daemon.memory.grounding import (
     keep_supported,
     nothing_says,
     one_asked_of,
-    speakers_of,
     spoken_numbers,
 )
 from daemon.memory.relative_time import resolve
@@ -268,20 +267,25 @@ def test_a_sentence_citing_a_source_never_read_is_kept_citing_the_one_that_says_
 
 def test_the_other_one_of_two_is_taken_out_of_what_the_question_asks_of_one() -> None:
     # a small model names both from the session's title and credits Melanie too
-    people = speakers_of([CHAT])
+    chat = [CHAT]
     asked = "Where did Caroline go yesterday?"
     assert one_asked_of("Caroline and Melanie went to a LGBTQ support group [1].", asked,
-                        people) == "Caroline went to a LGBTQ support group [1]."
+                        chat) == "Caroline went to a LGBTQ support group [1]."
     assert one_asked_of("Melanie and Caroline both loved the support group [1]. They go.",
-                        asked, people) == "Caroline loved the support group [1]. They go."
-    assert one_asked_of("Caroline and Melanie have a dog [1].", asked, people) == (
+                        asked, chat) == "Caroline loved the support group [1]. They go."
+    assert one_asked_of("Caroline and Melanie have a dog [1].", asked, chat) == (
         "Caroline has a dog [1].")
     # a present tense, or a word that may be no verb, is left for the check, as is a
     # question about both
     for said in ("Caroline and Melanie love it [1].", "Caroline and Melanie often go [1]."):
-        assert one_asked_of(said, asked, people) == said
+        assert one_asked_of(said, asked, chat) == said
     assert one_asked_of("Caroline and Melanie went [1].", "Where did Caroline and Melanie go?",
-                        people) == "Caroline and Melanie went [1]."
+                        chat) == "Caroline and Melanie went [1]."
+    # with the user speaking too, it is not a chat of two: both may have done it
+    with_me = Source(n=2, kind="transcript", title="Planning", passages=(
+        Passage("Let's both go to the support group.", "me"),))
+    assert one_asked_of("Caroline and Melanie went to a LGBTQ support group [1].", asked,
+                        [CHAT, with_me]) == "Caroline and Melanie went to a LGBTQ support group [1]."
 
 
 def test_a_number_no_cited_source_holds_drops_its_sentence() -> None:

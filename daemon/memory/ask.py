@@ -525,7 +525,7 @@ def check_written(raw: str, sources: Sequence[Source], asked: str,
     person given to their speaker (``grounding.voiced``), relative times resolved against the
     day of the source it cites, quotes verified."""
     answer = grounding.attribute(grounding.unlabelled(raw, sources), sources)[0]
-    answer = grounding.one_asked_of(answer, asked, grounding.speakers_of(sources))
+    answer = grounding.one_asked_of(answer, asked, sources)
     supported, dropped = grounding.keep_supported(answer, sources, asked, speaking)
     said = grounding.voiced(supported, sources)
     return grounding.check_answer(_resolved(said, sources), sources, asked), dropped
