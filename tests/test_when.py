@@ -75,9 +75,24 @@ def test_a_month_or_year_the_question_names_must_be_the_answers() -> None:
     assert when_answer("When did Caroline go to a pride parade in 2022?", [parade]) is None
 
 
+def test_what_is_to_come_is_read_off_the_named_ones_plan_and_its_time_ahead() -> None:
+    plans = chat(5, SUNDAY,  # Sunday 2 July 2023
+                 ("Caroline", "I'm hoping to attend a book conference next month."),
+                 ("Caroline", "I'll present my paintings on Friday."),
+                 ("Caroline", "I'll visit the art fair at some point."),
+                 ("Melanie", "We celebrated my daughter's birthday last night."))
+    assert when_answer("When is Caroline attending a book conference?", [plans]) == (
+        "In August 2023 [5].")
+    assert when_answer("When will Caroline present her paintings?", [plans]) == (
+        "On Friday 7 July 2023 [5].")
+    # a plan with no time ahead, or no plan at all, answers nothing
+    assert when_answer("When is Caroline visiting the art fair?", [plans]) is None
+    assert when_answer("When is Melanie's daughter's birthday?", [plans]) is None
+
+
 def test_other_questions_are_the_models() -> None:
     for question in ("What did Melanie sign up for?",  # not when
-                     "When does Melanie go to her pottery class?",  # not what was done
+                     "When does Melanie go to her pottery class?",  # no plan of it
                      "When did Caroline and Melanie sign up for a pottery class?",  # two named
                      "When did Gina sign up for a pottery class?"):  # nobody who speaks
         assert when_answer(question, [POTTERY]) is None, question

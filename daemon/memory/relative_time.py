@@ -17,7 +17,7 @@ RELATIVE = re.compile(
     r"\b(?:(?P<before>the day before yesterday)|(?P<yesterday>yesterday|last night)"
     r"|(?P<today>today|tonight|this (?:morning|afternoon|evening))|(?P<tomorrow>tomorrow)"
     r"|last (?P<weekday>" + "|".join(_WEEKDAYS) + r")"
-    r"|(?P<last>last|next) (?P<unit>week(?:end)?|month|year)"
+    r"|(?P<last>last|next|this) (?P<unit>week(?:end)?|month|year)"
     rf"|{_COUNT} (?P<ago_unit>days?|weeks?|months?|years?) ago)\b",
     re.IGNORECASE)
 
@@ -55,11 +55,12 @@ def resolve(text: str, said_on: dt.date) -> str:
 
 
 def _period(which: str, unit: str, said_on: dt.date) -> str:
+    step = {"last": -1, "this": 0, "next": 1}[which]
     if unit == "month":
-        month = said_on.month - 1 if which == "last" else said_on.month + 1
+        month = said_on.month + step
         year = said_on.year + (month - 1) // 12
         return f"in {_MONTHS[(month - 1) % 12]} {year}"
     if unit == "year":
-        return f"in {said_on.year - 1 if which == 'last' else said_on.year + 1}"
-    side = "before" if which == "last" else "after"
+        return f"in {said_on.year + step}"
+    side = {-1: "before", 0: "of", 1: "after"}[step]
     return f"the {unit} {side} {day_text(said_on)}"

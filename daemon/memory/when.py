@@ -2,7 +2,11 @@
 model: what "yesterday", "last Friday", "last week" (or a past "on Friday") meant the day
 they said it ("On 1 July 2023 [1]."), or, their words saying no time, that it was done by
 that day ("By 2 July 2023 [1].": what the words prove, not that it was done that day; not of
-a plan: "I'll play the final on Friday" says nothing done).
+a plan: "I'll play the final on Friday" says nothing done). Asked of what is to come ("When is
+Tim attending a book conference?", "When will …", "When does … plan …"), it is read off their
+plan and the time ahead it says ("I'm hoping to attend a book conference next month": "In
+September 2023 [1]."; "I'll present it on Friday": the Friday after); a plan with no time
+answers nothing.
 
 A small model answers such a question with the session's date whatever the turn says ("I
 signed up yesterday" is not the day it was said), or with a date from nowhere; the day is in
@@ -35,7 +39,8 @@ from daemon.memory.grounding import (
 )
 from daemon.memory.relative_time import RELATIVE, day_text, resolve
 
-_ASKS_WHEN = re.compile(r"\s*when\s+(?:did|was|were)\s+(\w+)", re.IGNORECASE)
+_ASKS_WHEN = re.compile(r"\s*when\s+(did|was|were|is|are|will|does|do)\s+(\w+)", re.IGNORECASE)
+_AHEAD_ASKED = frozenset({"is", "are", "will", "does", "do"})  # "When is Tim attending ...?"
 _NOTE = re.compile(r"\[[^\]]*\]")
 _MONTH = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October"
                     r"|November|December)\b")
@@ -45,6 +50,12 @@ _ON_WEEKDAY = re.compile(r"\bon (Monday|Tuesday|Wednesday|Thursday|Friday|Saturd
 _AHEAD = re.compile(r"\b(?:I|we)(?:'ll| will|'m going to| am going to|'re going to| are going"
                     r" to|'m gonna| plan| am planning|'m planning|'re planning)\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+# what a plan is said with besides "I'll" / "we're going to": "I'm attending ...", "is on"
+_GOING = re.compile(r"\b(?:I'm|I am|we're|we are)\s+\w+ing\b", re.IGNORECASE)
+# a time ahead: "tomorrow", "this month", "next week"
+_FORWARD = re.compile(r"\b(?:tomorrow|(?:this|next) (?:week(?:end)?|month|year))\b",
+                      re.IGNORECASE)
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 SHARE = 0.5  # of the question's words (its person's name left out) the sentence must say
 
 
@@ -63,7 +74,8 @@ def when_answer(question: str, sources: Sequence[Source]) -> str | None:
     asked = _ASKS_WHEN.match(question)
     if asked is None:
         return None
-    named = {ME} if asked[1].lower() == "i" else named_people(question, speakers_of(sources))
+    ahead = asked[1].lower() in _AHEAD_ASKED
+    named = {ME} if asked[2].lower() == "i" else named_people(question, speakers_of(sources))
     if len(named) != 1:
         return None
     who = next(iter(named))
@@ -86,9 +98,9 @@ def when_answer(question: str, sources: Sequence[Source]) -> str | None:
                 shared = sum(1 for word in event if shares_word({word}, have))
                 if shared < needed:
                     continue
-                told = _told(sentence, said_on)
-                if told is None and _AHEAD.search(sentence):
-                    continue  # a plan with no time: nothing done by that day
+                told = _planned(sentence, said_on) if ahead else _told(sentence, said_on)
+                if told is None and (ahead or _AHEAD.search(sentence)):
+                    continue  # a plan with no time: nothing done by that day, nor to be
                 when = told or f"by {day_text(said_on)}"
                 if _agrees(question, when):
                     found.append(_Said(shared, told is not None, source, when))
@@ -107,6 +119,23 @@ def _told(sentence: str, said_on: dt.date) -> str | None:
     weekday = _ON_WEEKDAY.search(sentence)
     if weekday is not None and not _AHEAD.search(sentence):  # not "I'll go on Friday"
         return resolve(f"last {weekday[1]}", said_on)
+    return None
+
+
+def _planned(sentence: str, said_on: dt.date) -> str | None:
+    """When ``sentence``, said on ``said_on``, plans it to be ("I'm attending a book conference
+    next month": "in September 2023"; "I'll present it on Friday": the Friday after), or None
+    when it plans nothing or says no time ahead."""
+    if not _AHEAD.search(sentence) and not _GOING.search(sentence):
+        return None
+    relative = _FORWARD.search(sentence)
+    if relative is not None:
+        return resolve(relative[0], said_on)
+    weekday = _ON_WEEKDAY.search(sentence)
+    if weekday is not None:
+        wanted = _WEEKDAYS.index(weekday[1].lower())
+        ahead = (wanted - said_on.weekday() - 1) % 7 + 1
+        return f"on {weekday[1].capitalize()} {day_text(said_on + dt.timedelta(days=ahead))}"
     return None
 
 
