@@ -288,6 +288,16 @@ def test_the_other_one_of_two_is_taken_out_of_what_the_question_asks_of_one() ->
                         [CHAT, with_me]) == "Caroline and Melanie went to a LGBTQ support group [1]."
 
 
+def test_a_name_no_cited_source_says_drops_its_sentence() -> None:
+    # most of its words are said, but not Lennon
+    assert keep_supported("Melanie ran a charity race for mental health with Lennon [1].",
+                          [CHAT], "What did Melanie do last Saturday?") == ("", 1)
+    # one who speaks in it needs no more
+    assert keep_supported("Then Melanie told Caroline she ran a charity race [1].", [CHAT],
+                          "What did Melanie tell Caroline?") == (
+        "Then Melanie told Caroline she ran a charity race [1].", 0)
+
+
 def test_a_number_no_cited_source_holds_drops_its_sentence() -> None:
     kept, dropped = keep_supported("Tom shipped the Atlas beta on Friday, 14 June [2].",
                                    [DECISION], "When was the Atlas beta shipped?")

@@ -1088,6 +1088,13 @@ def supports(sentence: str, cited: Sequence[Source], question: str = "",
     shared = sum(1 for w in novel if shares_word({w}, have))
     if shared < max(1, math.ceil(len(novel) / 2)):
         return False
+    # a name is the cited sources' (said in them, or one who speaks) or the question's: "by
+    # John Lennon" is not half a sentence's words to prove
+    said = content_words(" ".join([raw, *(p.text for s in cited for p in s.passages),
+                                   *(p.speaker for s in cited for p in s.passages)
+                                   ]).replace("_", ""))  # "L_C_D_" is the name "LCD"
+    if any(not shares_word({name}, said | asked) for name in _names(body)):
+        return False
     # a number the question gives is not the answer's to prove ("in December 2023")
     numbers = set(_NUMBER.findall(raw)) | spoken_numbers(raw) | set(_NUMBER.findall(question))
     return all(n in numbers for n in _NUMBER.findall(body))
