@@ -402,6 +402,7 @@ def test_a_number_the_question_gives_needs_no_source() -> None:
     ("Tonight and the day before yesterday.", "on 8 May 2023 and on 6 May 2023."),
     ("I'm going this month, you next week.", "I'm going in May 2023, you the week after 8 May "
      "2023."),
+    ("We present next Monday.", "We present on Monday 15 May 2023."),
 ])
 def test_relative_times_are_resolved_against_the_day_it_was_said(said: str, meant: str) -> None:
     assert resolve(said, dt.date(2023, 5, 8)) == meant

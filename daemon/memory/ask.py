@@ -519,11 +519,11 @@ def check_written(raw: str, sources: Sequence[Source], asked: str,
     """The model's answer checked: what it copied of the prompt's layout taken out
     (``grounding.unlabelled``), each sentence uncited that a source supports cited, the
     other one of a chat of two taken out of a sentence about both when the question asks of
-    one (``grounding.one_asked_of``), each
-    that no source it cites supports dropped (and counted; ``speaking``: the names of all who
-    speak in what was recalled, ``grounding.keep_supported``), a turn's words in the first
-    person given to their speaker (``grounding.voiced``), relative times resolved against the
-    day of the source it cites, quotes verified."""
+    one (``grounding.one_asked_of``), each that no source it cites supports dropped (and
+    counted; ``speaking``: the names of all who speak in what was recalled,
+    ``grounding.keep_supported``), a turn's words in the first person given to their speaker
+    (``grounding.voiced``), relative times resolved against the day of the source it cites,
+    quotes verified."""
     answer = grounding.attribute(grounding.unlabelled(raw, sources), sources)[0]
     answer = grounding.one_asked_of(answer, asked, sources)
     supported, dropped = grounding.keep_supported(answer, sources, asked, speaking)

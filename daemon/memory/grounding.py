@@ -884,11 +884,11 @@ def voiced(text: str, sources: Sequence[Source]) -> str:
 def one_asked_of(text: str, question: str, sources: Sequence[Source]) -> str:
     """``text`` with the other one of a chat of two (the only two who speak in ``sources``,
     neither of them the user) taken out of a sentence that opens with both ("Tim and John
-    joined a fantasy literature forum
-    [5].") when ``question`` asks of one ("What forum did Tim join recently?"): a small model
-    names both from a session's title ("Tim and John, session 23") and credits the other with
-    what one did. The verb is made to agree ("have" -> "has"; a past tense as it is); a
-    sentence whose verb is neither is left as it is, for the check."""
+    joined a fantasy literature forum [5].") when ``question`` asks of one ("What forum did
+    Tim join recently?"): a small model names both from a session's title ("Tim and John,
+    session 23") and credits the other with what one did. The verb is made to agree ("have"
+    -> "has"; a past tense as it is); a sentence whose verb is neither is left as it is, for
+    the check."""
     people = speakers_of(sources)
     names = {p.speaker for s in sources for p in s.passages if p.speaker}
     asked = named_people(question, people)

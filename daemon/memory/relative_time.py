@@ -16,7 +16,7 @@ _COUNT = r"(?P<count>\d+|a couple of|a few|an?|one|two|three|four|five|six|seven
 RELATIVE = re.compile(
     r"\b(?:(?P<before>the day before yesterday)|(?P<yesterday>yesterday|last night)"
     r"|(?P<today>today|tonight|this (?:morning|afternoon|evening))|(?P<tomorrow>tomorrow)"
-    r"|last (?P<weekday>" + "|".join(_WEEKDAYS) + r")"
+    r"|(?P<side>last|next) (?P<weekday>" + "|".join(_WEEKDAYS) + r")"
     r"|(?P<last>last|next|this) (?P<unit>week(?:end)?|month|year)"
     rf"|{_COUNT} (?P<ago_unit>days?|weeks?|months?|years?) ago)\b",
     re.IGNORECASE)
@@ -41,8 +41,11 @@ def resolve(text: str, said_on: dt.date) -> str:
             return f"on {day_text(said_on + dt.timedelta(days=1))}"
         if m["weekday"]:
             wanted = _WEEKDAYS.index(m["weekday"].lower())
-            back = (said_on.weekday() - wanted - 1) % 7 + 1
-            return f"on {m['weekday'].capitalize()} {day_text(said_on - dt.timedelta(days=back))}"
+            if m["side"].lower() == "last":
+                day = said_on - dt.timedelta(days=(said_on.weekday() - wanted - 1) % 7 + 1)
+            else:
+                day = said_on + dt.timedelta(days=(wanted - said_on.weekday() - 1) % 7 + 1)
+            return f"on {m['weekday'].capitalize()} {day_text(day)}"
         if m["unit"]:
             return _period(m["last"].lower(), m["unit"].lower(), said_on)
         count = _COUNTS.get(m['count'].lower()) or int(m['count'])

@@ -50,12 +50,12 @@ _ON_WEEKDAY = re.compile(r"\bon (Monday|Tuesday|Wednesday|Thursday|Friday|Saturd
 _AHEAD = re.compile(r"\b(?:I|we)(?:'ll| will|'m going to| am going to|'re going to| are going"
                     r" to|'m gonna| plan| am planning|'m planning|'re planning)\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
-# what a plan is said with besides "I'll" / "we're going to": "I'm attending ...", "is on"
+# what a plan is said with besides "I'll" / "we're going to": "I'm attending ...", "we're
+# putting on ..."
 _GOING = re.compile(r"\b(?:I'm|I am|we're|we are)\s+\w+ing\b", re.IGNORECASE)
 # a time ahead: "tomorrow", "this month", "next week"
 _FORWARD = re.compile(r"\b(?:tomorrow|(?:this|next) (?:week(?:end)?|month|year))\b",
                       re.IGNORECASE)
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 SHARE = 0.5  # of the question's words (its person's name left out) the sentence must say
 
 
@@ -132,10 +132,8 @@ def _planned(sentence: str, said_on: dt.date) -> str | None:
     if relative is not None:
         return resolve(relative[0], said_on)
     weekday = _ON_WEEKDAY.search(sentence)
-    if weekday is not None:
-        wanted = _WEEKDAYS.index(weekday[1].lower())
-        ahead = (wanted - said_on.weekday() - 1) % 7 + 1
-        return f"on {weekday[1].capitalize()} {day_text(said_on + dt.timedelta(days=ahead))}"
+    if weekday is not None:  # "I'll present it on Friday": the Friday after
+        return resolve(f"next {weekday[1]}", said_on)
     return None
 
 
