@@ -563,7 +563,7 @@ def echoes_question(answer: str, question: str) -> bool:
     them is the question's or a reporting word ("discussed", "the group"). Deterministic: the
     same word rule as relevance, no model. An empty answer is not an echo (it says nothing
     at all, which is reported apart)."""
-    text = re.sub(r"\[\d+(?:\s*,\s*\d+)*\]", " ", answer).replace(UNVERIFIED, " ")
+    text = _CITE.sub(" ", answer).replace(UNVERIFIED, " ")
     said = content_words(text)
     if not said or set(_NUMBER.findall(text)) - set(_NUMBER.findall(question)):
         return False  # a number the question did not give is an answer ("40 points")

@@ -53,9 +53,6 @@ _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 # what a plan is said with besides "I'll" / "we're going to": "I'm attending ...", "we're
 # putting on ..."
 _GOING = re.compile(r"\b(?:I'm|I am|we're|we are)\s+\w+ing\b", re.IGNORECASE)
-# a time ahead: "tomorrow", "this month", "next week"
-_FORWARD = re.compile(r"\b(?:tomorrow|(?:this|next) (?:week(?:end)?|month|year))\b",
-                      re.IGNORECASE)
 SHARE = 0.5  # of the question's words (its person's name left out) the sentence must say
 
 
@@ -128,9 +125,10 @@ def _planned(sentence: str, said_on: dt.date) -> str | None:
     when it plans nothing or says no time ahead."""
     if not _AHEAD.search(sentence) and not _GOING.search(sentence):
         return None
-    relative = _FORWARD.search(sentence)
-    if relative is not None:
-        return resolve(relative[0], said_on)
+    ahead = next((m for m in RELATIVE.finditer(sentence)  # "tomorrow", "this / next month"
+                  if m["tomorrow"] or (m["unit"] and m["last"].lower() != "last")), None)
+    if ahead is not None:
+        return resolve(ahead[0], said_on)
     weekday = _ON_WEEKDAY.search(sentence)
     if weekday is not None:  # "I'll present it on Friday": the Friday after
         return resolve(f"next {weekday[1]}", said_on)
