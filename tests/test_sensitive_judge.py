@@ -43,6 +43,8 @@ JUDGED: list[tuple[str, str, str]] = [
     ("Which password did you put on the backup disk?", "Yankee four golf eight, all one word.",
      "Yankee four golf eight"),
     ("", "The pin for the community centre door is 2023.", "2023"),
+    # "ends in" says a code's last digits, not a year
+    ("", "My banking PIN ends in 2024, the card is in the drawer.", "2024"),
 ]
 
 STAYS: list[tuple[str, str]] = [
@@ -64,6 +66,12 @@ STAYS: list[tuple[str, str]] = [
     # a year with its month: an answer resolving "last month" beside a word of secrets
     ("", "Maria took up community work with her church friends in August 2023."),
     ("", "They met at the community garden on 7 July, 2023 and in May 2022."),
+    # a year after a word of time: a meeting's "this year" as an answer resolves it
+    ("", "Marketing said: If we look back and not uh look at only remote controls I think it's "
+         "important to see that the trends are quite the same in many areas so currently the "
+         "the trends that we see in l in l big cities like Paris and Milan, well, it seems that "
+         "in 2026 things should have uh a fruit and vegetable uh way of of look or feel [2]."),
+    ("", "Since 2019 the door code has been the same, and by 2027 it changes."),
     # a cue's sentence ends before the verb of another
     ("", "I noticed a spiderman pin on your purse. Is Spider-Man your favorite superhero?"),
     # a number a unit follows, though the turn before asks for something

@@ -268,11 +268,18 @@ _MONTH_BEFORE = re.compile(
     r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?,?\s+$")
 
 
+# a word of time right before a year: "in 2026", "since 2019", "by 2027" (an answer that
+# resolves "this year" writes one in a turn's words) — not "ends in", which says a code's digits
+_TIME_BEFORE = re.compile(r"(?i)(?<!\bend )(?<!\bends )(?<!\bending )(?<!\bended )"
+                          r"\b(?:in|since|by|until|till|from|during|before|after|around)\s+$")
+
+
 def _dated(text: str, start: int, value: str) -> bool:
-    """Whether ``value``, at ``start`` of ``text``, is the year of a date said with its
-    month: no secret, whatever is said around it."""
+    """Whether ``value``, at ``start`` of ``text``, is a year said as one: after its date's
+    month or a word of time. No secret, whatever is said around it."""
+    before = text[max(0, start - 24):start]
     return bool(re.fullmatch(r"(?:19|20)\d\d", value)
-                and _MONTH_BEFORE.search(text[max(0, start - 24):start]))
+                and (_MONTH_BEFORE.search(before) or _TIME_BEFORE.search(before)))
 
 
 def _measured(text: str, start: int, end: int) -> bool:
@@ -645,8 +652,8 @@ def judged(text: str, before: str = "") -> Iterator[Finding]:
     article (a thing named: "the BossFight3Arena stage"), nor right after a code or key that is
     no secret ("tracking code", "public key"), nor first in
     the answer to a question about one ("What status code did it give?") or in a turn that
-    says it is no secret ("E-204, it says paper jam"), nor the year of a date said with its
-    month ("community work in August 2023"), nor a number a unit follows ("30-60 seconds")."""
+    says it is no secret ("E-204, it says paper jam"), nor a year said as one ("community work
+    in August 2023", "in 2026"), nor a number a unit follows ("30-60 seconds")."""
     for c in candidates(text, before):
         if _dated(text, c.start, text[c.start:c.end]) or _measured(text, c.start, c.end):
             continue
