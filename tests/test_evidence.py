@@ -197,6 +197,29 @@ def test_a_sentence_its_cited_source_supports_is_kept_and_an_invented_one_droppe
     assert dropped == 2  # the dog nobody mentioned, and the sentence that cites nothing
 
 
+def test_a_sentence_that_says_again_what_one_given_said_is_not_given_twice() -> None:
+    meeting = Source(n=4, kind="transcript", title="Remote control design, meeting C", passages=(
+        Passage("Then we need to look at people who want a basic remote control and the cost "
+                "of a basic remote control, people who buy the remote control any more.",
+                "Project Manager"),
+        Passage("And people need to see enough of the remote control.", "Marketing")))
+    text = ("The team emphasized the need for a basic remote control and the cost of a basic "
+            "remote control [4]. The team also emphasized the need for people to buy the "
+            "remote control any more [4]. The team also emphasized the need for people to see "
+            "enough of the remote control [4].")
+    kept, dropped = keep_supported(text, [meeting],
+                                   "What did the team discuss about the use of advanced chips?")
+    assert kept == ("The team emphasized the need for a basic remote control and the cost of a "
+                    "basic remote control [4]. The team also emphasized the need for people to "
+                    "buy the remote control any more [4].")
+    assert dropped == 0  # said again is no claim unsupported
+    # the same words about another thing are another sentence
+    said = "The team wanted a basic remote control [4]. The team wanted a cheap remote [4]."
+    assert keep_supported(said, [Source(n=4, kind="transcript", title="t", passages=(
+        Passage("We want a basic remote control, a cheap remote.", "Marketing"),))],
+        "What did the team want?")[0] == said
+
+
 def test_a_claim_about_a_person_must_come_from_what_they_said_or_what_is_said_of_them() -> None:
     # Melanie ran the race; her turn names Caroline only to greet her: what Melanie realized
     # is no answer to what Caroline did
