@@ -93,6 +93,17 @@ def test_a_look_alike_stays(before: str, text: str) -> None:
     assert list(judged(text, before)) == []
 
 
+def test_each_line_is_judged_with_the_line_before_it_as_its_turn_before() -> None:
+    # an archive's header: the summary's "key" on the next line is not said of the title's date
+    archive = "Topic: Standup 2026-12-04\nSummary: The key point was speed.\nWho: Dana, me"
+    assert list(judged(archive)) == []
+    # a document that names what the next line holds
+    note = "Router\nDoor code\n4471\nCall Dana before noon."
+    assert [note[f.start:f.end] for f in judged(note)] == ["4471"]
+    asked = "Which password did you put on the backup disk?\nYankee four golf eight, all one word."
+    assert [asked[f.start:f.end] for f in judged(asked)] == ["Yankee four golf eight"]
+
+
 def test_a_value_with_no_word_of_a_secret_around_it_is_not_judged() -> None:
     text = "It's 4417-2291."
     assert [text[c.start:c.end] for c in candidates(text)] == ["4417-2291"]

@@ -653,7 +653,21 @@ def judged(text: str, before: str = "") -> Iterator[Finding]:
     no secret ("tracking code", "public key"), nor first in
     the answer to a question about one ("What status code did it give?") or in a turn that
     says it is no secret ("E-204, it says paper jam"), nor a year said as one ("community work
-    in August 2023", "in 2026"), nor a number a unit follows ("30-60 seconds")."""
+    in August 2023", "in 2026"), nor a number a unit follows ("30-60 seconds").
+
+    Each line of ``text`` is judged as a turn of its own, the line before it as the turn
+    said before: an archive's or a document's next line is not what is said around a value
+    ("Topic: Standup 2026-12-04" above "Summary: The key point …")."""
+    start = 0
+    for line in text.split("\n"):
+        for f in _judged_line(line, before):
+            yield Finding(f.kind, start + f.start, start + f.end)
+        start += len(line) + 1
+        before = line if line.strip() else before
+
+
+def _judged_line(text: str, before: str) -> Iterator[Finding]:
+    """:func:`judged` of one line."""
     for c in candidates(text, before):
         if _dated(text, c.start, text[c.start:c.end]) or _measured(text, c.start, c.end):
             continue
