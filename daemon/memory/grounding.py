@@ -976,11 +976,11 @@ def keep_supported(text: str, sources: Sequence[Source], question: str = "",
     (:func:`supports`) — or, citing one that does not, another single source does (its
     citation is corrected) —; a sentence that cites nothing, or says nothing but a greeting
     or an acknowledgement, is not given, nor one that says again what a sentence given
-    said (``validate.same_item``: nearly all its content words). A name the question gives
-    that is no one's who speaks (in ``sources`` or ``speaking``: everyone's who speaks in
-    what was recalled) is its premise ("What did Jon take a trip to Barcelona for?"): a
-    sentence that repeats it needs a source it cites that holds it. Returns the text and how
-    many sentences were dropped."""
+    said (``validate.same_item``: nearly all its content words; a quote is verified on its
+    own). A name the question gives that is no one's who speaks (in ``sources`` or
+    ``speaking``: everyone's who speaks in what was recalled) is its premise ("What did Jon
+    take a trip to Barcelona for?"): a sentence that repeats it needs a source it cites that
+    holds it. Returns the text and how many sentences were dropped."""
     by_n = {s.n: s for s in sources}
     people = speakers_of(sources)
     persons = {*people, *(w for name in speaking for w in content_words(name))}
@@ -993,7 +993,8 @@ def keep_supported(text: str, sources: Sequence[Source], question: str = "",
         if _says_nothing(piece, people, persons):
             dropped += 1
             continue
-        if any(same_item(_CITE.sub(" ", piece), _CITE.sub(" ", k)) for k in kept):
+        if not _QUOTE.search(piece) and any(
+                same_item(_CITE.sub(" ", piece), _CITE.sub(" ", k)) for k in kept):
             continue  # said again ("The team also emphasized the need for ..." thrice)
         assumed = premise & _names(piece)
         cited = [by_n[n] for n in cited_numbers(piece) if n in by_n]
