@@ -668,7 +668,6 @@ _NOTE = re.compile(r"\[[^\]]*\][.!]?")
 _QUOTE = re.compile(r"\"([^\"\n]{1,500})\"|“([^”\n]{1,500})”")
 _SAID = re.compile(r"([^.!?\[\]]{1,60}?) said: ")  # an answer's "Marketing said: ..."
 _EDGE = re.compile(r"^[\s\"'“”‘’«».,;:!?…]+|[\s\"'“”‘’«».,;:!?…]+$")
-_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 
 
 def quote_form(text: str) -> str:
