@@ -368,6 +368,14 @@ def test_a_pasted_acknowledgement_is_no_answer() -> None:
     # a name alone answers "who"
     assert keep_supported("Industrial Designer [1].", [meeting],
                           "Who found the drawing difficult?") == ("Industrial Designer [1].", 0)
+    # what a pasted turn says to the room
+    kickoff = Source(n=1, kind="transcript", title="Design, meeting A", passages=(
+        Passage("So, hello everyone. We're here to have a kick-off meeting for a new remote "
+                "control.", "Project Manager"), Passage("Fabulous.", "Marketing")))
+    pasted = ("Project Manager said: So, hello everyone [1]. We're here to have a kick-off "
+              "meeting for a new remote control [1]. Marketing said: Fabulous [1].")
+    assert keep_supported(pasted, [kickoff], "Summarize the kick-off meeting.") == (
+        "We're here to have a kick-off meeting for a new remote control [1].", 2)
 
 
 def test_a_pasted_question_or_note_is_no_answer() -> None:

@@ -320,6 +320,13 @@ _PHATIC = _BACKCHANNEL | content_words("""
 """)
 
 
+# and, in an answer, what a pasted turn says to the room ("Project Manager said: So, hello
+# everyone [1].", "Marketing said: Fabulous [4].")
+_TO_THE_ROOM = _PHATIC | content_words("""
+    everyone everybody guys folks fabulous excellent brilliant lovely superb nah
+""")
+
+
 def without_phatic(turn: Passage, names: Collection[str] = ()) -> Passage:
     """``turn`` without its sentences that only greet, thank, praise or acknowledge: a
     sentence whose content words are all such words or ``names`` (the speakers' names,
@@ -1034,7 +1041,7 @@ def _says_nothing(sentence: str, people: dict[str, str], persons: Collection[str
     for name in sorted(set(people.values()), key=len, reverse=True):
         text = text.replace(f"{name} said:", " ")
     said = content_words(text)
-    return not said or _only_phatic(said, {*people, *persons})
+    return not said or (bool(said & _TO_THE_ROOM) and said <= _TO_THE_ROOM | {*people, *persons})
 
 
 def speakers_of(sources: Sequence[Source]) -> dict[str, str]:
