@@ -344,8 +344,9 @@ def sentence_units(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
 
 
-def _only_phatic(said: set[str], names: Collection[str]) -> bool:
-    return bool(said & _PHATIC) and said <= _PHATIC | set(names)
+def _only_phatic(said: set[str], names: Collection[str],
+                 phatic: set[str] = _PHATIC) -> bool:
+    return bool(said & phatic) and said <= phatic | set(names)
 
 
 def compact_turns(
@@ -1030,8 +1031,9 @@ def _hold(sources: Sequence[Source], names: set[str]) -> bool:
 def _says_nothing(sentence: str, people: dict[str, str], persons: Collection[str] = ()
                   ) -> bool:
     """Whether ``sentence`` of an answer, a speaker's label taken out ("Marketing said:"), only
-    greets, thanks or acknowledges (anyone of ``people`` or ``persons``, who speak in what was
-    read or recalled: "Melanie: Hey Caroline [1]!"), or has no word left: "Industrial Designer
+    greets, thanks, acknowledges or addresses the room (anyone of ``people`` or ``persons``,
+    who speak in what was read or recalled: "Melanie: Hey Caroline [1]!", "So, hello everyone
+    [1]."), or has no word left: "Industrial Designer
     said: Yeah [1]." is a pasted turn that answers nothing ("Caroline [1]." answers "who"). A
     question ("What's new with you [1]?") and a note in brackets ("[shares a photo: a
     playground] [1]") copied from a turn answer nothing either."""
@@ -1041,7 +1043,7 @@ def _says_nothing(sentence: str, people: dict[str, str], persons: Collection[str
     for name in sorted(set(people.values()), key=len, reverse=True):
         text = text.replace(f"{name} said:", " ")
     said = content_words(text)
-    return not said or (bool(said & _TO_THE_ROOM) and said <= _TO_THE_ROOM | {*people, *persons})
+    return not said or _only_phatic(said, {*people, *persons}, _TO_THE_ROOM)
 
 
 def speakers_of(sources: Sequence[Source]) -> dict[str, str]:
