@@ -893,10 +893,10 @@ def one_asked_of(text: str, question: str, sources: Sequence[Source]) -> str:
     """``text`` with the other one of a chat of two (the only two who speak in ``sources``,
     neither of them the user) taken out of a sentence that opens with both ("Tim and John
     joined a fantasy literature forum [5].") when ``question`` asks of one ("What forum did
-    Tim join recently?"): a small model names both from a session's title ("Tim and John,
-    session 23") and credits the other with what one did. The verb is made to agree ("have"
-    -> "has"; a past tense as it is); a sentence whose verb is neither is left as it is, for
-    the check."""
+    Tim join recently?"): a small model names both from the title of the conversation it
+    read ("Tim and John") and credits the other with what one did. The verb is made to
+    agree ("have" -> "has"; a past tense as it is); a sentence whose verb is neither is left
+    as it is, for the check."""
     people = speakers_of(sources)
     names = {p.speaker for s in sources for p in s.passages if p.speaker}
     asked = named_people(question, people)
@@ -1033,10 +1033,10 @@ def _says_nothing(sentence: str, people: dict[str, str], persons: Collection[str
     """Whether ``sentence`` of an answer, a speaker's label taken out ("Marketing said:"), only
     greets, thanks, acknowledges or addresses the room (anyone of ``people`` or ``persons``,
     who speak in what was read or recalled: "Melanie: Hey Caroline [1]!", "So, hello everyone
-    [1]."), or has no word left: "Industrial Designer
-    said: Yeah [1]." is a pasted turn that answers nothing ("Caroline [1]." answers "who"). A
-    question ("What's new with you [1]?") and a note in brackets ("[shares a photo: a
-    playground] [1]") copied from a turn answer nothing either."""
+    [1]."), or has no word left: "Industrial Designer said: Yeah [1]." is a pasted turn that
+    answers nothing ("Caroline [1]." answers "who"). A question ("What's new with you [1]?")
+    and a note in brackets ("[shares a photo: a playground] [1]") copied from a turn answer
+    nothing either."""
     text = _CITE.sub(" ", sentence).strip()
     if text.rstrip("!. ").endswith("?") or _NOTE.fullmatch(text):
         return True
