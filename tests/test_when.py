@@ -80,11 +80,17 @@ def test_what_is_to_come_is_read_off_the_named_ones_plan_and_its_time_ahead() ->
                  ("Caroline", "I'm hoping to attend a book conference next month."),
                  ("Caroline", "I'll present my paintings on Friday."),
                  ("Caroline", "I'll visit the art fair at some point."),
-                 ("Melanie", "We celebrated my daughter's birthday last night."))
+                 ("Melanie", "We celebrated my daughter's birthday last night."),
+                 ("Melanie", "I'm running a charity race next Saturday."),
+                 ("Melanie", "We're going to a concert tonight."))
     assert when_answer("When is Caroline attending a book conference?", [plans]) == (
         "In August 2023 [5].")
     assert when_answer("When will Caroline present her paintings?", [plans]) == (
         "On Friday 7 July 2023 [5].")
+    assert when_answer("When is Melanie running a charity race?", [plans]) == (
+        "On Saturday 8 July 2023 [5].")
+    assert when_answer("When is Melanie going to a concert?", [plans]) == (
+        "On 2 July 2023 [5].")
     # a plan with no time ahead, or no plan at all, answers nothing
     assert when_answer("When is Caroline visiting the art fair?", [plans]) is None
     assert when_answer("When is Melanie's daughter's birthday?", [plans]) is None

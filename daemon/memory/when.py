@@ -121,12 +121,14 @@ def _told(sentence: str, said_on: dt.date) -> str | None:
 
 def _planned(sentence: str, said_on: dt.date) -> str | None:
     """When ``sentence``, said on ``said_on``, plans it to be ("I'm attending a book conference
-    next month": "in September 2023"; "I'll present it on Friday": the Friday after), or None
-    when it plans nothing or says no time ahead."""
+    next month": "in September 2023"; "I'll present it on Friday" or "next Friday": the Friday
+    after; "we're going tonight": that day), or None when it plans nothing or says no time
+    ahead."""
     if not _AHEAD.search(sentence) and not _GOING.search(sentence):
         return None
-    ahead = next((m for m in RELATIVE.finditer(sentence)  # "tomorrow", "this / next month"
-                  if m["tomorrow"] or (m["unit"] and m["last"].lower() != "last")), None)
+    ahead = next((m for m in RELATIVE.finditer(sentence)  # "tomorrow", "next Friday", "tonight"
+                  if m["tomorrow"] or m["today"] or (m["side"] or "").lower() == "next"
+                  or (m["unit"] and m["last"].lower() != "last")), None)
     if ahead is not None:
         return resolve(ahead[0], said_on)
     weekday = _ON_WEEKDAY.search(sentence)
