@@ -491,5 +491,38 @@ def test_a_copy_of_the_prompts_layout_is_taken_out_of_the_answer() -> None:
         "Design, meeting C picked wood [1].")
     # the headings repeated until the answer's length cut the last one short
     copied = "Design, meeting C (transcript), [1] Design, meeting C (transcript), [1] Design, meeting C"
-    assert keep_supported(unlabelled(copied, [meeting]), [meeting],
-                          "When did they pick a material?") == ("", 1)
+    assert unlabelled(copied, [meeting]) == ""
+
+
+def test_a_copied_headings_number_cites_what_follows_it_not_the_sentence_before() -> None:
+    from daemon.memory.grounding import unlabelled
+
+    first = Source(n=1, kind="transcript", title="Design, meeting B", date=MAY_8,
+                   label="transcript", passages=(
+                       Passage("Alright then we're going to have three presentations.",
+                               "Project Manager"),
+                       Passage("Well, I'm going to tell you about functional requirements.",
+                               "Marketing")))
+    second = Source(n=2, kind="transcript", title="Design, meeting C", date=MAY_8,
+                    label="transcript", passages=(
+                        Passage("We'll look at the notes from the previous meeting. I think "
+                                "you have prepared all three.", "Project Manager"),))
+    # the model pasted the prompt from the middle of source 1 on, until its length stopped it
+    # at the next heading's number
+    pasted = ("Project Manager: Alright then we're going to have three presentations.\n"
+              "Marketing: Well, I'm going to tell you about functional requirements.\n\n"
+              "[2] 8 May 2023 · Design, meeting C (transcript)\n"
+              "Project Manager: We'll look at the notes from the previous meeting. I think you "
+              "have prepared all three.\n\n[1]")
+    assert unlabelled(pasted, [first, second]) == (
+        "Project Manager said: Alright then we're going to have three presentations.\n"
+        "Marketing said: Well, I'm going to tell you about functional requirements.\n"
+        "Project Manager said: We'll look at the notes from the previous meeting [2]. I think "
+        "you have prepared all three.")
+    # a heading copied with another day than its source's is a heading all the same
+    assert unlabelled("[2] 9 May 2023 · Design, meeting C (transcript)\nProject Manager: "
+                      "We'll look at the notes.", [first, second]) == (
+        "Project Manager said: We'll look at the notes [2].")
+    # a number opening a line, its heading left out, opens what follows as well
+    assert unlabelled("Rubber was chosen.\n[2] We'll look at the notes.", [first, second]) == (
+        "Rubber was chosen.\nWe'll look at the notes [2].")

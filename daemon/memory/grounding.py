@@ -674,6 +674,7 @@ _CITE = re.compile(r"\s?\[(\d+(?:\s*,\s*\d+)*)\]")
 # a transcript's note of what happened, not what was said ("[shares a photo: ...]", "[laughs]")
 _NOTE = re.compile(r"\[[^\]]*\][.!]?")
 _QUOTE = re.compile(r"\"([^\"\n]{1,500})\"|“([^”\n]{1,500})”")
+_OPENS = "\x00"  # marks where a copied source heading opened, its number between two
 _SAID = re.compile(r"([^.!?\[\]]{1,60}?) said: ")  # an answer's "Marketing said: ..."
 _EDGE = re.compile(r"^[\s\"'“”‘’«».,;:!?…]+|[\s\"'“”‘’«».,;:!?…]+$")
 
@@ -1238,11 +1239,14 @@ def unlabelled(text: str, sources: Sequence[Source]) -> str:
     a source's heading ("[1] 4 March 2026 · Design meeting (transcript)", or without its
     date: "Design meeting (transcript),", or its title after a number: "[1] Design
     meeting") and a speaker's label opening a line of the
-    transcript ("Marketing: we ..." becomes "Marketing said: we ..."); a number it opened
-    with is cited after its first sentence instead."""
+    transcript ("Marketing: we ..." becomes "Marketing said: we ..."). The number of a heading
+    taken out, or one opening the answer or a line of it, opens a source as in the prompt: it
+    is cited after the first sentence that follows it instead (not of the sentence before),
+    and dropped where nothing follows."""
     for source in sources:
         title = re.escape(source.title)
-        when = re.escape(f"{_day(source.date)} · ") if source.date else ""
+        # any day before it: a model copying a heading may give it another source's date
+        when = rf"\d{{1,2}} (?:{'|'.join(_MONTHS)}) \d{{4}} · " if source.date else ""
         label = re.escape(f" ({source.label})") if source.label else ""
         # the title alone may be words of an answer ("the Atlas review decided ..."): taken
         # out only with its date or its label beside it
@@ -1252,14 +1256,19 @@ def unlabelled(text: str, sources: Sequence[Source]) -> str:
                     # John and Maria, session 21" ends an answer stopped at its length)
                     rf"(?<=\])\s*{title}(?:{label})?,?"]
         for heading in filter(None, headings):
-            text = re.sub(heading, " ", text)
-    opening = re.match(r"\s*\[(\d+)\]\s*", text)
-    if opening:
-        text = text[opening.end():]
-        first = _SENTENCE_END.search(text)
-        at = first.start() if first else len(text)
-        if not cited_numbers(text[:first.end() if first else len(text)]):
-            text = f"{text[:at].rstrip()} [{opening[1]}]{text[at:]}"
+            text = re.sub(rf"(?:\[(\d+)\]\s*)?{heading}",
+                          lambda m: f" {_OPENS}{m[1]}{_OPENS} " if m[1] else " ", text)
+    text = re.sub(r"(?:^|\n)[^\S\n]*\[(\d+)\]", rf"\n{_OPENS}\1{_OPENS}", text)
+    parts = re.split(rf"\s*{_OPENS}(\d+){_OPENS}\s*", text)
+    text = parts[0]
+    for number, part in zip(parts[1::2], parts[2::2], strict=True):
+        if not part.strip():
+            continue
+        first = _SENTENCE_END.search(part)
+        at = first.start() if first else len(part)
+        if not cited_numbers(part[:first.end() if first else len(part)]):
+            part = f"{part[:at].rstrip()} [{number}]{part[at:]}"
+        text = f"{text}\n{part}" if text.strip() else part
     names = sorted({p.speaker for s in sources for p in s.passages
                     if p.speaker and not _is_me(p.speaker)}, key=len, reverse=True)
     for name in names:
