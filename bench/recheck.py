@@ -2,6 +2,7 @@
 check (what an answer keeps, drops or declines) scored without the language model.
 
     PYTHONPATH=$PWD python -m bench.recheck RUN.json --home H [--json OUT] [--show]
+        [--as-written]
 
 ``H`` is the home the run imported into (``bench.qa ... --home H``; its daemon stopped). For
 each recorded answer the model wrote (``streamed``), the sources are gathered again as the
@@ -12,7 +13,9 @@ wrote is kept as recorded, and one the code reads off the named one's words with
 ("When did ...?", ``daemon.memory.when``) is read again. Printed: the run's tables scored
 again, how many answers changed (``--show``: each, before and after). On the code the run
 was made with, the answers it reproduces say how exact the replay is (an answer cut at its
-length is known only by its shape: long, its last sentence unfinished).
+length is known only by its shape: long, its last sentence unfinished). ``--as-written``
+shows the model's text as it wrote it wherever the check declines it: what the declines cost
+in the scores, and how many never-said questions they keep from an answer.
 """
 
 from __future__ import annotations
@@ -45,8 +48,10 @@ class Run(msgspec.Struct):
     asked: list[Asked]
 
 
-def rechecked(asking: AskSources, one: Asked) -> Asked:
-    """``one`` with the model's recorded text checked again, and scored."""
+def rechecked(asking: AskSources, one: Asked, as_written: bool = False) -> Asked:
+    """``one`` with the model's recorded text checked again, and scored; ``as_written``: the
+    model's text shown as it wrote it wherever the check declines it (what the declines cost
+    and what they keep out)."""
     if one.declined and not one.streamed:  # declined before the model wrote
         return one
     sources, forced = asking.gather(one.question, one.space)
@@ -63,6 +68,8 @@ def rechecked(asking: AskSources, one: Asked) -> Asked:
         declined = (not checked.text.strip()
                     or grounding.echoes_question(checked.text, one.question))
         text = grounding.nothing_says(one.question) if declined else checked.text
+        if declined and as_written and raw.strip() and raw.strip() != text:
+            text, declined = raw.strip(), False
     again = msgspec.structs.replace(one, answer=text, declined=declined)
     if one.dataset == "locomo":
         category = {v: k for k, v in LOCOMO_CATEGORIES.items()}[one.category]
@@ -78,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--json", type=Path, help="write the answers checked again here")
     parser.add_argument("--show", action="store_true", help="print each changed answer")
+    parser.add_argument("--as-written", action="store_true",
+                        help="show the model's text as written wherever the check declines it")
     args = parser.parse_args(argv)
     run = msgspec.json.decode(args.run.read_bytes(), type=Run)
     asking = AskSources(args.home)
@@ -88,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> None:
          **{k: v for k, v in settings.items() if k.startswith("ask_")}},
         type(asking.settings), strict=False)
     try:
-        again = [rechecked(asking, one) for one in run.asked]
+        again = [rechecked(asking, one, args.as_written) for one in run.asked]
     finally:
         asking.close()
     changed = [(a, b) for a, b in zip(run.asked, again, strict=True) if a.answer != b.answer]
