@@ -283,6 +283,15 @@ def test_a_verbatim_quote_is_kept_and_attributed_from_the_matched_passage() -> N
     assert second.quote == "Pricing: 40 euros per seat, per month."  # no quote: the best passage
 
 
+def test_a_comma_left_before_a_citation_is_taken_out() -> None:
+    # the sentence's last clause dropped, or a time after it resolved: "... on Friday, [1]."
+    assert check_answer("The beta ships on Friday, [1].", SOURCES).text == (
+        "The beta ships on Friday [1].")
+    assert check_answer("Atlas; [1]", SOURCES).text == "Atlas [1]"
+    assert check_answer("It costs 40 euros per seat [2], [1].", SOURCES).text == (
+        "It costs 40 euros per seat [2] [1].")
+
+
 def test_a_fabricated_quote_is_marked_never_passed_off() -> None:
     answer = 'They promised “a full refund for everyone” [1]. They said "ship the Atlas beta on Friday" [1].'
     checked = check_answer(answer, SOURCES)

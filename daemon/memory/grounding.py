@@ -738,10 +738,14 @@ def _quote_cites(text: str, start: int, end: int) -> list[int]:
     return cited_numbers(before[starts[-1] if starts else 0:])
 
 
+_PUNCT_BEFORE_CITE = re.compile(r"\s*[,;:]\s*(?=\[\d+(?:\s*,\s*\d+)*\])")
+
+
 def check_answer(text: str, sources: Sequence[Source], question: str = "") -> Checked:
     """Check the model's answer before it is sent (see the module docstring)."""
     by_n = {s.n: s for s in sources}
     text, dropped = drop_unknown_citations(text.strip(), set(by_n))
+    text = _PUNCT_BEFORE_CITE.sub(" ", text)  # "Paris, [1]": the clause it ended is gone
     quotes: dict[int, tuple[str, str, bool]] = {}  # n -> (quote, speaker, verified)
     out: list[str] = []
     unverified = 0
