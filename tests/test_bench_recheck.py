@@ -10,7 +10,7 @@ from bench.qa import Asked
 from bench.recheck import rechecked
 from daemon.memory.grounding import Passage, Source
 
-SOURCE = Source(n=1, kind="transcript", title="Melanie and Caroline, session 3", passages=(
+SOURCE = Source(n=1, kind="transcript", title="Melanie and Caroline, a chat", passages=(
     Passage("I ran a charity race for mental health last Saturday.", "Melanie"),))
 
 

@@ -513,6 +513,9 @@ def _day(timestamp: float) -> str:
 
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December")
+# a day as a heading gives it, whatever the day ("4 May 2023 · "): a model copying a heading
+# may give it another source's date
+_HEADING_DAY = rf"\d{{1,2}} (?:{'|'.join(_MONTHS)}) \d{{4}} · "
 
 
 # -- relevance -----------------------------------------------------------------------------------
@@ -674,7 +677,7 @@ _CITE = re.compile(r"\s?\[(\d+(?:\s*,\s*\d+)*)\]")
 # a transcript's note of what happened, not what was said ("[shares a photo: ...]", "[laughs]")
 _NOTE = re.compile(r"\[[^\]]*\][.!]?")
 _QUOTE = re.compile(r"\"([^\"\n]{1,500})\"|“([^”\n]{1,500})”")
-_OPENS = "\x00"  # marks where a copied source heading opened, its number between two
+_OPENS = "\x00"  # where a copied source heading was: its number between two of these
 _SAID = re.compile(r"([^.!?\[\]]{1,60}?) said: ")  # an answer's "Marketing said: ..."
 _EDGE = re.compile(r"^[\s\"'“”‘’«».,;:!?…]+|[\s\"'“”‘’«».,;:!?…]+$")
 
@@ -1249,8 +1252,7 @@ def unlabelled(text: str, sources: Sequence[Source]) -> str:
     and dropped where nothing follows."""
     for source in sources:
         title = re.escape(source.title)
-        # any day before it: a model copying a heading may give it another source's date
-        when = rf"\d{{1,2}} (?:{'|'.join(_MONTHS)}) \d{{4}} · " if source.date else ""
+        when = _HEADING_DAY if source.date else ""
         label = re.escape(f" ({source.label})") if source.label else ""
         # the title alone may be words of an answer ("the Atlas review decided ..."): taken
         # out only with its date or its label beside it
