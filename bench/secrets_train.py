@@ -8,7 +8,7 @@ labelled value of a secret turn, not one otherwise (the other spans of a secret 
 of a look-alike). The model is a logistic regression over the span's feature names, fitted by
 gradient descent with an L2 penalty. ``cv`` trains on all parts but one and measures the whole
 gate (rules and model, as ``bench.secrets`` does) on the part left out, for each part; ``fit``
-trains on the parts named and, with ``--write``, writes :mod:`daemon.sensitive.weights`.
+trains on the parts named and, with ``--write``, writes the judge's weights file and its pin.
 
 ``--unseen-words`` keeps on the judge's word lists, for each part left out, only the words the
 other parts say: the lists as they would be had the part been written after them, so the figure
@@ -20,7 +20,9 @@ the lists alone).
 from __future__ import annotations
 
 import argparse
-import textwrap
+import hashlib
+import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,7 +34,6 @@ from daemon.sensitive.gate import clear_cache, mask_lines
 from daemon.sensitive.spoken import spoken
 from daemon.sensitive.vectors import WordVectors, read
 
-WEIGHTS_FILE = Path(judge.__file__).parent / "weights.py"
 L2 = 1.0
 STEPS = 3000
 RATE = 0.5
@@ -112,15 +113,20 @@ def measure(cases: Sequence[Case]) -> tuple[int, int, int, int, list[Case]]:
 
 
 def write(bias: float, weights: dict[str, float], threshold: float, parts: Sequence[str]) -> None:
-    lines = ['"""The weights of :mod:`daemon.sensitive.judge`, written by',
-             f"``python -m bench.secrets_train fit --threshold {threshold} --write`` fitted, with",
-             "the installed all-MiniLM-L6-v2's word pieces as word vectors, on",
-             *textwrap.wrap(f"{', '.join(parts)}.", 96, break_on_hyphens=False),
-             '"""', "", f"BIAS = {bias:.4f}", f"THRESHOLD = {threshold}",
-             "WEIGHTS: dict[str, float] = {"]
-    lines += [f"    {name!r}: {value:.4f}," for name, value in sorted(weights.items())]
-    lines += ["}", ""]
-    WEIGHTS_FILE.write_text("\n".join(lines))
+    """The judge's weights file, and its sha256 pinned in the judge's module."""
+    name, version = judge.WEIGHTS_FORMAT
+    data = {"format": name, "version": version,
+            "fitted_by": f"python -m bench.secrets_train fit --threshold {threshold} --write",
+            "word_vectors": "all-MiniLM-L6-v2 word pieces", "fitted_on": list(parts),
+            "bias": round(bias, 4), "threshold": threshold,
+            "weights": {n: round(v, 4) for n, v in sorted(weights.items())}}
+    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    judge.WEIGHTS_FILE.write_text(text)
+    module = Path(judge.__file__)
+    pinned = re.sub(r'WEIGHTS_SHA256 = "[0-9a-f]{64}"',
+                    f'WEIGHTS_SHA256 = "{hashlib.sha256(text.encode()).hexdigest()}"',
+                    module.read_text())
+    module.write_text(pinned)
 
 
 def main() -> None:

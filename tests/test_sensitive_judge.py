@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,9 +14,19 @@ from bench.secrets_train import fit, lexicon, unlisted
 from daemon.app import Daemon
 from daemon.config import Config
 from daemon.models.registry import WORD_VECTORS
-from daemon.sensitive import judge, weights
+from daemon.sensitive import judge
 from daemon.sensitive.gate import clear_cache, mask_lines
-from daemon.sensitive.judge import CLASSES, Lexicon, candidates, judged, use_vectors
+from daemon.sensitive.judge import (
+    CLASSES,
+    MODEL,
+    WEIGHTS_FILE,
+    Lexicon,
+    WeightsUnavailable,
+    candidates,
+    judged,
+    load_model,
+    use_vectors,
+)
 from daemon.sensitive.vectors import VectorsUnavailable, WordVectors, read
 
 
@@ -120,9 +131,24 @@ def test_candidates_are_the_value_shaped_spans() -> None:
 
 def test_the_weights_are_what_training_on_the_set_gives() -> None:
     bias, fitted = fit(load(DEFAULT_DATA))
-    assert bias == pytest.approx(weights.BIAS, abs=1e-3)
-    assert fitted.keys() == weights.WEIGHTS.keys()
-    assert all(fitted[n] == pytest.approx(w, abs=1e-3) for n, w in weights.WEIGHTS.items())
+    assert bias == pytest.approx(MODEL.bias, abs=1e-3)
+    assert fitted.keys() == MODEL.weights.keys()
+    assert all(fitted[n] == pytest.approx(w, abs=1e-3) for n, w in MODEL.weights.items())
+
+
+def test_the_weights_file_is_checked_against_its_pin_and_version(tmp_path: Path) -> None:
+    assert load_model() == MODEL and MODEL.threshold == 0.5 and len(MODEL.weights) > 100
+    with pytest.raises(WeightsUnavailable, match=r"missing .*reinstall BrainCue"):
+        load_model(tmp_path / "judge-weights.json")
+    altered = tmp_path / "altered.json"
+    altered.write_bytes(WEIGHTS_FILE.read_bytes().replace(b'"bias": -', b'"bias": '))
+    with pytest.raises(WeightsUnavailable, match="not the shipped file"):
+        load_model(altered)
+    other = tmp_path / "other.json"
+    other.write_text('{"format": "braincue-secret-judge", "version": 2}')
+    digest = hashlib.sha256(other.read_bytes()).hexdigest()
+    with pytest.raises(WeightsUnavailable, match="v2, not braincue-secret-judge v1"):
+        load_model(other, digest)
 
 
 # words of the held-out parts that no list holds, placed by their word pieces

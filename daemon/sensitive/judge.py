@@ -8,7 +8,8 @@ mixed, passphrases of joined words, symbols inside a word, and a passphrase said
 after its cue or as the answer to a turn that names one), describes it by its shape and the
 words around it (before and after it in the turn, and the turn said before it, whoever said
 it), and scores it with a linear model trained on labelled turns (:mod:`bench.secrets_train`
-writes :mod:`daemon.sensitive.weights`). Words are taken both as themselves and by the class
+writes its weights to ``judge-weights.json`` beside this module, a versioned data file whose
+sha256 is pinned here and checked at load). Words are taken both as themselves and by the class
 they belong to (a word for a credential, for something a code opens, for a quantity, a date,
 an id), so a lock nobody wrote into the training set still reads like a lock.
 
@@ -25,7 +26,9 @@ and a shape that says so (a year, a decimal, a time, a currency sign).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import logging
 import math
 import re
@@ -37,15 +40,15 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from daemon.sensitive import weights
 from daemon.sensitive.finding import Finding
 from daemon.sensitive.spoken import named_public, says_public
 from daemon.sensitive.vectors import VectorsUnavailable, WordVectors, read
 
 Matrix = npt.NDArray[np.float32]
 
-__all__ = ["CLASSES", "KIND", "LEXICON", "MODEL", "Candidate", "Lexicon", "Model", "candidates",
-           "features", "judged", "score", "use_vectors", "words"]
+__all__ = ["CLASSES", "KIND", "LEXICON", "MODEL", "WEIGHTS_FILE", "Candidate", "Lexicon", "Model",
+           "WeightsUnavailable", "candidates", "features", "judged", "load_model", "score",
+           "use_vectors", "words"]
 
 KIND = "password"
 log = logging.getLogger(__name__)
@@ -169,7 +172,38 @@ class Model:
     threshold: float
 
 
-MODEL = Model(weights.BIAS, weights.WEIGHTS, weights.THRESHOLD)
+WEIGHTS_FILE = Path(__file__).with_name("judge-weights.json")
+WEIGHTS_FORMAT = ("braincue-secret-judge", 1)
+# the sha256 of the shipped weights; `python -m bench.secrets_train fit --write` rewrites both
+WEIGHTS_SHA256 = "ce9dbaa846030590e2f0c9b8281c0e665df4385aea45fadf3a20a27c4554e6c0"
+_REFIT = "reinstall BrainCue, or refit with `python -m bench.secrets_train fit --write`"
+
+
+class WeightsUnavailable(RuntimeError):
+    """The judge's weights file is missing, altered or of another format: the gate cannot run
+    without it, and nothing is written unmasked in its place."""
+
+
+def load_model(path: Path = WEIGHTS_FILE, sha256: str = WEIGHTS_SHA256) -> Model:
+    """The judge's weights, checked against their pinned sha256 and format version."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise WeightsUnavailable(f"the secret judge's weights are missing ({path}): "
+                                 f"{_REFIT}") from error
+    if hashlib.sha256(raw).hexdigest() != sha256:
+        raise WeightsUnavailable(f"the secret judge's weights ({path}) are not the shipped "
+                                 f"file (sha256 differs): {_REFIT}")
+    data = json.loads(raw)
+    if (data.get("format"), data.get("version")) != WEIGHTS_FORMAT:
+        raise WeightsUnavailable(f"the secret judge's weights ({path}) are format "
+                                 f"{data.get('format')} v{data.get('version')}, not "
+                                 f"{WEIGHTS_FORMAT[0]} v{WEIGHTS_FORMAT[1]}: {_REFIT}")
+    return Model(float(data["bias"]), {str(k): float(v) for k, v in data["weights"].items()},
+                 float(data["threshold"]))
+
+
+MODEL = load_model()
 
 
 @dataclass(frozen=True)
