@@ -441,9 +441,9 @@ async def test_the_generator_is_unloaded_when_idle(autojump_clock: trio.testing.
             return True
 
     generator = Idle()
-    engines = Engines(lambda: Settings(llm_idle_unload_s=40), Path("/none"), generator=generator)
+    engines = Engines(lambda: Settings(idle_unload_min=40 / 60), Path("/none"), generator=generator)
     with trio.move_on_after(13):
-        await unload_idle_engines(engines, lambda: Settings(llm_idle_unload_s=40))
+        await unload_idle_engines(engines, lambda: Settings(idle_unload_min=40 / 60))
     assert generator.checks == [4, 8, 12]
 
 
@@ -452,7 +452,7 @@ async def test_the_language_model_loads_on_first_use_and_unloads_when_idle(
     installed_model: Callable[[str], Path], models_dir: Path
 ) -> None:
     installed_model("qwen2.5-coder-0.5b")  # fails, never skips, when it is missing
-    engines = Engines(lambda: Settings(llm_model="qwen2.5-coder-0.5b", llm_idle_unload_s=0,
+    engines = Engines(lambda: Settings(llm_model="qwen2.5-coder-0.5b", idle_unload_min=0,
                                        llm_threads=2), models_dir)
     try:
         generator = engines.generator()

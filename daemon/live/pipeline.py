@@ -113,6 +113,11 @@ class SourceSegmenter:
         return self._segmenter.in_speech
 
     @property
+    def quiet_s(self) -> float:
+        """How long nothing an utterance may start from was heard (see ``Segmenter``)."""
+        return self._segmenter.quiet_s
+
+    @property
     def epoch(self) -> int | None:
         """The capture epoch of the last block fed (None: none yet)."""
         return self._epoch

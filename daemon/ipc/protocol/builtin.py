@@ -51,6 +51,10 @@ class ModelProcessInfo(msgspec.Struct, frozen=True):
     deaths: int = 0
     last_death: str | None = None
     rss_bytes: int | None = None  # its memory now (resident, weights mapped from file included)
+    loaded_at: float | None = None  # since when its model is loaded (None: not loaded now)
+    # when it was last ended for being unused (``idle_unload_min``; None: never): it starts
+    # again on the next need
+    unloaded_at: float | None = None
 
 
 class StatusReply(Reply):
