@@ -125,6 +125,7 @@ class Segmenter:
         self._unread: deque[np.ndarray] | None = None
         self._wake_chunks = max(1, round(c.model_wake_s * SAMPLE_RATE / CHUNK))
         self.model_chunks = 0  # chunks the model read (for the figures)
+        self.quiet_s = 0.0  # how long nothing an utterance may start from was heard
 
     @property
     def in_speech(self) -> bool:
@@ -137,9 +138,11 @@ class Segmenter:
     def feed(self, block: np.ndarray) -> list[Utterance]:
         """Add samples; return the utterances that ended within them."""
         block = np.asarray(block, dtype=np.float32).ravel()
+        may_be_speech = self._may_be_speech(block)
+        self.quiet_s = 0.0 if may_be_speech else self.quiet_s + len(block) / SAMPLE_RATE
         if self._detector is not None:
             c = self.config
-            if c.model_cuts or not c.model_sleeps or self._may_be_speech(block):
+            if c.model_cuts or not c.model_sleeps or may_be_speech:
                 self._wake()
                 read = self._detector.feed(block)
                 self.model_chunks += len(read)
