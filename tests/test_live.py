@@ -422,6 +422,8 @@ async def test_status_says_where_the_time_from_speech_to_turn_goes_and_when_it_i
         await trio.sleep(3.0)  # both stored
         assert not rig.live.hearing()
         stages = rig.live.status().stages_p50_s
+        longest = rig.live.status().after_asr_max_s
+    assert longest >= stages["voices"] + stages["stored"] and longest < 1.0
     assert list(stages) == ["cut", "queued", "asr", "voices", "stored", "total"]
     # the VAD waits 0.5 s of silence and keeps 0.15 s of it: cut 0.35 s after the audio
     # ends, give or take a block

@@ -777,6 +777,7 @@ class Live:
             asr_model="" if self._transcriber is None else self._transcriber.model_id,
             session_id=None if self.session is None else self.session.id,
             stages_p50_s={} if pipeline is None else pipeline.stages.medians(),
+            after_asr_max_s=0.0 if pipeline is None else pipeline.stages.after_asr_max(),
         )
 
     def capture_state(self) -> str:
