@@ -16,8 +16,9 @@ libraries' threads, by the kernel's thread id and name).
 imported, a call (one sentence into each device) and an answer, so that the speech model's
 and the language model's processes run; the window then starts once both have been unloaded
 (set ``--set idle_unload_min=0.2`` or so to shorten the wait). After the window, ``--asks N``
-rounds of: the first answer after the models were unloaded (its first token) against the same
-question asked again at once (warm), then a call's first words after the unload.
+rounds of: the first answer after the models were unloaded (its first token) against another
+question asked at once after it (warm: the model loaded, the question's prompt not read yet),
+then a call's first words after the unload.
 
 ``--checkout DIR`` runs the daemon from another checkout (the code before a change) with this
 benchmark.
@@ -70,7 +71,9 @@ CONVERSATIONS = [
         ("me", "The servers move first, the network team needs a few days."),
     ]),
 ]
-QUESTION = "When does the launch happen?"
+# the first answer after the unload, then another question (not the same: its prompt would be
+# read already) with the model loaded
+QUESTIONS = ("When does the launch happen?", "When is the new office ready?")
 SAID = [(ME_SINK, "en-us", "Good morning, thanks for joining the call about the budget."),
         (THEM_SINK, "en-gb+f3", "Happy to help. We finished the new website yesterday.")]
 
@@ -162,10 +165,10 @@ def models_running(status: StatusReply) -> list[str]:
     return [f"{p.role} {p.priority}" for p in status.model_processes if p.pid is not None]
 
 
-def wait_until_unloaded(client: Client, timeout: float) -> float:
-    """Wait until no model process runs; returns how long that took."""
+def wait_until_unloaded(client: Client, daemon_pid: int, timeout: float) -> float:
+    """Wait until no model process runs (and each has exited); returns how long that took."""
     began = time.monotonic()
-    while models_running(client.request(Status())):
+    while models_running(client.request(Status())) or children(daemon_pid):
         if time.monotonic() - began > timeout:
             raise RuntimeError(f"the model processes still run after {timeout:.0f} s")
         time.sleep(0.5)
@@ -232,7 +235,7 @@ def use(client: Client, pulse: PulseServer, wavs: list[Path]) -> None:
         reply = client.request(ImportTranscript(content=content, space=SPACE), timeout=120)
         client.request(Remember(session_id=reply.session.id, answer="later"), timeout=120)
     a_call(client, pulse, wavs)
-    first_token(QUESTION)
+    first_token(QUESTIONS[0])
 
 
 def run(args: argparse.Namespace, config_lines: list[str]) -> None:
@@ -258,18 +261,18 @@ def run(args: argparse.Namespace, config_lines: list[str]) -> None:
         if args.after_use:
             use(client, pulse, wavs)
             print(f"used: model processes {models_running(client.request(Status()))}; "
-                  f"unloaded {wait_until_unloaded(client, args.unload_wait):.0f} s later",
-                  flush=True)
+                  f"unloaded {wait_until_unloaded(client, daemon.pid, args.unload_wait):.0f} s "
+                  "later", flush=True)
         window = measure(daemon.pid, args.minutes * 60)
         status = client.request(Status())
         report(window, status)
         for round_ in range(args.asks if args.after_use else 0):
-            wait_until_unloaded(client, args.unload_wait)
-            cold = first_token(QUESTION)
-            warm = first_token(QUESTION)
-            print(f"ask {round_ + 1}: first token after unload {cold:.2f} s, warm "
-                  f"{warm:.2f} s, +{cold - warm:.2f} s ({machine()})", flush=True)
-            wait_until_unloaded(client, args.unload_wait)
+            wait_until_unloaded(client, daemon.pid, args.unload_wait)
+            cold = first_token(QUESTIONS[round_ % 2])
+            warm = first_token(QUESTIONS[(round_ + 1) % 2])
+            print(f"ask {round_ + 1}: first token after unload {cold:.2f} s, warm (another "
+                  f"question) {warm:.2f} s, +{cold - warm:.2f} s ({machine()})", flush=True)
+            wait_until_unloaded(client, daemon.pid, args.unload_wait)
             heard = a_call(client, pulse, wavs)
             print(f"call {round_ + 1} after unload: " + " | ".join(heard), flush=True)
     finally:
