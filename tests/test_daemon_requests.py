@@ -19,7 +19,7 @@ from storekit import TRANSCRIPT
 from test_documents import make_pdf
 
 from daemon.config import Paths, Settings
-from daemon.engines import Engines, unload_check_interval, unload_idle_engines
+from daemon.engines import Engines, unload_idle_engines
 from daemon.errors import BrainCueError, InvalidInput, ModelNotInstalled, NotFound
 from daemon.handlers.wire import deleted_counts, search_hit, session_info
 from daemon.ipc import protocol
@@ -45,6 +45,7 @@ from daemon.ipc.runtime import RuntimeFiles
 from daemon.ipc.testing import start_daemon
 from daemon.llm.embed import ScriptedEmbedder
 from daemon.llm.generate import ScriptedGenerator
+from daemon.process.supervisor import unload_check_interval
 from daemon.store import export, records
 from daemon.store.db import connect
 from daemon.store.fusion import LegHit

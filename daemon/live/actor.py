@@ -828,11 +828,7 @@ class Live:
             if options.stereo
             else [(options.speaker.strip(), channels.mean(axis=0))]
         )
-        warnings = [
-            w for name, audio in tracks
-            if (w := level_warning(audio, path.name if len(tracks) == 1
-                                   else f"the {name} channel of {path.name}")) is not None
-        ]
+        warnings = track_warnings(tracks, path)
         utterances = await self._db(lambda: segment_tracks(tracks, self.vad))
         started_at = (
             options.started_at if options.started_at is not None
@@ -882,6 +878,13 @@ class Live:
             message=f"imported {turns} turns into session {session.id}: {summary}",
             warnings=warnings,
         )
+
+
+def track_warnings(tracks: Sequence[tuple[str, np.ndarray]], path: Path) -> list[str]:
+    """What is said of the level of each track of the file ``path`` (too quiet, clipped)."""
+    return [w for name, audio in tracks
+            if (w := level_warning(audio, path.name if len(tracks) == 1
+                                   else f"the {name} channel of {path.name}")) is not None]
 
 
 def imported_turns(speaker: str, utterance: Utterance, text: str,
