@@ -1,7 +1,8 @@
 """Live capture figures: a two-voice dialogue played through virtual devices into a real daemon.
 
     .venv/bin/python -m bench.live [--models whisper-tiny.en,whisper-base] [--minutes 3]
-                                   [--threads N] [--compare] [--set NAME=VALUE ...]
+                                   [--threads N] [--compare] [--each-off]
+                                   [--set NAME=VALUE ...]
                                    [--with-keep TRANSCRIPT.json [--keep-beside]]
 
 For each speech model: a private PulseAudio server (null sinks, as in the end-to-end test), a
@@ -24,6 +25,9 @@ default output, 0.8 s between turns; replies of 1-2 s, sentences of 3-5 s and mo
 ``--compare`` first runs each model the way the daemon once decoded (whisper's full
 30 s window, one thread: ``asr_fit_context = false``, ``asr_threads = 1``), then with the
 settings given (default: the daemon's), so both stand side by side from the same run.
+``--each-off`` adds, after the run with the settings given, one run with each optional part
+turned off in turn (:data:`OPTIONAL_PARTS`: the read-ahead, the voices, the speech model's own
+process), so that what each costs the live path stands beside the whole in one report.
 ``--set NAME=VALUE`` adds a line to the daemon's config.toml (a TOML value: ``--set
 asr_threads=2``); that is also how a setting such as diarisation is switched on for a run.
 
@@ -266,6 +270,10 @@ STAGE_NAMES = {  # the daemon's stages (LiveStatus.stages_p50_s), as the report 
     "total": "end -> stored (daemon clock)",
 }
 BEFORE = ["asr_fit_context = false", "asr_threads = 1"]  # the old full-window, one-thread decoding
+# what runs beside the speech path, each of which --each-off turns off for a run
+OPTIONAL_PARTS = {"read-ahead off": "llm_read_ahead = false",
+                  "voices off": "voices_enabled = false",
+                  "asr in the daemon": "asr_process = false"}
 
 
 @dataclass
@@ -283,6 +291,7 @@ class Result:
     dropped: int
     wer: float
     stages: dict[str, float] = field(default_factory=dict)  # the daemon's p50 per stage
+    after_asr_max: float = 0.0  # the daemon's longest from ASR ended to stored
     keep_state: str = ""  # with a keep in the background: how it stood at the end of the call
     threads_by_nice: str = ""
     voices: str = ""  # `voices list`'s state and the encoder telling "them" apart
@@ -383,6 +392,7 @@ def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
                       rtf=status.live.asr_real_time_factor, cpu_percent=100 * cpu / wall,
                       wall_s=wall, rss_mb=rss, dropped=status.live.dropped_blocks,
                       wer=word_error_rate(reference, heard), stages=status.live.stages_p50_s,
+                      after_asr_max=status.live.after_asr_max_s,
                       keep_state=keep_state, voices=voices_state, memory=sampler.summary(),
                       threads_by_nice=", ".join(f"{n} at {nice}"
                                                 for nice, n in priorities.items()))
@@ -428,6 +438,7 @@ def report(results: list[Result]) -> None:
     for stage, meaning in STAGE_NAMES.items():
         row(f"  {meaning}", [f"{r.stages[stage]:.3f}" if stage in r.stages else "-"
                              for r in results])
+    row("  after ASR -> stored, longest", [f"{r.after_asr_max:.3f}" for r in results])
     row("ASR real-time factor", [f"{r.rtf:.3f}" for r in results])
     row("daemon CPU (% of one core)", [f"{r.cpu_percent:.0f}% / {r.wall_s:.0f} s"
                                        for r in results])
@@ -451,6 +462,9 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true",
                         help="run each model first the way the daemon once decoded "
                              "(the full 30 s window, one thread)")
+    parser.add_argument("--each-off", action="store_true",
+                        help="one more run with each optional part off: " + ", ".join(
+                            OPTIONAL_PARTS.values()))
     parser.add_argument("--set", dest="settings", action="append", default=[],
                         metavar="NAME=VALUE", help="a config.toml line for the daemon")
     parser.add_argument("--with-keep", type=Path, default=None, metavar="TRANSCRIPT",
@@ -475,6 +489,10 @@ def main() -> None:
             label = f"{model}" + (" " + " ".join(args.settings) if lines else "")
             results.append(run(model, voices, args.minutes, lines, label))
             print(f"  ({machine()})", flush=True)
+            for part, setting in OPTIONAL_PARTS.items() if args.each_off else ():
+                results.append(run(model, voices, args.minutes, [*lines, setting],
+                                   f"{model} {part}"))
+                print(f"  ({machine()})", flush=True)
             if args.with_keep is None:
                 continue
             results.append(run(model, voices, args.minutes, lines, f"{label}, keep pausing",

@@ -295,10 +295,16 @@ class WrittenFile:
     path: Path
     content: bytes
     what: str
+    client: bool = False  # a desktop client's (the tray's, the hotkey's)
 
 
-def files_for(layout: Layout, paths: Paths) -> list[WrittenFile]:
-    """Every file ``install`` writes, with its content."""
+def files_for(layout: Layout, paths: Paths, *, desktop: bool = True) -> list[WrittenFile]:
+    """Every file ``install`` writes, with its content (``desktop`` false: the daemon's only,
+    not the desktop clients')."""
+    return [f for f in _all_files(layout, paths) if desktop or not f.client]
+
+
+def _all_files(layout: Layout, paths: Paths) -> list[WrittenFile]:
     if layout.platform == "macos":
         env = layout.environment
         daemon = agent_plist(layout.agent_label(AGENT_LABEL), layout.daemon_command(),
@@ -310,7 +316,7 @@ def files_for(layout: Layout, paths: Paths) -> list[WrittenFile]:
         return [
             WrittenFile(layout.agent_path(AGENT_LABEL), plist_bytes(daemon), "daemon LaunchAgent"),
             WrittenFile(layout.agent_path(TRAY_AGENT_LABEL), plist_bytes(tray_agent),
-                        "tray LaunchAgent"),
+                        "tray LaunchAgent", client=True),
         ]
     unit = unit_text(
         layout.daemon_command(),
@@ -324,13 +330,38 @@ def files_for(layout: Layout, paths: Paths) -> list[WrittenFile]:
                              layout.client_command("hotkey"))
     return [
         WrittenFile(layout.unit_path, unit.encode(), "systemd user unit"),
-        WrittenFile(layout.autostart_path("tray"), tray.encode(), "tray autostart entry"),
-        WrittenFile(layout.autostart_path("hotkey"), hotkey.encode(), "hotkey autostart entry"),
+        WrittenFile(layout.autostart_path("tray"), tray.encode(), "tray autostart entry",
+                    client=True),
+        WrittenFile(layout.autostart_path("hotkey"), hotkey.encode(), "hotkey autostart entry",
+                    client=True),
     ]
 
 
 # ---------------------------------------------------------------------------------------------
 # Installing
+
+
+# what the tray and the hotkey import at start: Qt, and through it the rest of the extra
+DESKTOP_IMPORTS = "import clients.tray, clients.hotkey"
+DESKTOP_FIX = ("install the `desktop` extra: `pip install 'braincue[desktop]'` (in a checkout: "
+               "`scripts/setup.sh --desktop`), then run `braincue service install` again")
+
+
+def desktop_problem() -> str | None:
+    """Why the tray and the hotkey cannot start with this installation (None: they can):
+    what they import at start, imported by a fresh Python of this installation."""
+    try:
+        done = subprocess.run([sys.executable, "-c", DESKTOP_IMPORTS], capture_output=True,
+                              text=True, timeout=120, check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"they could not be tried ({e})"
+    if done.returncode == 0:
+        return None
+    last = _last_line(done.stderr)
+    missing = re.search(r"No module named '([^']+)'", last)
+    if missing:
+        return f"{missing.group(1).split('.')[0]} is missing"
+    return last or f"importing them failed (status {done.returncode})"
 
 
 def run_command(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
@@ -348,20 +379,32 @@ class ServiceManager:
     (replaced in tests).
     """
 
-    def __init__(self, layout: Layout, paths: Paths, run: Runner = run_command) -> None:
+    def __init__(self, layout: Layout, paths: Paths, run: Runner = run_command,
+                 desktop: Callable[[], str | None] = desktop_problem) -> None:
         self.layout = layout
         self.paths = paths
         self.run = run
+        self.desktop = desktop  # why the tray and the hotkey cannot start (None: they can)
 
     def install(self) -> list[str]:
+        """Write and enable the daemon's service, and the tray's and the hotkey's when they
+        can start here (else say what to install, and set none to start that would fail)."""
         # The sandbox makes everything else read-only, and ReadWritePaths skips a missing
         # directory: create them now.
         self.paths.ensure()
         if self.layout.platform == "macos":
             self.layout.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        lines = [self._write(f) for f in files_for(self.layout, self.paths)]
+        problem = self.desktop()
+        files = files_for(self.layout, self.paths, desktop=problem is None)
+        lines = [self._write(f) for f in files]
+        if problem is not None:
+            for stale in files_for(self.layout, self.paths):
+                if stale not in files and stale.path.exists():
+                    stale.path.unlink()
+                    lines.append(f"removed the {stale.what} {stale.path}: it cannot start")
+            lines.append(f"the tray and the hotkey cannot start: {problem}; {DESKTOP_FIX}")
         if self.layout.platform == "macos":
-            return lines + self._launchctl_load()
+            return lines + self._launchctl_load(tray=problem is None)
         return lines + self._systemctl_enable()
 
     def uninstall(self) -> list[str]:
@@ -399,6 +442,9 @@ class ServiceManager:
                          f"{_first_line(active.stdout) or 'unknown'}")
         else:
             lines.append("systemd: no user service manager is running here")
+        problem = self.desktop()
+        lines.append("tray and hotkey: " + ("can start" if problem is None
+                                             else f"cannot start: {problem}; {DESKTOP_FIX}"))
         return lines
 
     def _write(self, written: WrittenFile) -> str:
@@ -431,9 +477,9 @@ class ServiceManager:
         return [*self._systemctl("daemon-reload"),
                 *self._systemctl("enable", "--now", self.layout.unit_name)]
 
-    def _launchctl_load(self) -> list[str]:
+    def _launchctl_load(self, tray: bool = True) -> list[str]:
         lines = self._launchctl_unload(quiet=True)  # bootstrap refuses an agent already loaded
-        for base in (AGENT_LABEL, TRAY_AGENT_LABEL):
+        for base in (AGENT_LABEL, TRAY_AGENT_LABEL) if tray else (AGENT_LABEL,):
             path = self.layout.agent_path(base)
             done = self.run(["launchctl", "bootstrap", f"gui/{os.getuid()}", str(path)])
             if done.returncode != 0:
@@ -454,3 +500,7 @@ class ServiceManager:
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def _last_line(text: str) -> str:
+    return text.strip().splitlines()[-1] if text.strip() else ""

@@ -31,6 +31,7 @@ def _register() -> None:
         ask,
         audio,
         desktop,
+        doctor,
         items,
         live,
         memory,
@@ -44,7 +45,8 @@ def _register() -> None:
 
     cli.add_command(models.models)
     cli.add_command(audio.transcribe)
-    for module in (desktop, store, live, memory, status, search, ask, security, items, voices):
+    for module in (desktop, store, live, memory, status, search, ask, security, items, voices,
+                   doctor):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -209,7 +209,8 @@ async def vectors_catch_up(daemon: Context) -> None:
 
 
 async def idle_unload(daemon: Context) -> None:
-    """The language model leaves memory after ``llm_idle_unload_s`` unused."""
+    """The language model leaves memory after ``idle_unload_min`` unused (the speech model
+    likewise, in the live part)."""
     daemon.nursery.start_soon(unload_idle_engines, daemon.engines, lambda: daemon.settings)
 
 

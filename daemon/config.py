@@ -13,6 +13,7 @@ import os
 import stat
 import tomllib
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -47,7 +48,10 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # tokens: a 35-minute meeting (~10k tokens) is archived in one piece, not seven (the Qwen
     # models take 32k; the cache costs ~12 KB a token on the 0.5B)
     llm_context: int = 16384
-    llm_idle_unload_s: float = 300.0
+    # the language model's and the speech model's processes end after this many minutes
+    # unused (their memory goes with them) and start again on the next need, which then waits
+    # for the model to load
+    idle_unload_min: Annotated[float, msgspec.Meta(ge=0)] = 10.0
     embed_batch: int = 32
     # whisper's encoder sized to each English utterance (its length plus 2.6 s, at least 10 s:
     # cost in proportion to its length for anything longer; other languages lost accuracy
@@ -129,6 +133,32 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     encrypt_database: bool = True
     backup_interval_hours: float = 24.0  # an online backup this often, when idle (0: never)
     backups_kept: int = 7
+
+    @property
+    def idle_unload_s(self) -> float:
+        return self.idle_unload_min * 60
+
+
+# Settings that were renamed: the old name is still read from config.toml and converted (the
+# file is written with the new one when a setting is next saved); `settings set` names the new
+RENAMED: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "llm_idle_unload_s": ("idle_unload_min", lambda seconds: seconds / 60),
+}
+
+
+def migrate(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (settings by name) with renamed settings under their new names; a new name
+    given beside its old one wins."""
+    migrated = dict(data)
+    for old, (new, convert) in RENAMED.items():
+        if old in migrated:
+            value = migrated.pop(old)
+            if new not in migrated:
+                try:
+                    migrated[new] = convert(value)
+                except TypeError:
+                    migrated[new] = value  # a wrong type: validation names it
+    return migrated
 
 
 # Settings read once by something long-lived; every other change applies at once.
@@ -251,7 +281,7 @@ def load_settings(paths: Paths) -> Settings:
         raise ConfigError(f"cannot read {paths.config_file}: {e.strerror}") from e
     try:
         data: dict[str, Any] = tomllib.loads(raw.decode("utf-8"))
-        return msgspec.convert(data, Settings)
+        return msgspec.convert(migrate(data), Settings)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, msgspec.ValidationError) as e:
         raise ConfigError(
             f"invalid settings in {paths.config_file}: {e}",
@@ -275,6 +305,10 @@ def save_settings(paths: Paths, settings: Settings) -> None:
 def set_setting(settings: Settings, key: str, value: str) -> Settings:
     """Return a copy of ``settings`` with ``key`` parsed from its string form."""
     fields = {f.name: f for f in msgspec.structs.fields(Settings)}
+    if key in RENAMED:
+        new = RENAMED[key][0]
+        raise ConfigError(f"the setting {key!r} is now {new!r}",
+                          fix=f"`braincue settings set {new} VALUE` (see `settings get {new}`)")
     if key not in fields:
         raise ConfigError(f"unknown setting {key!r}", fix=f"one of: {', '.join(sorted(fields))}")
     data = msgspec.to_builtins(settings)

@@ -4,8 +4,9 @@ The embedder is small and every write and search needs it, so it loads when the 
 its store; without an installed embedding model the daemon runs anyway (text and full-text
 search work, vectors follow once a model is installed and the daemon restarts). The generator
 is big and only some requests need it: it is created on first use, loads its model then, and
-is unloaded after ``llm_idle_unload_s`` without use by :func:`unload_idle_engines`. The speech
-model belongs to live capture (``daemon.live``), which loads it on its first utterance.
+is unloaded after ``idle_unload_min`` without use by :func:`unload_idle_engines`. The speech
+model belongs to live capture (``daemon.live``), which loads it on its first utterance and
+unloads it likewise.
 """
 
 from __future__ import annotations
@@ -26,12 +27,10 @@ from daemon.llm.onnx_embed import OnnxEmbedder
 from daemon.llm.rerank import CrossEncoder, Reranker
 from daemon.llm.supervised import SupervisedGenerator
 from daemon.models.registry import Entry, pick_installed, resolve_model
-from daemon.process.supervisor import ModelProcess
+from daemon.process.supervisor import ModelProcess, unload_check_interval
 
 log = logging.getLogger(__name__)
 
-MIN_UNLOAD_CHECK_S = 1.0
-MAX_UNLOAD_CHECK_S = 30.0
 # keeps run behind everything else: the lowest priority a user can give (nice 19, a weight of
 # 15 against 1024 for a normal thread), so live transcription gets the cores whenever it needs
 BACKGROUND_NICE = 19
@@ -156,10 +155,10 @@ class Engines:
                              start_ctx=start_ctx, nice=nice)
             if settings.llm_process:
                 made = SupervisedGenerator(
-                    load, idle_unload_s=settings.llm_idle_unload_s,
+                    load, idle_unload_s=settings.idle_unload_s,
                     on_death=lambda cause: self._model_died(priority, cause))
             else:
-                made = LlamaGenerator(load, idle_unload_s=settings.llm_idle_unload_s)
+                made = LlamaGenerator(load, idle_unload_s=settings.idle_unload_s)
             self._generators[priority] = made
             self._generators_made_with = _generator_settings(settings)
             log.info("language model %s ready for the %s (loads on first use)", made.model_id,
@@ -182,7 +181,7 @@ class Engines:
         if self._generators_made_with == _generator_settings(settings):
             for made in self._generators.values():
                 if isinstance(made, LlamaGenerator | SupervisedGenerator):
-                    made.idle_unload_s = settings.llm_idle_unload_s
+                    made.idle_unload_s = settings.idle_unload_s
             return
         retired = list(self._generators.values())
         self._generators.clear()
@@ -207,8 +206,8 @@ class Engines:
     async def unload_idle(self) -> None:
         for made in self._all_generators():
             if await made.unload_if_idle():
-                log.info("language model %s unloaded after %g s unused",
-                         made.model_id, self._settings().llm_idle_unload_s)
+                log.info("language model %s unloaded after %g min unused",
+                         made.model_id, self._settings().idle_unload_min)
 
     def close(self) -> None:
         """Free every model (blocking: waits for running work)."""
@@ -224,14 +223,9 @@ def _generator_settings(settings: Settings) -> tuple[str, int, int, bool]:
     return settings.llm_model, settings.llm_threads, settings.llm_context, settings.llm_process
 
 
-def unload_check_interval(idle_unload_s: float) -> float:
-    """How often to look for an idle model: a tenth of the timeout, within bounds."""
-    return min(MAX_UNLOAD_CHECK_S, max(MIN_UNLOAD_CHECK_S, idle_unload_s / 10))
-
-
 async def unload_idle_engines(engines: Engines, settings: Callable[[], Settings]) -> None:
-    """Unload the generator once it has been idle for ``llm_idle_unload_s``; runs until
+    """Unload the generator once it has been idle for ``idle_unload_min``; runs until
     cancelled."""
     while True:
-        await trio.sleep(unload_check_interval(settings().llm_idle_unload_s))
+        await trio.sleep(unload_check_interval(settings().idle_unload_s))
         await engines.unload_idle()

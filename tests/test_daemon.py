@@ -20,7 +20,7 @@ import trio
 import zmq
 from daemonkit import run_clients, running_daemon
 
-from daemon.config import Paths, load_settings
+from daemon.config import Paths, Settings, load_settings, save_settings, set_setting
 from daemon.errors import ConfigError, DaemonNotRunning
 from daemon.ipc import protocol
 from daemon.ipc.client import Client
@@ -99,6 +99,26 @@ async def test_settings_are_read_and_changed_over_ipc(short_home: Path) -> None:
         await trio.to_thread.run_sync(exchange)
         assert daemon.settings.search_k == 8
     assert load_settings(Paths.resolve("default")).search_k == 8
+
+
+def test_the_language_models_old_idle_setting_is_read_as_the_one_for_both_models(
+    short_home: Path,
+) -> None:
+    paths = Paths.resolve("default")
+    paths.config_dir.mkdir(parents=True)
+    paths.config_file.write_text("llm_idle_unload_s = 120\n")
+    settings = load_settings(paths)
+    assert settings.idle_unload_min == 2.0 and settings.idle_unload_s == 120.0
+    save_settings(paths, settings)  # written under its new name
+    assert paths.config_file.read_text() == "idle_unload_min = 2.0\n"
+    paths.config_file.write_text("llm_idle_unload_s = 120\nidle_unload_min = 7\n")
+    assert load_settings(paths).idle_unload_min == 7  # the new name wins
+    paths.config_file.write_text('llm_idle_unload_s = "soon"\n')
+    with pytest.raises(ConfigError, match="idle_unload_min"):
+        load_settings(paths)
+    with pytest.raises(ConfigError, match="'llm_idle_unload_s' is now 'idle_unload_min'"):
+        set_setting(Settings(), "llm_idle_unload_s", "60")
+    assert Settings().idle_unload_min == 10.0
 
 
 async def test_twenty_concurrent_clients(short_home: Path) -> None:

@@ -19,7 +19,7 @@ from storekit import TRANSCRIPT
 from test_documents import make_pdf
 
 from daemon.config import Paths, Settings
-from daemon.engines import Engines, unload_check_interval, unload_idle_engines
+from daemon.engines import Engines, unload_idle_engines
 from daemon.errors import BrainCueError, InvalidInput, ModelNotInstalled, NotFound
 from daemon.handlers.wire import deleted_counts, search_hit, session_info
 from daemon.ipc import protocol
@@ -45,6 +45,7 @@ from daemon.ipc.runtime import RuntimeFiles
 from daemon.ipc.testing import start_daemon
 from daemon.llm.embed import ScriptedEmbedder
 from daemon.llm.generate import ScriptedGenerator
+from daemon.process.supervisor import unload_check_interval
 from daemon.store import export, records
 from daemon.store.db import connect
 from daemon.store.fusion import LegHit
@@ -441,9 +442,9 @@ async def test_the_generator_is_unloaded_when_idle(autojump_clock: trio.testing.
             return True
 
     generator = Idle()
-    engines = Engines(lambda: Settings(llm_idle_unload_s=40), Path("/none"), generator=generator)
+    engines = Engines(lambda: Settings(idle_unload_min=40 / 60), Path("/none"), generator=generator)
     with trio.move_on_after(13):
-        await unload_idle_engines(engines, lambda: Settings(llm_idle_unload_s=40))
+        await unload_idle_engines(engines, lambda: Settings(idle_unload_min=40 / 60))
     assert generator.checks == [4, 8, 12]
 
 
@@ -452,7 +453,7 @@ async def test_the_language_model_loads_on_first_use_and_unloads_when_idle(
     installed_model: Callable[[str], Path], models_dir: Path
 ) -> None:
     installed_model("qwen2.5-coder-0.5b")  # fails, never skips, when it is missing
-    engines = Engines(lambda: Settings(llm_model="qwen2.5-coder-0.5b", llm_idle_unload_s=0,
+    engines = Engines(lambda: Settings(llm_model="qwen2.5-coder-0.5b", idle_unload_min=0,
                                        llm_threads=2), models_dir)
     try:
         generator = engines.generator()

@@ -548,7 +548,7 @@ async def test_a_changed_language_model_setting_applies_from_the_next_request(
     first._llm = fake  # as if loaded
     worker = first._worker._thread
 
-    settings = Settings(llm_model="qwen2.5-coder-0.5b", llm_threads=1, llm_idle_unload_s=9.0,
+    settings = Settings(llm_model="qwen2.5-coder-0.5b", llm_threads=1, idle_unload_min=0.15,
                         llm_process=False)
     await engines.settings_changed(settings)
     assert engines.generator() is first and first.idle_unload_s == 9.0  # no reload for that

@@ -193,6 +193,47 @@ async def test_a_dialogue_becomes_turns_labelled_me_and_them_in_session_time(
     assert store.get_session(started.session_id).status == "ended"
 
 
+async def test_the_speech_model_is_unloaded_when_unused_and_loaded_again_for_the_first_word(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    settings = Settings(auto_start=False, idle_unload_min=0.5)  # 30 s
+    async with running(store, settings=settings) as rig:
+        started = await rig.live.start(StartOptions())
+        await rig.play(mic=np.concatenate([tone(1.5, 220), silence(1.0)]))
+        assert rig.live.speech_model_loaded() == "scripted"
+        await rig.play(silence(25.0))  # nobody speaks, not yet long enough
+        assert rig.transcriber.unloads == 0
+        await rig.play(silence(10.0))
+        assert rig.transcriber.unloads == 1 and rig.live.speech_model_loaded() is None
+        unloaded_at = rig.live.speech_unloaded_at
+        # 30 s after the utterance that ended at about 2 s was transcribed, give or take the
+        # 3 s between looks
+        assert unloaded_at is not None and T0 + 32.0 <= unloaded_at <= T0 + 36.0
+        await rig.play(silence(60.0))  # unloaded once
+        assert rig.transcriber.unloads == 1
+        # the next words load it again, and are transcribed whole
+        await rig.play(loopback=np.concatenate([tone(1.5, 440), silence(1.0)]))
+        assert rig.live.speech_model_loaded() == "scripted"
+        await rig.live.stop()
+    assert [t.text for t in store.turns(started.session_id)] == [WORDS[220], WORDS[440]]
+
+
+async def test_the_speech_model_stays_while_someone_speaks_or_waits_for_it(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    # unused for 1.2 s unloads it; a monologue of 9 s that follows a turn at once, and an
+    # utterance whose transcription takes longer than that, never see it go
+    settings = Settings(auto_start=False, idle_unload_min=0.02)
+    slow = SlowTranscriber(seconds=3.0)
+    async with running(store, settings=settings, transcriber=slow) as rig:
+        started = await rig.live.start(StartOptions())
+        await rig.play(mic=np.concatenate([tone(1.5, 220), silence(0.6), tone(9.0, 330),
+                                           silence(8.0)]))
+        await rig.live.stop()
+    assert [t.text for t in store.turns(started.session_id)] == [WORDS[220], WORDS[330]]
+    assert slow.unloads == 1  # once both were transcribed and nothing was said: not between
+
+
 async def test_stop_keeps_the_words_being_said_at_that_moment(
     autojump_clock: trio.testing.MockClock, store: Store
 ) -> None:
@@ -381,6 +422,8 @@ async def test_status_says_where_the_time_from_speech_to_turn_goes_and_when_it_i
         await trio.sleep(3.0)  # both stored
         assert not rig.live.hearing()
         stages = rig.live.status().stages_p50_s
+        longest = rig.live.status().after_asr_max_s
+    assert longest >= stages["voices"] + stages["stored"] and longest < 1.0
     assert list(stages) == ["cut", "queued", "asr", "voices", "stored", "total"]
     # the VAD waits 0.5 s of silence and keeps 0.15 s of it: cut 0.35 s after the audio
     # ends, give or take a block
@@ -618,4 +661,5 @@ async def test_a_changed_speech_model_setting_applies_from_the_next_utterance(
 
     settings = Settings(asr_model="whisper-base", asr_threads=2)
     third = live._speech_model()
-    assert third is not second and live.speech_model_loaded() == "whisper-base"
+    assert third is not second and live.status().asr_model == "whisper-base"
+    assert live.speech_model_loaded() is None  # made; it loads on its first utterance

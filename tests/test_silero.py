@@ -161,3 +161,28 @@ def test_the_tail_of_a_stream_is_judged_without_changing_what_follows(
     assert len(stream.tail()) == 1 and len(SileroStream(model).tail()) == 0
     rest = stream.feed(audio[7 * CHUNK + 100 :])
     assert np.allclose(np.concatenate([head, rest]), whole, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_the_model_sleeping_through_silence_cuts_what_it_cuts_reading_everything(
+    converted: Path, test_data: Path
+) -> None:
+    # a meeting's speech and room noise between stretches of a silent device: the model reads
+    # only what loudness may cut from (and half a second before it), and the utterances are
+    # the same as when it reads every block
+    from daemon.audio.files import load_audio
+
+    model = SileroModel.load(converted)
+    meeting = load_audio(test_data / "audio/ami-dev00.wav")
+    quiet = np.zeros(10 * SAMPLE_RATE, np.float32)
+    audio = np.concatenate([quiet, meeting, quiet, meeting[: len(meeting) // 3], quiet])
+    sleeping = Segmenter(VadConfig(speech_model=model))
+    reading = Segmenter(VadConfig(speech_model=model, model_sleeps=False))
+    cut: dict[str, list[tuple[float, float]]] = {"sleeping": [], "reading": []}
+    for name, segmenter in (("sleeping", sleeping), ("reading", reading)):
+        found = [u for i in range(0, len(audio), 1600)
+                 for u in segmenter.feed(audio[i : i + 1600])] + segmenter.flush()
+        cut[name] = [(u.start, u.end) for u in found]
+    assert len(cut["reading"]) >= 6 and cut["sleeping"] == cut["reading"]
+    assert reading.model_chunks == len(audio) // CHUNK
+    assert sleeping.model_chunks < 0.85 * reading.model_chunks

@@ -129,10 +129,21 @@ class ScriptedSpeech:
     def __init__(self, probability: Callable[[np.ndarray], float]) -> None:
         self.probability = probability
         self.pending = np.zeros(0, dtype=np.float32)
+        self.judged = 0  # chunks judged
 
     def _judge(self, audio: np.ndarray) -> np.ndarray:
+        self.judged += len(audio) // CHUNK
         return np.asarray([self.probability(audio[i : i + CHUNK])
                            for i in range(0, len(audio) - CHUNK + 1, CHUNK)], dtype=np.float32)
+
+    def skip(self, samples: np.ndarray) -> np.ndarray:
+        audio = np.concatenate([self.pending, samples])
+        skipped = len(audio) // CHUNK * CHUNK
+        self.pending = audio[skipped:]
+        return audio[:skipped]
+
+    def reread(self, chunks: np.ndarray) -> np.ndarray:
+        return self._judge(chunks)
 
     def feed(self, samples: np.ndarray) -> np.ndarray:
         audio = np.concatenate([self.pending, samples])
@@ -208,6 +219,40 @@ def test_a_flush_leaves_the_model_in_step_with_the_audio_that_follows(
             found += flushed.feed(part[i : i + 1600])
         found += flushed.flush()
     assert [(u.start, u.end) for u in found] == [(u.start, u.end) for u in whole]
+
+
+def test_the_model_sleeps_through_silence_and_wakes_for_the_first_word(
+    speech_model: Callable[..., VadConfig], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    streams: list[ScriptedSpeech] = []
+
+    def stream(model: SileroModel) -> ScriptedSpeech:
+        streams.append(ScriptedSpeech(hears_the_loud_tone(otherwise=0.0)))
+        return streams[-1]
+
+    config = speech_model(hears_the_loud_tone(otherwise=0.0))
+    monkeypatch.setattr(vad, "SileroStream", stream)
+    quiet = np.concatenate([noise(60, rms=0.001), silence(30)])  # a quiet room, a silent device
+    seg = Segmenter(config)
+    for i in range(0, len(quiet), 1600):
+        assert seg.feed(quiet[i : i + 1600]) == []
+    (model,) = streams
+    # of a minute and a half of quiet, only the seconds until loudness knew the room's noise
+    # floor were read
+    assert model.judged == seg.model_chunks
+    assert model.judged * CHUNK / SAMPLE_RATE <= config.floor_window_s + 2 * config.model_wake_s
+    model.judged = 0
+    # the first word after it: cut with its pre-roll, as by a model that read everything
+    said = np.concatenate([tone(1.5, amplitude=0.3), silence(1.5)])
+    found = []
+    for i in range(0, len(said), 1600):
+        found += seg.feed(said[i : i + 1600])
+    awake = segment(np.concatenate([quiet, said]), speech_model(
+        hears_the_loud_tone(otherwise=0.0), model_sleeps=False))
+    assert [(u.start, u.end) for u in found] == [(u.start, u.end) for u in awake]
+    assert found[0].start == pytest.approx(90.0 - config.pre_roll_s, abs=0.05)
+    # it read the utterance and the half second before it, not the minute of quiet
+    assert 0 < model.judged <= (3.0 + config.model_wake_s) * SAMPLE_RATE / CHUNK + 2
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import time
+
 import click
 import msgspec
 
@@ -77,12 +80,24 @@ def megabytes(n: int) -> str:
     return f"{n / (1 << 20):,.0f} MB"
 
 
-def model_process(p: ModelProcessInfo) -> str:
-    """``llm (background) pid 4242, restarted 1 time (last: killed by SIGSEGV)``."""
+def model_process(p: ModelProcessInfo, now: float | None = None) -> str:
+    """``llm (background) pid 4242, restarted 1 time (last: killed by SIGSEGV), loaded since
+    14:02:11``; ``asr (live) not running (unloaded at 14:30:05, unused)``."""
     text = f"{p.role} ({p.priority}) " + (f"pid {p.pid}" if p.pid is not None else "not running")
     if p.deaths:
         text += f", restarted {plural(p.deaths, 'time')} (last: {p.last_death})"
+    if p.loaded_at is not None:
+        text += f", loaded since {clock_time(p.loaded_at, now)}"
+    elif p.unloaded_at is not None:
+        text += f" (unloaded at {clock_time(p.unloaded_at, now)}, unused)"
     return text
+
+
+def clock_time(timestamp: float, now: float | None = None) -> str:
+    """``14:02:11`` today (by ``now``, the current time by default), else with its date."""
+    when = dt.datetime.fromtimestamp(timestamp)
+    today = dt.datetime.fromtimestamp(time.time() if now is None else now).date()
+    return f"{when:%H:%M:%S}" if when.date() == today else f"{when:%Y-%m-%d %H:%M:%S}"
 
 
 def live_summary(live: LiveStatus | None) -> str:

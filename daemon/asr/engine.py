@@ -59,9 +59,17 @@ class Segment(msgspec.Struct, frozen=True):
 
 
 class Transcriber(Protocol):
+    """A speech model: loaded on its first ``transcribe``; ``unload`` frees its memory until
+    the next one (``loaded`` says whether it holds it now); ``close`` ends it for good."""
+
     model_id: str
 
+    @property
+    def loaded(self) -> bool: ...
+
     async def transcribe(self, audio: np.ndarray) -> list[Segment]: ...
+
+    def unload(self) -> None: ...
 
     def close(self) -> None: ...
 
@@ -318,11 +326,19 @@ class WhisperTranscriber:
         audio = as_mono_float32(audio)
         return self._worker.call_sync(lambda: self._transcribe(audio))
 
-    def close(self) -> None:
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def unload(self) -> None:
+        """Free the model (blocking: after the work queued before); the next call loads it."""
         def free() -> None:
             self._model = None  # pywhispercpp frees the context when the model is collected
 
         self._worker.call_sync(free)
+
+    def close(self) -> None:
+        self.unload()
         self._worker.close()
 
 
@@ -345,10 +361,13 @@ class ScriptedTranscriber:
         self._script = script
         self._next = 0
         self.calls: list[np.ndarray] = []
+        self.loaded = False  # as a real model: loaded by a call, freed by unload
+        self.unloads = 0
 
     def transcribe_sync(self, audio: np.ndarray) -> list[Segment]:
         audio = as_mono_float32(audio)
         self.calls.append(audio)
+        self.loaded = True
         if callable(self._script):
             return self._script(audio)
         if self._next >= len(self._script):
@@ -361,5 +380,9 @@ class ScriptedTranscriber:
         await trio.lowlevel.checkpoint()
         return self.transcribe_sync(audio)
 
+    def unload(self) -> None:
+        self.loaded = False
+        self.unloads += 1
+
     def close(self) -> None:
-        pass
+        self.loaded = False

@@ -1,5 +1,5 @@
 """Capture threads: the default microphone ("me") and the loopback of the default output
-("them"), as 16 kHz mono float32 blocks of 100 ms.
+("them"), as 16 kHz mono float32 blocks of 100 ms (500 ms while nobody speaks).
 
 `soundcard` connects to the audio server when it is imported and raises a bare AssertionError
 when none runs (notes/platform.md), so it is imported only inside the capture threads and a
@@ -26,6 +26,12 @@ from daemon.audio.format import SAMPLE_RATE
 log = logging.getLogger(__name__)
 
 BLOCK = 1600  # 100 ms
+# while nobody speaks, audio is read this much at a time (the capture thread then sleeps
+# between reads): a tenth of the wake-ups, and the first word after a quiet stretch is heard
+# at most this late, long before its end is
+QUIET_BLOCK = 8000  # 500 ms
+PRESENT_CHECK_S = 1.0  # a device chosen by name is looked for this often ...
+DEFAULT_CHECK_S = 3.0  # ... and a change of the default device this often
 Source = Literal["mic", "loopback"]
 SPEAKER: dict[Source, str] = {"mic": "me", "loopback": "them"}
 CaptureState = Literal["stopped", "starting", "capturing", "no audio"]
@@ -33,9 +39,9 @@ CaptureState = Literal["stopped", "starting", "capturing", "no audio"]
 
 @dataclass(frozen=True)
 class Block:
-    """100 ms of audio from one source; ``t`` is the wall-clock time of its first sample and
-    ``epoch`` changes whenever the device was (re)opened, so a gap is never mistaken for
-    continuous audio."""
+    """100 ms of audio from one source (500 ms while it is quiet); ``t`` is the wall-clock
+    time of its first sample and ``epoch`` changes whenever the device was (re)opened, so a gap
+    is never mistaken for continuous audio."""
 
     source: Source
     t: float
@@ -149,10 +155,13 @@ def _present(sc: ModuleType, source: Source, device: str) -> bool:
 
 
 def _current_default(sc: ModuleType, source: Source) -> str:
+    """The id of the default device now: one query of the server (``default_microphone()``
+    lists every device to find it)."""
+    from soundcard import pulseaudio
+
     _check_connected()
-    if source == "mic":
-        return str(sc.default_microphone().id)
-    return str(sc.default_speaker().id)
+    info = pulseaudio._pulse.server_info
+    return str(info["default source id" if source == "mic" else "default sink id"])
 
 
 @dataclass(eq=False)
@@ -160,9 +169,11 @@ class CaptureThread:
     """Records one source on its own thread and hands each block to ``deliver``.
 
     ``deliver`` must not block (see :class:`BlockChannel`); ``on_state`` is told of every
-    state change with a human-readable detail. ``device`` is empty for the system default;
-    ``state`` and ``detail`` say what capture does now, ``device_name`` what it records from,
-    ``blocks`` how many it delivered and ``epoch`` which opening of the device they came from.
+    state change with a human-readable detail; ``quiet`` says whether nobody has been heard
+    for a while (then audio is read :data:`QUIET_BLOCK` at a time). ``device`` is empty for
+    the system default; ``state`` and ``detail`` say what capture does now, ``device_name``
+    what it records from, ``blocks`` how many it delivered and ``epoch`` which opening of the
+    device they came from.
     """
 
     source: Source
@@ -170,6 +181,7 @@ class CaptureThread:
     _: KW_ONLY
     device: str = ""
     on_state: Callable[[Source, CaptureState, str], None] | None = None
+    quiet: Callable[[], bool] = lambda: False
     max_backoff_s: float = 10.0
     state: CaptureState = field(default="stopped", init=False)
     detail: str = field(default="", init=False)
@@ -240,25 +252,30 @@ class CaptureThread:
         with device.recorder(samplerate=SAMPLE_RATE, channels=1, blocksize=BLOCK) as recorder:
             self._set_state("capturing", self.device_name)
             clock = BlockClock()
+            checked = {"present": time.monotonic(), "default": time.monotonic()}
             while not stop.is_set():
-                data = recorder.record(numframes=BLOCK)
+                frames = BLOCK
+                if self.quiet():  # most of it is there by the time it is read
+                    frames = QUIET_BLOCK
+                    stop.wait((QUIET_BLOCK - BLOCK) / SAMPLE_RATE)
+                data = recorder.record(numframes=frames)
                 samples = np.ascontiguousarray(data[:, 0], dtype=np.float32)
                 t = clock.stamp(len(samples), time.time())
                 self.deliver(Block(self.source, t, epoch, samples))
                 self.blocks += 1
-                # every second, notice that a device chosen by name went away (the server
-                # moves its stream to another device, which must not be heard as this one)
-                if self.device and self.blocks % 10 == 0 and not _present(sc, self.source,
-                                                                           self.device):
-                    raise DeviceGone(f"{self.device_name} is gone")
-                # every 2 s, follow a change of the default device
-                if (
-                    default_at_open
-                    and self.blocks % 20 == 0
-                    and _current_default(sc, self.source) != default_at_open
-                ):
-                    log.info("capture %s: default device changed, reopening", self.source)
-                    return
+                now = time.monotonic()
+                # notice that a device chosen by name went away (the server moves its stream
+                # to another device, which must not be heard as this one)
+                if self.device and now - checked["present"] >= PRESENT_CHECK_S:
+                    checked["present"] = now
+                    if not _present(sc, self.source, self.device):
+                        raise DeviceGone(f"{self.device_name} is gone")
+                # follow a change of the default device
+                if default_at_open and now - checked["default"] >= DEFAULT_CHECK_S:
+                    checked["default"] = now
+                    if _current_default(sc, self.source) != default_at_open:
+                        log.info("capture %s: default device changed, reopening", self.source)
+                        return
 
 
 class BlockClock:

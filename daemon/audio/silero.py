@@ -141,6 +141,26 @@ class SileroStream:
         self._h, self._c = h, c
         return probabilities
 
+    def skip(self, samples: npt.ArrayLike) -> np.ndarray:
+        """Let ``samples`` go by unread (nothing computed): returns the audio of the chunks
+        they complete, which :meth:`reread` can read later."""
+        audio = np.concatenate([self._pending, np.asarray(samples, dtype=np.float32).ravel()])
+        n = len(audio) // CHUNK
+        self._pending = audio[n * CHUNK :]
+        if n:
+            self._context = audio[n * CHUNK - CONTEXT : n * CHUNK].copy()
+        return audio[: n * CHUNK]
+
+    def reread(self, chunks: np.ndarray) -> Array:
+        """The probabilities of ``chunks`` (whole chunks that just went by unread, the last of
+        them ending where the samples still short of a chunk begin), read from a fresh state:
+        the stream then goes on from them as if it had read everything."""
+        pending = self._pending
+        self.reset()
+        probabilities = self.feed(chunks)
+        self._pending = pending
+        return probabilities
+
     def tail(self) -> Array:
         """The probability of the samples still short of a chunk, as if the stream ended after
         them (padded with silence); the stream is left as it was, to go on with the audio."""

@@ -66,6 +66,13 @@ class VadConfig:
     # loopback got 0.1-0.4 over its first 1.5 s, depending on where the chunks fell), and
     # whisper given the rest alone wrote nothing; loudness heard one sound, so it is kept
     join_pause_s: float = 0.3
+    # the model reads only what loudness may cut an utterance from (a frame loud enough to
+    # start or hold one, and everything until the utterance ends): it sleeps through silence,
+    # which is most of a day, and on waking first reads this much of the audio that went by,
+    # so that its state is warm and the pre-roll of the first word has its probabilities
+    # (cutting with the model, or ``model_sleeps`` false, it reads everything)
+    model_wake_s: float = 0.5
+    model_sleeps: bool = True
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,12 @@ class Segmenter:
         self._detector = None if c.speech_model is None else SileroStream(c.speech_model)
         self._speech: list[float] = []
         self._chunk_base = 0
+        # asleep (see ``model_wake_s``): the audio of the chunks let by unread, the latest
+        # ``model_wake_s`` of it; None while the model reads
+        self._unread: deque[np.ndarray] | None = None
+        self._wake_chunks = max(1, round(c.model_wake_s * SAMPLE_RATE / CHUNK))
+        self.model_chunks = 0  # chunks the model read (for the figures)
+        self.quiet_s = 0.0  # how long nothing an utterance may start from was heard
 
     @property
     def in_speech(self) -> bool:
@@ -125,9 +138,59 @@ class Segmenter:
     def feed(self, block: np.ndarray) -> list[Utterance]:
         """Add samples; return the utterances that ended within them."""
         block = np.asarray(block, dtype=np.float32).ravel()
+        may_be_speech = self._may_be_speech(block)
+        self.quiet_s = 0.0 if may_be_speech else self.quiet_s + len(block) / SAMPLE_RATE
         if self._detector is not None:
-            self._speech.extend(self._detector.feed(block).tolist())
+            c = self.config
+            if c.model_cuts or not c.model_sleeps or may_be_speech:
+                self._wake()
+                read = self._detector.feed(block)
+                self.model_chunks += len(read)
+                self._speech.extend(read.tolist())
+            else:
+                self._sleep(block)
         return self._frames(np.concatenate([self._pending, block]))
+
+    def _may_be_speech(self, block: np.ndarray) -> bool:
+        """Whether loudness may start or hold an utterance within ``block``: a frame of it
+        above the lowest voicing threshold the noise floor can give it (the floor falls to
+        the block's quietest frame at most), or speech going on."""
+        if self._in_speech or self._run:
+            return True
+        samples = np.concatenate([self._pending, block])
+        n = len(samples) // FRAME
+        if n == 0:
+            return False
+        levels = frame_db(samples[: n * FRAME].reshape(n, FRAME))
+        c = self.config
+        lowest = max(min(self.noise_floor_db, float(levels.min())) + c.margin_db, c.min_db)
+        return bool(levels.max() > lowest)
+
+    def _sleep(self, block: np.ndarray) -> None:
+        """Let ``block`` by unread: its chunks are not speech, their audio is kept a while."""
+        assert self._detector is not None
+        unread = self._detector.skip(block)
+        if self._unread is None:
+            self._unread = deque()
+        for k in range(0, len(unread), CHUNK):
+            self._unread.append(unread[k : k + CHUNK])
+            self._speech.append(0.0)
+        while len(self._unread) > self._wake_chunks:
+            self._unread.popleft()
+
+    def _wake(self) -> None:
+        """Read what went by unread lately, and take its probabilities."""
+        assert self._detector is not None
+        if self._unread is None:
+            return
+        chunks, self._unread = list(self._unread), None
+        if not chunks:
+            return
+        read = self._detector.reread(np.concatenate(chunks)).tolist()
+        self.model_chunks += len(read)
+        kept = min(len(read), len(self._speech))
+        if kept:
+            self._speech[len(self._speech) - kept :] = read[len(read) - kept :]
 
     def flush(self) -> list[Utterance]:
         """End of stream: return what is still open, if it is speech."""

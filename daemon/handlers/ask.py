@@ -9,7 +9,7 @@ disconnects): nobody would read the rest.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from functools import partial
 
@@ -63,8 +63,13 @@ async def register(daemon: Context) -> None:
     def hearing() -> bool:
         return daemon.live is not None and daemon.live.hearing()
 
+    async def session_begins() -> None:
+        if daemon.live is not None:
+            await daemon.live.wait_for_session()
+
     daemon.nursery.start_soon(partial(read_live_context_ahead, asker, live_to_read, hearing,
-                                      questions=lambda: daemon.settings.llm_read_question_ahead))
+                                      questions=lambda: daemon.settings.llm_read_question_ahead,
+                                      session_begins=session_begins))
 
 
 async def read_live_context_ahead(
@@ -73,6 +78,7 @@ async def read_live_context_ahead(
     hearing: Callable[[], bool] = lambda: False,
     period: float = READ_AHEAD_S,
     questions: Callable[[], bool] = lambda: True,
+    session_begins: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """While a session is live, have the model read the conversation as it grows (the model
     stays loaded meanwhile): a question asked during the call then costs only its own tokens
@@ -85,9 +91,12 @@ async def read_live_context_ahead(
     It reads in the pauses (``hearing`` false: nobody speaking, nothing waiting for
     transcription), and stops reading when someone speaks again (it goes on in the next pause):
     on two cores the model's threads would otherwise take the cores the next turn's
-    transcription needs."""
+    transcription needs. Between sessions it waits for one (``session_begins``), looking at
+    nothing."""
     read: tuple[int, int] | None = None  # (session, turns) read last
     while True:
+        if session_begins is not None and live_session() is None:
+            await session_begins()
         await trio.sleep(period)
         if hearing():
             continue

@@ -58,7 +58,8 @@ def register(state: Context) -> None:
             model_processes=[
                 ModelProcessInfo(role=p.role, priority=p.priority, model_id=p.model_id,
                                  pid=p.pid, deaths=p.deaths, last_death=p.last_death,
-                                 rss_bytes=None if p.memory is None else p.memory.rss)
+                                 rss_bytes=None if p.memory is None else p.memory.rss,
+                                 loaded_at=p.loaded_at, unloaded_at=p.unloaded_at)
                 for p in state.model_processes()],
             rss_bytes=None if (own := resident(os.getpid())) is None else own.rss,
         )

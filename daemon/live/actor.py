@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+import msgspec
 import numpy as np
 import trio
 
@@ -66,7 +67,7 @@ from daemon.live.rules import (
 )
 from daemon.memory import open_items
 from daemon.models.registry import speech_model
-from daemon.process.supervisor import ModelProcess
+from daemon.process.supervisor import ModelProcess, unload_check_interval
 from daemon.store.receipts import Receipt, save_receipt
 from daemon.store.records import NewTurn, Session, Space, Turn
 from daemon.store.store import Store
@@ -85,6 +86,7 @@ SOURCES: tuple[Source, ...] = ("mic", "loopback")
 QUIET_NOTE_S = 600.0  # a quiet source is mentioned again after this long
 SLEEP_CHECK_S = 1.0  # how often the wall clock is compared with the monotonic one ...
 SLEPT_S = 5.0  # ... and how far ahead it must have jumped for the machine to have slept
+QUIET_AFTER_S = 2.0  # a source quiet this long is read in larger pieces (capture.QUIET_BLOCK)
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,9 @@ class Live:
         self._quiet_told: dict[Source, float] = {}  # when each source was last said quiet
         self.receipt: GapTracker | None = None  # what the live session heard and missed
         self._receipt_changed = trio.lowlevel.ParkingLot()
+        self._speech_used_at = -math.inf  # trio clock: the speech model's last use
+        self._importing = 0  # imports running (each holds the speech model)
+        self.speech_unloaded_at: float | None = None  # clock: last unloaded for being unused
 
     # -- running -------------------------------------------------------------------------------
 
@@ -184,6 +189,7 @@ class Live:
             nursery.start_soon(self._end_when_silent)
             nursery.start_soon(self._save_receipts)
             nursery.start_soon(self._notice_sleep)
+            nursery.start_soon(self._unload_speech_model_when_unused)
             if self.capture_enabled:
                 settings = self._settings()
                 devices = {"mic": settings.mic_device, "loopback": settings.loopback_device}
@@ -191,6 +197,7 @@ class Live:
                     thread = CaptureThread(
                         source, channel.put_threadsafe, device=devices[source],
                         on_state=self._capture_state_changed,
+                        quiet=partial(self._quiet, source),
                     )
                     self.captures.append(thread)
                     thread.start()
@@ -200,6 +207,12 @@ class Live:
             finally:
                 with trio.CancelScope(shield=True):
                     await self._shut_down()
+
+    def _quiet(self, source: Source) -> bool:
+        """From a capture thread: whether ``source`` has been quiet long enough for its audio
+        to be read in larger pieces."""
+        pipeline = self.pipeline
+        return pipeline is not None and pipeline.segmenters[source].quiet_s >= QUIET_AFTER_S
 
     def _stop_capture(self) -> None:
         for thread in self.captures:
@@ -332,6 +345,9 @@ class Live:
         live session heard nothing meanwhile."""
         wall, mono = self.clock(), trio.current_time()
         while True:
+            if self.receipt is None:  # nothing to tell it to: wait for a session
+                await self.wait_for_session()
+                wall, mono = self.clock(), trio.current_time()
             await trio.sleep(SLEEP_CHECK_S)
             now_wall, now_mono = self.clock(), trio.current_time()
             slept = (now_wall - wall) - (now_mono - mono)
@@ -385,6 +401,7 @@ class Live:
     def _speech_model(self) -> Transcriber | None:
         """The transcriber; None while no speech model is installed (looked for again on
         every utterance, so installing one needs no restart)."""
+        self._speech_used_at = trio.current_time()
         try:
             return self._require_speech_model()
         except ModelError as e:
@@ -394,12 +411,37 @@ class Live:
             return None
 
     def speech_model_loaded(self) -> str | None:
-        return None if self._transcriber is None else self._transcriber.model_id
+        """The speech model in memory now (None: none)."""
+        made = self._transcriber
+        return made.model_id if made is not None and made.loaded else None
+
+    async def _unload_speech_model_when_unused(self) -> None:
+        while True:
+            await trio.sleep(unload_check_interval(self._settings().idle_unload_s))
+            await self.unload_speech_model_if_unused()
+
+    async def unload_speech_model_if_unused(self) -> bool:
+        """Free the speech model (its process ends) once unused for ``idle_unload_min``,
+        nobody speaking and nothing waiting for it; the next utterance loads it again.
+        Returns whether it did."""
+        made = self._transcriber
+        if (made is None or not made.loaded or self._importing
+                or (self.pipeline is not None and self.pipeline.busy())
+                or trio.current_time() - self._speech_used_at < self._settings().idle_unload_s):
+            return False
+        await trio.to_thread.run_sync(made.unload)
+        self.speech_unloaded_at = self.clock()
+        log.info("speech model %s unloaded after %g min unused", made.model_id,
+                 self._settings().idle_unload_min)
+        return True
 
     def speech_process(self) -> ModelProcess | None:
         """The speech model's process, when it runs in one (``asr_process``)."""
         made = self._transcriber
-        return made.describe("asr", "live") if isinstance(made, SupervisedTranscriber) else None
+        if not isinstance(made, SupervisedTranscriber):
+            return None
+        return msgspec.structs.replace(made.describe("asr", "live"),
+                                       unloaded_at=self.speech_unloaded_at)
 
     def _speech_model_died(self, cause: str) -> None:
         """Say at once that the speech model's process died (capture goes on)."""
@@ -436,6 +478,7 @@ class Live:
         return self.session is not None or self._settings().auto_start
 
     async def _on_text(self, heard: Heard, segments: list[Segment]) -> None:
+        self._speech_used_at = trio.current_time()
         self._tell_if_quiet(heard)
         text = text_of(segments)
         if is_phantom(text):
@@ -702,6 +745,11 @@ class Live:
         that it never delays the next turn."""
         return self.pipeline is not None and self.pipeline.busy()
 
+    async def wait_for_session(self) -> None:
+        """Return once a session is live (at once when one is)."""
+        while self.session is None:
+            await self._session_changed.park()
+
     async def wait_until_no_session(self) -> None:
         """Return once no session is live (at once when none is): background work such as a
         keep waits here so as not to slow a call down."""
@@ -726,9 +774,10 @@ class Live:
             dropped_blocks=0 if pipeline is None else pipeline.dropped_blocks,
             asr_real_time_factor=0.0 if pipeline is None else round(
                 pipeline.real_time_factor(), 3),
-            asr_model=self.speech_model_loaded() or "",
+            asr_model="" if self._transcriber is None else self._transcriber.model_id,
             session_id=None if self.session is None else self.session.id,
             stages_p50_s={} if pipeline is None else pipeline.stages.medians(),
+            after_asr_max_s=0.0 if pipeline is None else pipeline.stages.after_asr_max(),
         )
 
     def capture_state(self) -> str:
@@ -779,11 +828,7 @@ class Live:
             if options.stereo
             else [(options.speaker.strip(), channels.mean(axis=0))]
         )
-        warnings = [
-            w for name, audio in tracks
-            if (w := level_warning(audio, path.name if len(tracks) == 1
-                                   else f"the {name} channel of {path.name}")) is not None
-        ]
+        warnings = track_warnings(tracks, path)
         utterances = await self._db(lambda: segment_tracks(tracks, self.vad))
         started_at = (
             options.started_at if options.started_at is not None
@@ -800,9 +845,11 @@ class Live:
         turns = 0
         texts: list[str] = []
         voices = self._import_voices(options)
+        self._importing += 1
         try:
             for speaker, utterance in utterances:
                 segments = await transcriber.transcribe(utterance.audio)
+                self._speech_used_at = trio.current_time()
                 text = text_of(segments)
                 if not is_phantom(text):
                     said = Said("loopback", utterance.start, utterance.end, text,
@@ -814,6 +861,7 @@ class Live:
                     texts.append(text)
                 progress(ImportedSoFar(done_s=utterance.end, total_s=duration, turns=turns))
         finally:
+            self._importing -= 1
             with trio.CancelScope(shield=True):
                 await self._db(lambda: self.store.end_session(
                     session.id, ended_at=started_at + duration))
@@ -830,6 +878,13 @@ class Live:
             message=f"imported {turns} turns into session {session.id}: {summary}",
             warnings=warnings,
         )
+
+
+def track_warnings(tracks: Sequence[tuple[str, np.ndarray]], path: Path) -> list[str]:
+    """What is said of the level of each track of the file ``path`` (too quiet, clipped)."""
+    return [w for name, audio in tracks
+            if (w := level_warning(audio, path.name if len(tracks) == 1
+                                   else f"the {name} channel of {path.name}")) is not None]
 
 
 def imported_turns(speaker: str, utterance: Utterance, text: str,

@@ -71,6 +71,12 @@ class StageFigures:
     def add(self, timing: Timing) -> None:
         self._recent.append(timing.durations())
 
+    def after_asr_max(self) -> float:
+        """The longest the daemon took, among recent utterances, from the end of one's
+        transcription to its turn stored (telling voices apart, storing): its own share."""
+        return round(max((d.get("voices", 0.0) + d.get("stored", 0.0) for d in self._recent),
+                         default=0.0), 3)
+
     def medians(self) -> dict[str, float]:
         stages = [*STAGES, "total"]
         return {
@@ -111,6 +117,11 @@ class SourceSegmenter:
     @property
     def in_speech(self) -> bool:
         return self._segmenter.in_speech
+
+    @property
+    def quiet_s(self) -> float:
+        """How long nothing an utterance may start from was heard (see ``Segmenter``)."""
+        return self._segmenter.quiet_s
 
     @property
     def epoch(self) -> int | None:

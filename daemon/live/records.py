@@ -145,3 +145,4 @@ class LiveState:
     asr_model: str  # empty: no speech model loaded
     session_id: int | None  # the live session
     stages_p50_s: dict[str, float]  # median seconds per stage (see Pipeline.stages)
+    after_asr_max_s: float = 0.0  # the longest from an utterance's ASR ended to it stored

@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 30.0
+MIN_UNLOAD_CHECK_S = 1.0
+MAX_UNLOAD_CHECK_S = 30.0
 STOP_WAIT_S = 5.0  # for a process asked to end, before it is killed
 
 
@@ -47,6 +49,12 @@ class ModelProcessDied(EngineError):
     """The model's process ended while it served the request."""
 
 
+def unload_check_interval(idle_unload_s: float) -> float:
+    """How often to look for a model unused for ``idle_unload_s``: a tenth of it, within
+    bounds."""
+    return min(MAX_UNLOAD_CHECK_S, max(MIN_UNLOAD_CHECK_S, idle_unload_s / 10))
+
+
 def exit_cause(returncode: int) -> str:
     if returncode < 0:
         try:
@@ -59,7 +67,8 @@ def exit_cause(returncode: int) -> str:
 class ModelProcess(msgspec.Struct, frozen=True):
     """A model's process, for ``status``: its role ("llm", "asr") and priority, its pid (None:
     not running now), how often it died under a request since the daemon started, the last
-    time how, and its memory now (None: not running)."""
+    time how, its memory now (None: not running), since when its model is loaded (wall clock;
+    None: not loaded) and when it was last unloaded for being unused (None: never)."""
 
     role: str
     priority: str
@@ -68,6 +77,8 @@ class ModelProcess(msgspec.Struct, frozen=True):
     deaths: int
     last_death: str | None
     memory: Resident | None
+    loaded_at: float | None = None
+    unloaded_at: float | None = None
 
 
 class Supervisor:
@@ -101,6 +112,8 @@ class Supervisor:
         self._lock: trio.Lock | None = None
         self._unload_pending = False
         self._last_used = time.monotonic()
+        self.loaded_at: float | None = None  # wall clock: the current process loaded the model
+        self.unloaded_at: float | None = None  # wall clock: last ended for being unused
 
     # -- the process ---------------------------------------------------------------------------
 
@@ -119,7 +132,8 @@ class Supervisor:
     def describe(self, role: str, priority: str) -> ModelProcess:
         pid = self.pid
         return ModelProcess(role, priority, self.model_id, pid, self.deaths, self.last_death,
-                            None if pid is None else resident(pid))
+                            None if pid is None else resident(pid),
+                            self.loaded_at if self.loaded else None, self.unloaded_at)
 
     async def _start(self) -> None:
         if self._deaths_in_a_row:
@@ -204,6 +218,8 @@ class Supervisor:
         await self._send(request)
 
     def _succeeded(self) -> None:
+        if not self._served:
+            self.loaded_at = time.time()
         self._served = True
         self._deaths_in_a_row = 0
         self._last_used = time.monotonic()
@@ -254,12 +270,14 @@ class Supervisor:
         log.info("%s %s: process %d ended", self.kind, self.model_id, proc.pid)
 
     async def unload_if_idle(self) -> bool:
+        """End the process once unused for ``idle_unload_s``; returns whether it did."""
         lock = self._request_lock()
         if (self.idle_unload_s is None or not self.loaded or lock.locked()
                 or time.monotonic() - self._last_used < self.idle_unload_s):
             return False
         async with lock:
             await trio.to_thread.run_sync(self._stop_process)
+        self.unloaded_at = time.time()
         return True
 
     def close(self) -> None:

@@ -38,6 +38,9 @@ class LiveStatus(msgspec.Struct):
     # where the time from the end of an utterance to its turn stored goes, median seconds per
     # stage over recent utterances: cut (the VAD's hangover), queued, asr, voices, stored, total
     stages_p50_s: dict[str, float] = {}
+    # the longest, over recent utterances, from the end of one's transcription to its turn
+    # stored (voices, store): the daemon's own share after the speech model
+    after_asr_max_s: float = 0.0
 
 
 class ModelProcessInfo(msgspec.Struct, frozen=True):
@@ -51,6 +54,10 @@ class ModelProcessInfo(msgspec.Struct, frozen=True):
     deaths: int = 0
     last_death: str | None = None
     rss_bytes: int | None = None  # its memory now (resident, weights mapped from file included)
+    loaded_at: float | None = None  # since when its model is loaded (None: not loaded now)
+    # when it was last ended for being unused (``idle_unload_min``; None: never): it starts
+    # again on the next need
+    unloaded_at: float | None = None
 
 
 class StatusReply(Reply):
