@@ -55,9 +55,9 @@ def engine(server: LlmServer, model: str | None = None) -> OpenAIGenerator:
                            server.alias if model is None else model, timeout_s=300)
 
 
-class Task(msgspec.Struct):
-    owner: str
-    task: str
+class Budget(msgspec.Struct):
+    project: str
+    amount_euros: int
 
 
 async def test_the_server_streams_an_answer_and_holds_a_json_answer_to_its_schema(
@@ -69,10 +69,11 @@ async def test_the_server_streams_an_answer_and_holds_a_json_answer_to_its_schem
     tokens = [t async for t in generator.stream(asked, max_tokens=24, temperature=0)]
     assert len(tokens) > 1 and "Ben" in "".join(tokens), tokens  # streamed, token by token
 
-    task = await generator.generate(
-        [ChatMessage("user", "Ben said: I will send the drawings to the supplier by Friday. "
-                             "Who owes what?")], Task, max_tokens=64, temperature=0)
-    assert task.owner == "Ben" and "drawings" in task.task, task
+    budget = await generator.generate(
+        [ChatMessage("user", 'Tom said: "The Orion server budget is 48,000 euros for this '
+                             'year." What is the budget, and of which project?')],
+        Budget, max_tokens=64, temperature=0)
+    assert budget.amount_euros == 48000 and "Orion" in budget.project, budget
     assert generator.usage.calls == 2
     assert generator.usage.prompt_tokens > 20 and generator.usage.completion_tokens > 3
 
@@ -81,7 +82,7 @@ async def test_a_model_name_the_server_does_not_serve_is_a_typed_error_with_the_
     server: LlmServer,
 ) -> None:
     with pytest.raises(RemoteModelMissing) as missing:
-        await engine(server, "llama-9000").generate([ChatMessage("user", "Hi")], Task)
+        await engine(server, "llama-9000").generate([ChatMessage("user", "Hi")], Budget)
     assert server.alias in missing.value.message  # what it does serve
     assert f"llm_remote_model {server.alias}" in (missing.value.fix or "")
     unnamed = engine(server, "")  # no name: the one it serves
@@ -103,7 +104,7 @@ async def test_a_server_killed_in_the_middle_of_an_answer_fails_that_answer_only
     assert len(tokens) >= 2
     assert "closed the connection" in closed.value.message
     with pytest.raises(EngineUnreachable) as down:  # and while it is down, said plainly
-        await generator.generate([ChatMessage("user", "Hi")], Task)
+        await generator.generate([ChatMessage("user", "Hi")], Budget)
     assert "start it" in (down.value.fix or "")
 
     server.start()  # back: the next answer is whole

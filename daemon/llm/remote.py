@@ -209,7 +209,9 @@ class OpenAIGenerator:
                 for form in (self._form, _other(self._form)):
                     body["response_format"] = _response_format(form, schema)
                     response = await client.post("/chat/completions", json=body)
-                    if response.status_code in (400, 422) and "response_format" in response.text:
+                    # (llama-cpp-python's server calls its validation error a 500)
+                    if response.status_code in (400, 422, 500) \
+                            and "response_format" in response.text:
                         log.info("the language model at %s does not take response_format %s",
                                  self.endpoint.host, form)
                         continue  # this server reads the other form
