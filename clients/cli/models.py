@@ -67,7 +67,8 @@ def list_models() -> None:
                 entry.name,
                 entry.role,
                 _size(size),
-                ", ".join(f"{s}*" if entry.name in DEFAULTS[s] else s for s in entry.sources),
+                ", ".join(f"{s}*" if entry.name in DEFAULTS[s] else s for s in entry.sources)
+                or ("your file" if entry.own_sha256 else ""),
                 "yes" if installed else "-",
                 f"<- {in_use[entry.name]} in use" if entry.name in in_use else "",
             )

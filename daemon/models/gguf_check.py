@@ -150,8 +150,10 @@ def check_language_model(path: Path) -> GgufHeader:
                          fix="use a model with a longer context")
     try:
         from llama_cpp import Llama
+        from llama_cpp._utils import suppress_stdout_stderr
 
-        Llama(str(path), vocab_only=True, verbose=False).close()
+        with suppress_stdout_stderr(disable=False):  # llama.cpp's notes about the context
+            Llama(str(path), vocab_only=True, verbose=False).close()
     except (ValueError, RuntimeError, OSError) as e:
         raise ModelError(f"llama.cpp cannot load {path.name} (architecture "
                          f"{header.architecture!r}): {e}",
