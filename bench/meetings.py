@@ -532,7 +532,7 @@ def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
                         store.create_space(m.series, activity="project")
                     transcript = parse_transcript(m.path.read_bytes())
                     session, turns, _ = import_transcript(store, transcript, m.series)
-                    generator.usage.clear()
+                    generator.by_kind.clear()
                     _reset_peak_rss()
                     started, cpu = time.perf_counter(), time.process_time()
                     outcome = trio.run(rememberer.remember, session.id, "keep")
@@ -548,13 +548,13 @@ def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
                                    [t.text for t in turns], text, stored)
                     result.keep_s = elapsed
                     result.cpu_s = cpu
-                    result.tokens = sum(u.completion_tokens for u in generator.usage.values())
+                    result.tokens = sum(u.completion_tokens for u in generator.by_kind.values())
                     result.peak_rss_mib = rss
                     result.archive_ok = outcome.archived
                     result.extraction_ok = not any(n.startswith("extraction failed")
                                                    for n in outcome.notes)
                     result.notes = list(outcome.notes)
-                    result.calls = {kind: asdict(u) for kind, u in generator.usage.items()}
+                    result.calls = {kind: asdict(u) for kind, u in generator.by_kind.items()}
                     results.append(result)
                     print(result_row(result), flush=True)
                     print(calls_row(result.calls), flush=True)

@@ -104,7 +104,7 @@ class CountingGenerator(LlamaGenerator):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.usage: dict[str, Usage] = defaultdict(Usage)
+        self.by_kind: dict[str, Usage] = defaultdict(Usage)  # (self.usage: the sum)
         self._kind = ""
 
     def _load(self) -> Any:
@@ -114,7 +114,7 @@ class CountingGenerator(LlamaGenerator):
 
             def counted(*args: Any, **kwargs: Any) -> Any:
                 result = complete(*args, **kwargs)
-                usage = self.usage[self._kind]
+                usage = self.by_kind[self._kind]
                 usage.prompt_tokens += result["usage"]["prompt_tokens"]
                 usage.completion_tokens += result["usage"]["completion_tokens"]
                 return result
@@ -129,8 +129,8 @@ class CountingGenerator(LlamaGenerator):
         try:
             return await super().generate(messages, output_type, **kwargs)
         finally:
-            self.usage[self._kind].calls += 1
-            self.usage[self._kind].seconds += time.perf_counter() - started
+            self.by_kind[self._kind].calls += 1
+            self.by_kind[self._kind].seconds += time.perf_counter() - started
 
 
 def main() -> None:
@@ -179,11 +179,11 @@ def main() -> None:
     header = f"{'call':<20} {'calls':>5} {'seconds':>8} {'prompt tok':>10} {'generated':>9}"
     print(header)
     print("-" * len(header))
-    for kind, u in generator.usage.items():
+    for kind, u in generator.by_kind.items():
         print(f"{kind:<20} {u.calls:>5} {u.seconds:>8.1f} {u.prompt_tokens:>10} "
               f"{u.completion_tokens:>9}")
-    generated = sum(u.completion_tokens for u in generator.usage.values())
-    model_s = sum(u.seconds for u in generator.usage.values())
+    generated = sum(u.completion_tokens for u in generator.by_kind.values())
+    model_s = sum(u.seconds for u in generator.by_kind.values())
     print(f"keep took {elapsed:.1f} s ({model_s:.1f} s in the language model); "
           f"{generated} tokens generated ({generated / model_s if model_s else 0:.1f}/s overall)")
     print(f"kept: archived {outcome.archived}, {outcome.assertions} assertions "

@@ -12,6 +12,7 @@ turns amber with the reason, and everything resumes when it is back.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from clients.cli.status import off_machine
 from clients.desktop.keep import KeepPrompter
 from clients.desktop.link import DaemonLink, Down
 from clients.desktop.notify import Notifications
@@ -89,7 +91,14 @@ class TrayView:
 
 
 def tray_view(status: StatusReply | None, down: str | None = None) -> TrayView:
-    """What the icon shows for the daemon's last status (None: not reached yet or gone)."""
+    """What the icon shows for the daemon's last status (None: not reached yet or gone); its
+    tooltip says so when conversation text goes to a language model off this machine."""
+    view = _tray_view(status, down)
+    note = off_machine(status.language_model if status is not None else None)
+    return view if not note else dataclasses.replace(view, tooltip=f"{view.tooltip}\n{note}")
+
+
+def _tray_view(status: StatusReply | None, down: str | None) -> TrayView:
     if status is None:
         return TrayView("error", f"BrainCue: {down or 'connecting to the daemon…'}")
     live = status.live

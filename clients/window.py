@@ -51,6 +51,7 @@ from PySide6.QtWidgets import (
 )
 
 from clients.cli.output import local_time, offset
+from clients.cli.status import off_machine
 from clients.desktop.link import DaemonLink, Down
 from clients.desktop.qt import MainThread, application, exec_until_interrupted
 from daemon.config import Paths
@@ -457,7 +458,10 @@ class MemoryWindow(QMainWindow):
         self.statusBar().showMessage(text)
 
     def _on_status(self, status: StatusReply) -> None:
-        pass  # the connection is up; the events say what changed
+        # the connection is up; the events say what changed, and this where text goes
+        note = off_machine(status.language_model)
+        if note and note != self.last_message:
+            self.say(note)
 
     def _on_down(self, down: Down) -> None:
         self.say(f"the daemon is not reachable: {down.error.message}")

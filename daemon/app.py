@@ -97,7 +97,9 @@ class Daemon:
         self.settings = config.settings  # the live settings; SettingsSet replaces them
         self.started_at = time.time()
         self.handlers = Handlers()
-        self.engines = engines or Engines(lambda: self.settings, config.paths.models_dir)
+        self.engines = engines or Engines(lambda: self.settings, config.paths.models_dir,
+                                          profile=config.paths.profile,
+                                          config_dir=config.paths.config_dir)
         # the gate's judge places words no list holds by the embedding model's word pieces
         judge.use_vectors(word_vectors_file(config.paths.models_dir))
         self.engines.on_model_death = self._model_died

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 import platformdirs
@@ -125,6 +125,21 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # from the first search_k of them): a real meeting's answer is often a few items down
     # (docs/benchmarks/ask.md, "Evidence from deeper recall")
     ask_evidence_k: Annotated[int, msgspec.Meta(ge=1)] = 20
+    # the language model's engine: "embedded" (llama.cpp in a process of the daemon's own,
+    # the model ``llm_model``) or "openai" (a server speaking the OpenAI chat API — Ollama,
+    # llama.cpp's llama-server, LM Studio, vLLM — at ``llm_url``, serving ``llm_remote_model``).
+    # Only the text a model is asked to read goes there, secrets masked; embeddings, search,
+    # voices and the secret gate stay in the daemon
+    llm_engine: Literal["embedded", "openai"] = "embedded"
+    llm_url: str = ""  # e.g. http://127.0.0.1:11434/v1 (Ollama) or unix:/path/to/socket
+    llm_remote_model: str = ""  # the server's name of its model (empty: the one it serves)
+    # a server off this machine (anything but 127.0.0.0/8, ::1, localhost or a Unix socket) is
+    # refused unless this is on: conversation text then leaves the machine, and `status` says so
+    llm_allow_network: bool = False
+    llm_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 120.0  # per request to the server
+    # layers of the embedded model on the GPU: -1 all of them when llama.cpp was built with a
+    # GPU backend (CUDA, Metal, Vulkan), else none; 0 none
+    llm_gpu_layers: Annotated[int, msgspec.Meta(ge=-1)] = -1
     # desktop: the global hotkeys of `braincue hotkey` (modifiers Ctrl, Alt, Shift, Super + a key)
     hotkey_ask: str = "Ctrl+Alt+Space"  # opens the ask box
     hotkey_answer_them: str = "Ctrl+Alt+Shift+Space"  # answers what "they" just asked

@@ -14,18 +14,24 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import trio
 
-from daemon.config import Settings
-from daemon.errors import EngineError, ModelError
+from daemon.config import DEFAULT_PROFILE, Settings
+from daemon.errors import BrainCueError, EngineError, EngineUnreachable, ModelError
+from daemon.llm.backend import gguf_layers, gpu_backend, offloaded
+from daemon.llm.credentials import api_key
 from daemon.llm.embed import Embedder, LlamaEmbedder
+from daemon.llm.endpoint import parse as parse_endpoint
 from daemon.llm.generate import Generator, LlamaGenerator, ModelLoad
 from daemon.llm.onnx_embed import OnnxEmbedder
+from daemon.llm.remote import OpenAIGenerator
 from daemon.llm.rerank import CrossEncoder, Reranker
 from daemon.llm.supervised import SupervisedGenerator
+from daemon.models.own import all_entries
 from daemon.models.registry import Entry, pick_installed, resolve_model
 from daemon.process.supervisor import ModelProcess, unload_check_interval
 
@@ -42,6 +48,25 @@ Priority = Literal["foreground", "background"]
 # does not fit. 4,096 instead of 16,384: ~145 MB less held while a call is live. Keeps start
 # with the whole ``llm_context`` (their pieces are sized by it).
 ASK_START_CONTEXT = 4096
+
+
+@dataclass(frozen=True)
+class LanguageModel:
+    """The language model for `status`: its ``engine`` ("embedded", "openai"), ``model``,
+    ``state`` ("loaded", "loads on first use", "not installed"; a server's: "ready",
+    "unreachable", "failing", "refused") and why (``detail``); a server's ``url`` and, when it
+    is off this machine, the host conversation text goes to (``sends_to``); the embedded
+    model's llama.cpp ``backend`` and its layers on the GPU (``gpu_layers`` of ``layers``)."""
+
+    engine: str
+    model: str
+    state: str
+    detail: str = ""
+    url: str = ""
+    sends_to: str = ""
+    backend: str = ""
+    gpu_layers: int = 0
+    layers: int = 0
 
 
 def load_embedder(entry: Entry, models_dir: Path, *, threads: int, batch: int) -> Embedder:
@@ -73,8 +98,12 @@ class Engines:
         embedder: Embedder | None = None,
         generator: Generator | None = None,
         reranker: Reranker | None = None,
+        profile: str = DEFAULT_PROFILE,
+        config_dir: Path | None = None,
     ) -> None:
         self._settings = settings
+        self._profile = profile  # whose API key a language-model server is sent
+        self._config_dir = config_dir  # where the user's own models are named (None: none)
         self.models_dir = models_dir
         self.embedder = embedder
         self._given_reranker = reranker
@@ -83,7 +112,7 @@ class Engines:
         self._reranker_lock = threading.Lock()
         self._given = generator
         self._generators: dict[Priority, Generator] = {}
-        self._generators_made_with: tuple[str, int, int, bool] | None = None
+        self._generators_made_with: tuple[object, ...] | None = None
         # told when a language model's process dies (the daemon publishes a status event)
         self.on_model_death: Callable[[Priority, str], None] | None = None
 
@@ -148,11 +177,18 @@ class Engines:
         made = self._generators.get(priority)
         if made is None:
             settings = self._settings()
-            path = resolve_model("llm", settings.llm_model, self.models_dir)
+            if settings.llm_engine == "openai":  # one client serves both priorities
+                made = next((g for g in self._generators.values()
+                             if isinstance(g, OpenAIGenerator)), None) or self._remote(settings)
+                self._generators[priority] = made
+                self._generators_made_with = _generator_settings(settings)
+                return made
+            path = resolve_model("llm", settings.llm_model, self.models_dir,
+                                 all_entries(self._config_dir))
             nice = BACKGROUND_NICE if priority == "background" else 0
             start_ctx = ASK_START_CONTEXT if priority == "foreground" else None
             load = ModelLoad(path, threads=settings.llm_threads, n_ctx=settings.llm_context,
-                             start_ctx=start_ctx, nice=nice)
+                             start_ctx=start_ctx, nice=nice, gpu_layers=settings.llm_gpu_layers)
             if settings.llm_process:
                 made = SupervisedGenerator(
                     load, idle_unload_s=settings.idle_unload_s,
@@ -164,6 +200,61 @@ class Engines:
             log.info("language model %s ready for the %s (loads on first use)", made.model_id,
                      priority)
         return made
+
+    def _remote(self, settings: Settings) -> OpenAIGenerator:
+        """The ``openai`` engine (ConfigError, NetworkRefused: ``llm_url`` is not usable)."""
+        endpoint = parse_endpoint(settings.llm_url, allow_network=settings.llm_allow_network)
+        made = OpenAIGenerator(endpoint, settings.llm_remote_model,
+                               api_key=api_key(self._profile), timeout_s=settings.llm_timeout_s)
+        if endpoint.off_machine:
+            log.warning("language model at %s: conversation text goes to that host "
+                        "(llm_allow_network is on)", endpoint.host)
+        log.info("language model: the server at %s (model %s)", endpoint.host, made.model_id)
+        return made
+
+    async def language_model(self) -> LanguageModel:
+        """The language model as `status` shows it; a server is asked whether it answers."""
+        settings = self._settings()
+        if self._given is not None:
+            return LanguageModel("embedded", self._given.model_id,
+                                 "loaded" if self._given.loaded else "loads on first use")
+        if settings.llm_engine == "openai":
+            return await self._remote_state(settings)
+        try:
+            path = resolve_model("llm", settings.llm_model, self.models_dir,
+                                 all_entries(self._config_dir))
+        except ModelError as e:
+            return LanguageModel("embedded", settings.llm_model, "not installed", str(e))
+        # (read once each, on a thread: the file's header, llama.cpp's library)
+        layers, backend = await trio.to_thread.run_sync(lambda: (gguf_layers(path),
+                                                                 gpu_backend()))
+        gpu = 0 if backend is None else offloaded(settings.llm_gpu_layers, layers)
+        loaded = any(g.loaded for g in self._generators.values())
+        return LanguageModel("embedded", path.stem, "loaded" if loaded else "loads on first use",
+                             backend=backend or "CPU", gpu_layers=gpu, layers=layers or 0)
+
+    async def _remote_state(self, settings: Settings) -> LanguageModel:
+        try:
+            made = self._generator("foreground")
+        except BrainCueError as e:
+            return LanguageModel("openai", settings.llm_remote_model, "refused", str(e),
+                                 url=settings.llm_url)
+        assert isinstance(made, OpenAIGenerator)
+        sends_to = made.endpoint.host if made.endpoint.off_machine else ""
+        try:
+            await made.probe()
+        except EngineUnreachable as e:
+            return LanguageModel("openai", made.model_id, "unreachable", str(e),
+                                 url=made.endpoint.url, sends_to=sends_to)
+        except BrainCueError as e:
+            return LanguageModel("openai", made.model_id, "failing", str(e),
+                                 url=made.endpoint.url, sends_to=sends_to)
+        return LanguageModel("openai", made.model_id, "ready", url=made.endpoint.url,
+                             sends_to=sends_to)
+
+    async def language_model_answers(self) -> bool:
+        """Whether the language model would answer now (a server: asked; embedded: always)."""
+        return (await self.language_model()).state not in ("unreachable", "failing", "refused")
 
     def _model_died(self, priority: Priority, cause: str) -> None:
         if self.on_model_death is not None:
@@ -183,7 +274,7 @@ class Engines:
                 if isinstance(made, LlamaGenerator | SupervisedGenerator):
                     made.idle_unload_s = settings.idle_unload_s
             return
-        retired = list(self._generators.values())
+        retired = list(dict.fromkeys(self._generators.values()))
         self._generators.clear()
         self._generators_made_with = None
         for made in retired:
@@ -219,8 +310,10 @@ class Engines:
         self._generators.clear()
 
 
-def _generator_settings(settings: Settings) -> tuple[str, int, int, bool]:
-    return settings.llm_model, settings.llm_threads, settings.llm_context, settings.llm_process
+def _generator_settings(settings: Settings) -> tuple[object, ...]:
+    return (settings.llm_model, settings.llm_threads, settings.llm_context, settings.llm_process,
+            settings.llm_engine, settings.llm_url, settings.llm_remote_model,
+            settings.llm_allow_network, settings.llm_timeout_s, settings.llm_gpu_layers)
 
 
 async def unload_idle_engines(engines: Engines, settings: Callable[[], Settings]) -> None:

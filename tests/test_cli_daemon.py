@@ -50,7 +50,7 @@ def ok(*args: str) -> Result:
     return result
 
 
-def test_status(daemon: DaemonProcess) -> None:
+def test_status(daemon: DaemonProcess, bare_home: Path) -> None:
     lines = ok("status").stdout.splitlines()
     assert lines[0].startswith("BrainCue daemon ")
     assert f"(protocol 1), pid {daemon.pid}, up " in lines[0]
@@ -58,6 +58,10 @@ def test_status(daemon: DaemonProcess) -> None:
         "profile: default",
         "capture: off",
         "models loaded: none",
+        "language model: none installed",
+        f"  no llm model is installed in {bare_home / 'no-models'} — run `braincue models "
+        "install` (or install one of: qwen2.5-1.5b-instruct, qwen2.5-coder-1.5b, "
+        "qwen2.5-coder-0.5b, smollm2-135m)",
         "holds: 0 spaces, 0 sessions, 0 turns, 0 chunks, 0 documents, 0 assertions, 0 vectors",
     ]
     # no model process runs: the daemon's memory is all there is

@@ -41,6 +41,7 @@ from daemon.ipc.protocol import (
     Ask,
     CarriedForward,
     ItemInfo,
+    LanguageModelInfo,
     Pause,
     Remember,
     RememberReply,
@@ -87,6 +88,21 @@ def test_tray_states_follow_the_daemons_status() -> None:
     assert silent.state == "error" and "no audio server" in silent.tooltip
     gone = tray_view(None, "the BrainCue daemon is not running for profile 'default'")
     assert gone.state == "error" and "not running" in gone.tooltip
+
+
+def test_the_tray_says_where_conversation_text_goes_when_the_model_is_elsewhere() -> None:
+    from clients.tray import tray_view
+
+    here = LanguageModelInfo(engine="openai", model="qwen", state="ready",
+                             url="http://127.0.0.1:11434/v1")
+    elsewhere = msgspec.structs.replace(here, url="http://10.0.0.5:11434/v1",
+                                        sends_to="10.0.0.5:11434")
+    assert "goes to" not in tray_view(msgspec.structs.replace(status(), language_model=here)
+                                      ).tooltip
+    shown = tray_view(msgspec.structs.replace(status(), language_model=elsewhere))
+    assert shown.state == "listening"
+    assert shown.tooltip.splitlines()[1] == ("conversation text goes to 10.0.0.5:11434, off this "
+                                             "machine (llm_allow_network is on)")
 
 
 def test_the_space_choice_defaults_to_where_the_session_ran() -> None:

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+import msgspec
 
 from clients.cli.context import Context
-from daemon.config import Config
-from daemon.errors import ModelError
+from daemon.config import Config, load_settings, save_settings, set_setting
+from daemon.errors import DaemonNotRunning, InvalidInput, ModelError
+from daemon.ipc.client import Client
+from daemon.ipc.protocol import SettingsSet
+from daemon.models.gguf_check import check_language_model
 from daemon.models.install import Installer, SourceChoice
+from daemon.models.own import add_own, all_entries
 from daemon.models.registry import (
     DEFAULTS,
-    ENTRIES,
     ROLES,
     SOURCES,
     Entry,
@@ -42,17 +48,18 @@ def list_models() -> None:
     """Show every known model, whether it is installed, and which one each role uses."""
     config = _config()
     models_dir = config.paths.models_dir
+    entries = all_entries(config.paths.config_dir)
     in_use: dict[str, Role] = {}
     for role in ROLES:
         wanted = getattr(config.settings, f"{role}_model", "")
         try:
             picked = (pick_speech_model(wanted, config.settings.asr_language, models_dir)
-                      if role == "asr" else pick_installed(role, models_dir, wanted))
+                      if role == "asr" else pick_installed(role, models_dir, wanted, entries))
         except ModelError:
             continue
         in_use[picked.name] = role
     rows = [("NAME", "ROLE", "SIZE", "SOURCES", "INSTALLED", "")]
-    for entry in ENTRIES:
+    for entry in entries:
         installed = is_installed(entry, models_dir)
         size = (models_dir / entry.filename).stat().st_size if installed else entry.size
         rows.append(
@@ -60,7 +67,8 @@ def list_models() -> None:
                 entry.name,
                 entry.role,
                 _size(size),
-                ", ".join(f"{s}*" if entry.name in DEFAULTS[s] else s for s in entry.sources),
+                ", ".join(f"{s}*" if entry.name in DEFAULTS[s] else s for s in entry.sources)
+                or ("your file" if entry.own_sha256 else ""),
                 "yes" if installed else "-",
                 f"<- {in_use[entry.name]} in use" if entry.name in in_use else "",
             )
@@ -131,6 +139,63 @@ def verify() -> None:
 def path(name: str) -> None:
     """Print the file of the installed model NAME."""
     click.echo(model_path(name, _config().paths.models_dir))
+
+
+@models.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--role", type=click.Choice(["llm"]), required=True,
+              help="What the model is for (a language model: a GGUF instruct model).")
+@click.option("--name", default="", help="Its name in BrainCue (default: from the file name).")
+def add(path: Path, role: Role, name: str) -> None:
+    """Register your own GGUF model file PATH beside the built-in models: its header,
+    architecture, chat template and context are checked and its sha256 pinned; the file stays
+    where it is. `braincue models use NAME` then switches to it."""
+    entry, header = add_own(_config().paths.config_dir, path, role, name)
+    click.echo(f"{entry.name}: {header.name or header.architecture} ({header.architecture}, "
+               f"{header.layers} layers, context {header.context_length}), sha256 "
+               f"{entry.own_sha256}")
+    click.echo(f"use it with `braincue models use {entry.name}`")
+
+
+@models.command()
+@click.argument("name")
+def use(name: str) -> None:
+    """Switch to the installed model NAME for its role (the daemon, if it runs, from its next
+    request; the setting is saved either way). A file that fails its checks changes nothing."""
+    config = _config()
+    entries = all_entries(config.paths.config_dir)
+    entry = lookup(name, entries)
+    path = model_path(name, config.paths.models_dir, entries)
+    if entry.own_sha256 is not None and entry.role == "llm":
+        check_language_model(path)  # still there and whole: else the old model stays
+    key = f"{entry.role}_model"
+    if key not in msgspec.structs.asdict(config.settings):
+        raise InvalidInput(f"{name} is a {entry.role} model, which has no setting to switch",
+                           fix="its role uses the best installed model")
+    try:
+        with Client(config.paths.profile) as client:
+            client.request(SettingsSet(key=key, value=name))
+        click.echo(f"{key} = {name} (the daemon uses it from its next request)")
+    except DaemonNotRunning:
+        save_settings(config.paths, set_setting(load_settings(config.paths), key, name))
+        click.echo(f"{key} = {name} (saved; the daemon uses it when it starts)")
+
+
+@models.command("api-key")
+@click.option("--clear", is_flag=True, help="Forget the key.")
+def api_key(clear: bool) -> None:
+    """Keep the API key of a language model server (llm_engine = openai) in the OS key store,
+    for a server that asks for one; read from the terminal, never from the command line."""
+    from daemon.llm.credentials import set_api_key
+
+    profile = _config().paths.profile
+    if clear:
+        set_api_key(profile, None)
+        click.echo("API key forgotten")
+        return
+    key = click.prompt("API key", hide_input=True).strip()
+    set_api_key(profile, key)
+    click.echo("API key kept in the OS key store (the daemon sends it from its next start)")
 
 
 def _size(size: int | None) -> str:

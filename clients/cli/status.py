@@ -19,6 +19,7 @@ from daemon.ipc.protocol import (
     TOPIC_STATUS,
     TOPIC_TURNS,
     Event,
+    LanguageModelInfo,
     LiveStatus,
     ModelProcessInfo,
     SessionEnded,
@@ -52,6 +53,7 @@ def status_lines(reply: StatusReply) -> list[str]:
         f"profile: {reply.profile}",
         f"capture: {reply.capture}" + live_summary(reply.live),
         "models loaded: " + (", ".join(reply.models_loaded) or "none"),
+        *language_model_lines(reply.language_model),
     ]
     counts = [plural(reply.counts[k], k.removesuffix("s")) for k in COUNTED if k in reply.counts]
     counts += [plural(n, k.removesuffix("s")) for k, n in reply.counts.items() if k not in COUNTED]
@@ -63,6 +65,37 @@ def status_lines(reply: StatusReply) -> list[str]:
     if reply.rss_bytes is not None:
         lines.append(memory_line(reply))
     return lines
+
+
+def language_model_lines(info: LanguageModelInfo | None) -> list[str]:
+    """``language model: unreachable (http://127.0.0.1:8080/v1)`` and why; what leaves the
+    machine, said plainly; the embedded model's backend and layers on the GPU."""
+    if info is None:
+        return []
+    if info.engine == "embedded" and info.state == "not installed":
+        lines = ["language model: none installed"]
+    elif info.engine == "embedded":
+        where = f"on {info.backend}" if info.backend else ""
+        if info.backend and info.backend != "CPU":
+            where += f", {info.gpu_layers} of {info.layers} layers on the GPU"
+        lines = [f"language model: {info.model or 'none'} ({info.state}; embedded llama.cpp"
+                 + (f" {where}" if where else "") + ")"]
+    else:
+        state = info.state if info.state != "ready" else f"{info.model} ready"
+        lines = [f"language model: {state} ({info.url or 'no llm_url'})"]
+    if info.detail and info.state not in ("ready", "loaded", "loads on first use"):
+        lines.append(f"  {info.detail}")
+    if info.sends_to:
+        lines.append(f"  {off_machine(info)}")
+    return lines
+
+
+def off_machine(info: LanguageModelInfo | None) -> str:
+    """What a user must be told when the language model is a server off this machine (else
+    empty): where conversation text goes."""
+    if info is None or not info.sends_to:
+        return ""
+    return f"conversation text goes to {info.sends_to}, off this machine (llm_allow_network is on)"
 
 
 def memory_line(reply: StatusReply) -> str:

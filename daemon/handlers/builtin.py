@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from importlib.metadata import PackageNotFoundError, version
@@ -15,6 +16,7 @@ from daemon.handlers import wire
 from daemon.handlers.context import Context
 from daemon.ipc import protocol
 from daemon.ipc.protocol import (
+    LanguageModelInfo,
     ModelProcessInfo,
     Ping,
     Pong,
@@ -62,6 +64,8 @@ def register(state: Context) -> None:
                                  loaded_at=p.loaded_at, unloaded_at=p.unloaded_at)
                 for p in state.model_processes()],
             rss_bytes=None if (own := resident(os.getpid())) is None else own.rss,
+            language_model=msgspec.convert(
+                dataclasses.asdict(await state.engines.language_model()), LanguageModelInfo),
         )
 
     async def settings_get(request: SettingsGet) -> SettingsReply:

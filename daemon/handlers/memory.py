@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
+import trio
 
 from daemon.config import Settings
 from daemon.errors import InvalidInput
@@ -34,6 +35,8 @@ from daemon.memory.remember import Rememberer, Stage
 from daemon.store.records import Assertion
 from daemon.store.store import Store
 
+RETRY_WAITING_S = 15.0  # how often a keep waiting for the language model looks for it
+
 
 async def register(daemon: Context) -> None:
     """The daemon part: remembering runs on the daemon's store and its background language
@@ -47,6 +50,18 @@ async def register(daemon: Context) -> None:
     )
     register_memory(daemon.handlers, daemon.store, rememberer, lambda: daemon.settings)
     daemon.nursery.start_soon(rememberer.finish_interrupted)
+    daemon.nursery.start_soon(retry_waiting_keeps, rememberer,
+                              daemon.engines.language_model_answers)
+
+
+async def retry_waiting_keeps(rememberer: Rememberer, answers: Callable[[], Awaitable[bool]],
+                              period: float = RETRY_WAITING_S) -> None:
+    """Every ``period`` seconds, when a keep waits for the language model and the model
+    answers (``answers()``), run the waiting keeps again; runs until cancelled."""
+    while True:
+        await trio.sleep(period)
+        if await rememberer.waiting() and await answers():
+            await rememberer.finish_waiting()
 
 
 def register_memory(

@@ -42,6 +42,8 @@ class StopAnswer(msgspec.Struct, tag=True):
 class Completed(msgspec.Struct, tag=True):
     raw: str
     cut_off: bool
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 class Token(msgspec.Struct, tag=True):

@@ -28,6 +28,7 @@ import msgspec
 import trio
 
 from daemon.errors import EngineError, ModelNotInstalled
+from daemon.llm.backend import gpu_layers
 from daemon.worker import WorkerThread
 
 T = TypeVar("T")
@@ -39,8 +40,20 @@ class ChatMessage(msgspec.Struct):
     content: str
 
 
+class Usage(msgspec.Struct):
+    """What a generator was asked so far: requests answered, the tokens it read (where its
+    engine counts them) and the tokens it wrote."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class Generator(Protocol):
     model_id: str
+
+    @property
+    def usage(self) -> Usage: ...
 
     @property
     def loaded(self) -> bool: ...
@@ -254,14 +267,16 @@ def require_model_file(model_path: Path) -> None:
 @dataclass(frozen=True)
 class ModelLoad:
     """How a language model is loaded: its GGUF file, the threads it runs on, its context of
-    up to ``n_ctx`` tokens (first loaded with ``start_ctx`` when given) and its CPU priority
-    (``nice`` > 0: a background engine, its threads at a lower priority)."""
+    up to ``n_ctx`` tokens (first loaded with ``start_ctx`` when given), its CPU priority
+    (``nice`` > 0: a background engine, its threads at a lower priority) and its layers on the
+    GPU."""
 
     model_path: Path
     threads: int
     n_ctx: int
     start_ctx: int | None = None
     nice: int = 0
+    gpu_layers: int = -1  # on the GPU, where llama.cpp has one (-1: all; ``llm_gpu_layers``)
 
 
 class LlamaGenerator:
@@ -286,6 +301,7 @@ class LlamaGenerator:
         # the daemon's shutdown for as long as the whole reading takes (> 20 s under load)
         self._closing = threading.Event()
         self._last_used = time.monotonic()
+        self.usage = Usage()
         # nice > 0: a background engine, its thread and llama.cpp's at a lower CPU priority
         self._worker = WorkerThread(f"llm-{self.model_id}", nice=load.nice)
         # an engine replaced while someone still used it is never closed: its thread ends
@@ -317,6 +333,7 @@ class LlamaGenerator:
                     str(self.load.model_path),
                     n_ctx=self.context,
                     n_threads=self.load.threads,
+                    n_gpu_layers=gpu_layers(self.load.gpu_layers),
                     verbose=False,
                 )
             except ValueError as e:
@@ -368,7 +385,7 @@ class LlamaGenerator:
         """The model's raw answer constrained by ``schema``, and whether ``max_tokens`` cut it
         off: :meth:`generate` before decoding (what a model process hands back)."""
         instructed = with_schema_instruction(messages, schema)
-        prompt = _as_dicts(instructed)
+        prompt = as_dicts(instructed)
 
         def complete() -> Any:
             with self._working() as llm:
@@ -384,7 +401,12 @@ class LlamaGenerator:
                 except ValueError as e:  # e.g. the prompt does not fit the context
                     raise EngineError(f"generation failed: {e}") from e
 
-        choice = (await self._worker.call(complete))["choices"][0]
+        completion = await self._worker.call(complete)
+        counted = completion.get("usage") or {}
+        self.usage.calls += 1
+        self.usage.prompt_tokens += int(counted.get("prompt_tokens") or 0)
+        self.usage.completion_tokens += int(counted.get("completion_tokens") or 0)
+        choice = completion["choices"][0]
         return choice["message"]["content"] or "", choice.get("finish_reason") == "length"
 
     async def stream(
@@ -394,7 +416,7 @@ class LlamaGenerator:
         max_tokens: int = 512,
         temperature: float = 0.2,
     ) -> AsyncIterator[str]:
-        prompt = _as_dicts(messages)
+        prompt = as_dicts(messages)
 
         def produce(cancelled: threading.Event) -> Iterator[str]:
             with self._working() as llm:
@@ -427,8 +449,10 @@ class LlamaGenerator:
 
         # an async generator, though typed as an iterator: closing it stops the model
         tokens = cast(AsyncGenerator[str, None], self._worker.stream(produce))
+        self.usage.calls += 1
         async with aclosing(tokens):
             async for token in tokens:
+                self.usage.completion_tokens += 1
                 yield token
 
     async def prefill(
@@ -504,7 +528,7 @@ def _log_prompt_read(llm: Any, messages: Sequence[ChatMessage], read_before: Seq
              len(prompt), reused, seconds)
 
 
-def _as_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+def as_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in messages]
 
 
@@ -530,7 +554,7 @@ def _prompt_tokens(llm: Any, messages: Sequence[ChatMessage], *, whole: bool = F
     formatter = _chat_formatter(template,
                                 llm._model.token_get_text(eos) if eos != -1 else "",
                                 llm._model.token_get_text(bos) if bos != -1 else "")
-    *done, last = _as_dicts(messages)
+    *done, last = as_dicts(messages)
     opened = [*done, {"role": last["role"], "content": last["content"] + ("" if whole else _OPEN)}]
     result = formatter(messages=cast(Any, opened))
     text = result.prompt if whole else result.prompt[: result.prompt.index(_OPEN)]
@@ -627,6 +651,7 @@ class ScriptedGenerator:
         self.unloads = 0
         self._loaded = False
         self._last_used = time.monotonic()
+        self.usage = Usage()
 
     @property
     def loaded(self) -> bool:
@@ -638,6 +663,7 @@ class ScriptedGenerator:
 
     def _respond(self, messages: Sequence[ChatMessage]) -> str:
         self.calls.append(list(messages))
+        self.usage.calls += 1
         self._loaded = True
         self._last_used = time.monotonic()
         if callable(self._responses):
@@ -674,6 +700,7 @@ class ScriptedGenerator:
         for token in split_tokens(self._respond(messages))[:max_tokens]:
             await trio.lowlevel.checkpoint()
             self.streamed += 1
+            self.usage.completion_tokens += 1
             yield token
 
     async def prefill(

@@ -1,7 +1,7 @@
 """The language model's own process: a :class:`LlamaGenerator` serving the daemon over a pipe.
 
     python -m daemon.llm.model_process MODEL_PATH --threads N --n-ctx N [--start-ctx N]
-                                      [--nice N]
+                                      [--nice N] [--gpu-layers N]
 
 Requests arrive on stdin and replies leave on stdout as frames (:mod:`daemon.llm.frames`,
 served by :func:`daemon.process.frames.run_child`). The model loads on the first request and
@@ -17,6 +17,7 @@ from collections.abc import Callable
 from contextlib import aclosing
 from pathlib import Path
 
+import msgspec
 import trio
 
 from daemon.errors import BrainCueError
@@ -66,10 +67,14 @@ class Server:
 
     async def _run(self, request: object) -> None:
         if isinstance(request, frames.Generate):
+            before = msgspec.structs.replace(self.generator.usage)
             raw, cut_off = await self.generator.complete_json(
                 request.messages, request.schema, max_tokens=request.max_tokens,
                 temperature=request.temperature)
-            await self.send(frames.Completed(raw, cut_off))
+            after = self.generator.usage
+            await self.send(frames.Completed(
+                raw, cut_off, after.prompt_tokens - before.prompt_tokens,
+                after.completion_tokens - before.completion_tokens))
         elif isinstance(request, frames.Stream):
             tokens = self.generator.stream(request.messages, max_tokens=request.max_tokens,
                                            temperature=request.temperature)
@@ -96,7 +101,7 @@ class Server:
 def serve(args: argparse.Namespace) -> Serve:
     generator = LlamaGenerator(ModelLoad(Path(args.model), threads=args.threads,
                                          n_ctx=args.n_ctx, start_ctx=args.start_ctx,
-                                         nice=args.nice))
+                                         nice=args.nice, gpu_layers=args.gpu_layers))
     return lambda requests, out: Server(generator, out).serve(requests)
 
 
@@ -107,6 +112,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--n-ctx", type=int, required=True)
     parser.add_argument("--start-ctx", type=int, default=None)
     parser.add_argument("--nice", type=int, default=0)
+    parser.add_argument("--gpu-layers", type=int, default=-1)
     return parser.parse_args(argv)
 
 

@@ -17,6 +17,7 @@ from daemon.llm import frames
 from daemon.llm.generate import (
     ChatMessage,
     ModelLoad,
+    Usage,
     decode_json_answer,
     output_schema,
     require_model_file,
@@ -37,12 +38,13 @@ class SupervisedGenerator(Supervisor):
         on_death: Callable[[str], None] | None = None,
     ) -> None:
         require_model_file(load.model_path)
+        self.usage = Usage()
         self.load = load  # sent to the model process, which loads the model so
         super().__init__(
             "language model", load.model_path.stem,
             ["daemon.llm.model_process", str(load.model_path), "--threads", str(load.threads),
              "--n-ctx", str(load.n_ctx), "--start-ctx", str(load.start_ctx or load.n_ctx),
-             "--nice", str(load.nice)],
+             "--nice", str(load.nice), "--gpu-layers", str(load.gpu_layers)],
             frames.FromWorker, idle_unload_s=idle_unload_s, on_death=on_death)
 
     # -- the Generator protocol ----------------------------------------------------------------
@@ -60,6 +62,9 @@ class SupervisedGenerator(Supervisor):
         reply = await self.ask_twice(request)  # nothing is handed out before it ends
         if not isinstance(reply, frames.Completed):
             raise EngineError(f"the model process answered a generate with {reply!r}")
+        self.usage.calls += 1
+        self.usage.prompt_tokens += reply.prompt_tokens
+        self.usage.completion_tokens += reply.completion_tokens
         return decode_json_answer(reply.raw, reply.cut_off, output_type, max_tokens)
 
     async def stream(
@@ -72,8 +77,10 @@ class SupervisedGenerator(Supervisor):
         async with self._request():
             await self._begin(frames.Stream(list(messages), max_tokens, temperature))
             finished = False
+            self.usage.calls += 1
             try:
                 while isinstance(reply := await self._reply(), frames.Token):
+                    self.usage.completion_tokens += 1
                     yield reply.text
                 finished = True
                 self._succeeded()

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TypeVar
 
-from daemon.llm.generate import ChatMessage, Generator
+from daemon.llm.generate import ChatMessage, Generator, Usage
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,10 @@ class BehindLive:
     @property
     def last_used(self) -> float:
         return self.inner.last_used
+
+    @property
+    def usage(self) -> Usage:
+        return self.inner.usage
 
     async def _wait(self) -> None:
         if self.pausing() and self.is_live():

@@ -67,7 +67,7 @@ import msgspec
 import trio
 
 from daemon.config import Settings
-from daemon.errors import BrainCueError, EngineError, InvalidInput
+from daemon.errors import BrainCueError, EngineError, EngineUnavailable, InvalidInput
 from daemon.llm.generate import (
     AnswerCutOff,
     ChatMessage,
@@ -112,7 +112,8 @@ from daemon.memory.pieces import (
     transcript_budget,
 )
 from daemon.memory.validate import FILLER, fluent, words
-from daemon.sensitive.gate import Gate
+from daemon.memory.waiting import Watched, is_waiting, waiting_reason
+from daemon.sensitive.gate import Gate, mask_lines
 from daemon.store.records import (
     Assertion,
     Chunk,
@@ -286,6 +287,17 @@ def stage_steps(progress: Progress | None, stage: Stage) -> Steps:
 
 
 # -- the model calls -----------------------------------------------------------------------------
+
+
+def readable(turns: list[Turn], settings: Settings) -> list[Turn]:
+    """The turns as the model reads them: as said for the embedded engine (in a process of the
+    daemon's own), every secret said masked in all of them for a model served elsewhere
+    (``llm_engine`` other than embedded): only masked text leaves the daemon."""
+    if settings.llm_engine == "embedded":
+        return turns
+    masked = mask_lines([t.text for t in turns])
+    return [t if text == t.text else msgspec.structs.replace(t, text=text)
+            for t, text in zip(turns, masked, strict=True)]
 
 
 def spoken(turns: Sequence[Turn]) -> list[Turn]:
@@ -636,7 +648,7 @@ class Rememberer:
         written when it stopped is only marked done."""
         unfinished = await self.store.run(self.store.keep_states, statuses=("pending", "running"))
         for state in unfinished:
-            if state.attempts >= MAX_KEEP_ATTEMPTS:
+            if state.attempts >= MAX_KEEP_ATTEMPTS and not is_waiting(state.reason):
                 log.warning("the keep of session %d was interrupted %d times: given up",
                             state.session_id, state.attempts)
                 await self.store.run(self.store.set_keep_state, state.session_id, "failed",
@@ -658,6 +670,32 @@ class Rememberer:
             log.info("keep of session %d finished: %s", state.session_id,
                      outcome.keep_status or "nothing to do")
 
+    async def finish_waiting(self) -> int:
+        """Run again the keeps that wait for the language model (:mod:`daemon.memory.waiting`),
+        the oldest first, until one has to wait again; returns how many finished."""
+        finished = 0
+        waiting = await self.store.run(self.store.keep_states, statuses=("pending",))
+        for state in waiting:
+            now = await self.store.run(self.store.keep_state, state.session_id)
+            if now is None or now.status != "pending" or not is_waiting(now.reason):
+                continue  # finished or asked again meanwhile, or not waiting for the model
+            log.info("the language model answers: the keep of session %d goes on",
+                     state.session_id)
+            try:
+                outcome = await self.remember(state.session_id, "keep")
+            except BrainCueError as e:  # e.g. the session is gone
+                log.warning("could not finish the keep of session %d: %s", state.session_id, e)
+                continue
+            if outcome.keep_status == "pending":
+                break  # the engine went away again
+            finished += 1
+        return finished
+
+    async def waiting(self) -> bool:
+        """Whether a keep waits for the language model."""
+        states = await self.store.run(self.store.keep_states, statuses=("pending",))
+        return any(is_waiting(s.reason) for s in states)
+
     def _wrote_assertions_since(self, state: KeepState) -> bool:
         return state.status == "running" and any(
             a.source == "extracted" and a.recorded_at >= state.since
@@ -672,6 +710,9 @@ class Rememberer:
                                                session_id=session.id, include_invalidated=True)}
         try:
             status, reason = await self._keep(session, space, out, progress)
+        except EngineUnavailable as e:  # nothing lost: it goes on once the engine answers
+            status, reason = "pending", waiting_reason(e)
+            out.notes.append(f"the summary and extraction wait for the language model: {e}")
         except Exception as e:
             await self.store.run(self.store.set_keep_state, session.id, "failed", _why(e))
             raise
@@ -748,12 +789,13 @@ class Rememberer:
             out.notes.append(f"nothing was summarised or extracted: {e}")
             return "failed", f"no language model: {e}"
         await self.store.run(self.store.set_keep_state, session.id, "running")
-        generator = self._behind_live(model, session.id)
+        generator = Watched(self._behind_live(model, session.id))  # a failing engine: waits
         failed = []
         context = settings.llm_context
         # what the model writes is checked for the secrets said in the session, however it
         # phrases them: one gate for the archive, assertions and candidates
         gate = Gate.of(t.text for t in turns)
+        turns = readable(turns, settings)
         # the assertions first: in a long transcript they state the archive's decisions and
         # action items (:func:`summarise`)
         items: list[ExtractedAssertion] | None = None
@@ -764,6 +806,7 @@ class Rememberer:
             _log_unexpected(e)
             failed.append(f"extraction failed: {_why(e)}")
             out.notes.append(failed[-1])
+        generator.check()
         if archive_on:
             # what was decided and who owes what are the validated assertions at every
             # length (a 0.5B model writing them for a seven-turn meeting credited a
@@ -777,6 +820,7 @@ class Rememberer:
                 _log_unexpected(e)
                 failed.append(f"the archive failed: {_why(e)}")
                 out.notes.append(failed[-1])
+        generator.check()
         if items is not None:
             try:
                 await self._store_extracted(generator, session, items, out, progress, gate,

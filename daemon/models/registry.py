@@ -110,6 +110,9 @@ class Entry:
     wheels: FromWheels | None = None
     # an embedding model's instruction before a search query (stored texts go without)
     query_prefix: str = ""
+    # the user's own file (``braincue models add``): ``filename`` is its absolute path, pinned
+    # by this sha256 when it was added
+    own_sha256: str | None = None
 
     def recipe(self, source: Source) -> Recipe | None:
         return self.hub if source == "hub" else self.wheels
@@ -122,8 +125,8 @@ class Entry:
     def pinned_sha256(self) -> frozenset[str]:
         """Every sha256 an installed copy of this model may have."""
         return frozenset(
-            r.sha256 for r in (self.hub, self.wheels) if r is not None and r.sha256 is not None
-        )
+            [r.sha256 for r in (self.hub, self.wheels) if r is not None and r.sha256 is not None]
+            + ([self.own_sha256] if self.own_sha256 else []))
 
     @property
     def size(self) -> int | None:

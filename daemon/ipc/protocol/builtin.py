@@ -7,9 +7,9 @@ import msgspec
 from daemon.ipc.protocol.base import TOPIC_STATUS, TOPIC_SYNC, Event, Reply, Request, sync_topic
 
 __all__ = [
-    "LiveStatus", "ModelProcessInfo", "Ping", "Pong", "SettingValue", "SettingsGet",
-    "SettingsReply", "SettingsSet", "SourceStatus", "Status", "StatusEvent", "StatusReply",
-    "Subscribed"
+    "LanguageModelInfo", "LiveStatus", "ModelProcessInfo", "Ping", "Pong", "SettingValue",
+    "SettingsGet", "SettingsReply", "SettingsSet", "SourceStatus", "Status", "StatusEvent",
+    "StatusReply", "Subscribed"
 ]
 
 
@@ -60,6 +60,25 @@ class ModelProcessInfo(msgspec.Struct, frozen=True):
     unloaded_at: float | None = None
 
 
+class LanguageModelInfo(msgspec.Struct, frozen=True):
+    """The language model: its ``engine`` ("embedded" or "openai"), ``model``, ``state``
+    ("loaded", "loads on first use", "not installed"; a server's "ready", "unreachable",
+    "failing" or "refused") and why (``detail``: the error with its fix); a server's ``url``
+    and, when it is off this machine, the host conversation text goes to (``sends_to``); the
+    embedded model's llama.cpp ``backend`` ("CPU", "CUDA", "Metal", ...) and its layers on
+    the GPU (``gpu_layers`` of ``layers``)."""
+
+    engine: str
+    model: str
+    state: str
+    detail: str = ""
+    url: str = ""
+    sends_to: str = ""
+    backend: str = ""
+    gpu_layers: int = 0
+    layers: int = 0
+
+
 class StatusReply(Reply):
     profile: str
     version: str
@@ -73,6 +92,7 @@ class StatusReply(Reply):
     live: LiveStatus | None = None  # None: capture is not part of this daemon
     model_processes: list[ModelProcessInfo] = []
     rss_bytes: int | None = None  # the daemon's own memory now (its model processes' apart)
+    language_model: LanguageModelInfo | None = None
 
 
 SettingValue = str | int | float | bool
