@@ -262,3 +262,20 @@ def test_a_confirmed_print_moves_by_its_share_of_speech_at_most_the_bound() -> N
     assert np.isclose(bounded @ heard / (bounded @ old), 0.25 / 0.75)
     replaced, seconds, encoder = learnt((old, 10.0, "a"), (heard, 5.0, "b"), 0.25)
     assert (encoder, seconds) == ("b", 5.0) and np.allclose(replaced, heard)
+
+
+def test_a_first_voice_that_never_grew_past_a_word_joins_the_voice_it_is_most_like() -> None:
+    voices = SessionVoices(DiarizeConfig(same_voice=0.8, min_new_voice_s=1.2))
+    word = voices.assign(np.array([0.6, 0.8, 0.0], np.float32), 0.7)  # "War." cut off
+    ann = voices.assign(np.array([1.0, 0.0, 0.0], np.float32), 4.0)  # 0.6 alike: a voice
+    cara = voices.assign(np.array([0.0, 0.0, 1.0], np.float32), 6.0)
+    assert [v.session_label for v in voices.voices] == ["Them 1", "Them 2", "Them 3"]
+    assert voices.merge_alike() == {"Them 1": ann}
+    assert voices.voices == [ann, cara] and ann.seconds == 4.7
+    assert word not in voices.voices
+
+
+def test_the_only_voice_of_a_session_stays_however_short() -> None:
+    voices = SessionVoices(DiarizeConfig(same_voice=0.8, min_new_voice_s=1.2))
+    word = voices.assign(np.array([0.6, 0.8, 0.0], np.float32), 0.7)
+    assert voices.merge_alike() == {} and voices.voices == [word]

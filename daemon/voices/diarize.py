@@ -231,17 +231,29 @@ class SessionVoices:
         voice, the later joining the earlier (most alike pairs first; two voices named
         differently stay apart). A voice heard first in a few short utterances may have
         started before there was enough of it to match: the same test, on more speech.
+        A voice that never grew past ``min_new_voice_s`` once a later voice started joins the
+        voice it is most like: the first piece of a session starts a voice however short it
+        is (a word cut off, a cough), where any later piece that short would have joined one.
         Returns the session labels merged away, each with the voice it is now."""
         merged: dict[str, SessionVoice] = {}
         while True:
             pairs = [(float(a.centroid @ b.centroid), i, j)
                      for i, a in enumerate(self.voices) for j, b in enumerate(self.voices)
                      if i < j and not (a.named and b.named and a.named.id != b.named.id)]
-            best = max(pairs, default=None)
-            if best is None or best[0] < self.config.same_voice:
-                return merged
-            _, i, j = best
-            keep, gone = self.voices[i], self.voices.pop(j)
+            stubs = [k for k, v in enumerate(self.voices[:-1])
+                     if v.seconds < self.config.min_new_voice_s and v.named is None]
+            if stubs:
+                k = stubs[0]
+                _, i, j = max(p for p in pairs if k in p[1:])
+                keep, gone = (self.voices[j], self.voices[i]) if i == k else (
+                    self.voices[i], self.voices[j])
+                self.voices.remove(gone)
+            else:
+                best = max(pairs, default=None)
+                if best is None or best[0] < self.config.same_voice:
+                    return merged
+                _, i, j = best
+                keep, gone = self.voices[i], self.voices.pop(j)
             keep.total = keep.total + gone.total
             keep.seconds += gone.seconds
             if keep.named is None:
