@@ -45,6 +45,7 @@ import json
 import shutil
 import signal
 import sys
+import tempfile
 import time
 import uuid
 from collections import defaultdict
@@ -494,8 +495,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             (args.keep / f"call-{call.index:02d}.json").write_text(json.dumps(
                 {"them": call.them, "me": call.me, "named": named,
                  "spoken": [vars(s) for s in call.spoken]}, indent=1))
-    folder = Path(f"/tmp/bc-voices-{uuid.uuid4().hex[:8]}")
-    folder.mkdir()
+    folder = Path(tempfile.mkdtemp(prefix="bc-voices-", dir="/tmp"))  # short: the sockets
     try:
         figures, cost = run(calls, named, asr=args.asr, stereo=args.channel == "stereo",
                             folder=folder, explain=args.explain, root=args.daemon_root)
