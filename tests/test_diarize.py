@@ -232,3 +232,50 @@ def test_a_segment_whisper_timed_past_the_utterance_ends_with_it() -> None:
     said = label_segments(voices, ToneEncoder(), speech(("ann", 2.0)),
                           [Segment(0.0, 2.6, "Years.")])
     assert [(s.start, s.end) for s in said] == [(0.0, 2.0)]
+
+
+def test_a_voice_is_named_only_when_sure_and_otherwise_offered_the_name() -> None:
+    config = DiarizeConfig(named_voice=0.8, suggest_voice=0.5, name_after_s=2.0)
+    sarah = NamedVoice(1, "Sarah", np.array([1.0, 0.0, 0.0], np.float32))
+    voices = SessionVoices(config, [sarah])
+    near = np.array([0.9, np.sqrt(1 - 0.81), 0.0], np.float32)  # 0.9 alike to her print
+    maybe = np.array([0.6, 0.8, 0.0], np.float32)  # 0.6 alike: offered, not named
+    heard = voices.assign(near, 1.0)
+    assert (heard.named, heard.suggested) == (None, sarah)  # heard too briefly to be sure
+    heard = voices.assign(near, 2.0)
+    assert (heard.named, heard.suggested) == (sarah, None)
+    other = voices.assign(np.array([0.0, 0.0, 1.0], np.float32), 3.0)
+    other.total = maybe * 3.0
+    voices.use_named([sarah])
+    assert (other.named, other.suggested) == (None, None)  # she is taken by the surer voice
+    assert heard.named == sarah
+
+
+def test_a_confirmed_print_moves_by_its_share_of_speech_at_most_the_bound() -> None:
+    from daemon.store.voices import learnt
+
+    old = np.array([1.0, 0.0], np.float32)
+    heard = np.array([0.0, 1.0], np.float32)
+    small, seconds, _ = learnt((old, 30.0, "m"), (heard, 10.0, "m"), 0.25)
+    assert seconds == 40.0 and np.isclose(small @ heard / (small @ old), 10 / 30)
+    bounded, _, _ = learnt((old, 10.0, "m"), (heard, 300.0, "m"), 0.25)
+    assert np.isclose(bounded @ heard / (bounded @ old), 0.25 / 0.75)
+    replaced, seconds, encoder = learnt((old, 10.0, "a"), (heard, 5.0, "b"), 0.25)
+    assert (encoder, seconds) == ("b", 5.0) and np.allclose(replaced, heard)
+
+
+def test_a_first_voice_that_never_grew_past_a_word_joins_the_voice_it_is_most_like() -> None:
+    voices = SessionVoices(DiarizeConfig(same_voice=0.8, min_new_voice_s=1.2))
+    word = voices.assign(np.array([0.6, 0.8, 0.0], np.float32), 0.7)  # "War." cut off
+    ann = voices.assign(np.array([1.0, 0.0, 0.0], np.float32), 4.0)  # 0.6 alike: a voice
+    cara = voices.assign(np.array([0.0, 0.0, 1.0], np.float32), 6.0)
+    assert [v.session_label for v in voices.voices] == ["Them 1", "Them 2", "Them 3"]
+    assert voices.merge_alike() == {"Them 1": ann}
+    assert voices.voices == [ann, cara] and ann.seconds == 4.7
+    assert word not in voices.voices
+
+
+def test_the_only_voice_of_a_session_stays_however_short() -> None:
+    voices = SessionVoices(DiarizeConfig(same_voice=0.8, min_new_voice_s=1.2))
+    word = voices.assign(np.array([0.6, 0.8, 0.0], np.float32), 0.7)
+    assert voices.merge_alike() == {} and voices.voices == [word]

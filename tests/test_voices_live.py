@@ -19,7 +19,7 @@ from daemon.models.convert_resemblyzer import EXPECTED_SHAPES as GE2E_SHAPES
 from daemon.models.convert_resemblyzer import write_npz
 from daemon.models.registry import ENTRIES, PREFERENCE, lookup
 from daemon.store.store import Store
-from daemon.voices import service
+from daemon.voices import naming, service
 from daemon.voices.diarize import DiarizeConfig
 from daemon.voices.encoder import VoiceEncoder
 from daemon.voices.service import Voices
@@ -132,8 +132,10 @@ def test_cam_plus_plus_runs_when_installed_with_its_own_thresholds_ge2e_when_set
     voices = Voices(store, lambda: Settings(auto_start=False), models)
     assert isinstance(voices.encoder(), ToneEncoder)
     assert (voices.model_id, voices.status()) == ("campplus-zh-en", "on")
-    assert (voices.config.change_below, voices.config.same_voice,
-            voices.config.named_voice) == (0.4, 0.5, 0.5)
+    fitted = naming.fitted("campplus-zh-en")  # when a voice is named: the fitted data file
+    assert fitted is not None and fitted.named_voice > fitted.suggest_voice
+    assert (voices.config.change_below, voices.config.same_voice, voices.config.named_voice,
+            voices.config.suggest_voice) == (0.4, 0.5, fitted.named_voice, fitted.suggest_voice)
     assert voices.session(1).config == voices.config  # what a session's voices run with
 
     ge2e = Voices(store, lambda: Settings(auto_start=False, voice_model="resemblyzer"), models)

@@ -92,7 +92,8 @@ def stop(context: Context, as_json: bool) -> None:
 @click.command("import")
 @click.argument("audio", type=click.Path(path_type=Path, exists=True, dir_okay=False))
 @click.option("--stereo", is_flag=True,
-              help='Two speakers on two channels: left is "me", right is "them".')
+              help='A call on two channels: left is "me", right is "them" (whose voices '
+                   'are told apart).')
 @click.option("--speaker", default=None,
               help='The one speaker of a mono file (default: its voices are told apart, '
                    '"Them 1", "Them 2", or their names).')
@@ -112,7 +113,7 @@ def import_audio(context: Context, audio: Path, stereo: bool, speaker: str | Non
         path=str(audio.resolve()),
         stereo=stereo,
         speaker=speaker or "me",
-        voices=not stereo and speaker is None,
+        voices=speaker is None,
         space=space,
         activity=activity or "",
         title=title,

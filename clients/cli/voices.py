@@ -1,9 +1,12 @@
-"""Named voices from the shell: `braincue voices list | name | merge | forget`. They only speak
-the protocol.
+"""Named voices from the shell: `braincue voices list | show | name | merge | forget`. They
+only speak the protocol.
 
 The voices of a session are told apart as "Them 1", "Them 2", ...; naming one keeps its
 voiceprint in the profile so that later sessions show its name, and renames its past turns.
-Nothing about a voice is kept across sessions unless it is named; `forget` deletes it.
+A later voice is named only when it is surely that voice; when it only may be, `voices list`
+offers the name as a question ("Sarah?") and naming it confirms it. Naming or confirming a
+voice teaches its print. Nothing about a voice is kept across sessions unless it is named;
+`forget` deletes it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from daemon.ipc.protocol import (
     VoiceMerge,
     VoiceName,
     VoiceReply,
+    VoiceShow,
     VoicesList,
     VoicesReply,
 )
@@ -48,9 +52,15 @@ def voices_lines(reply: VoicesReply) -> list[str]:
     if reply.heard:
         lines += ["", "heard since the daemon started (kept in memory only):"]
         rows = [("SESSION", "VOICE", "IS", "SPEECH")]
-        rows += [(str(h.session_id), h.label, h.name or "-", f"{h.seconds:.0f} s")
+        rows += [(str(h.session_id), h.label, h.name or (f"{h.suggestion}?" if h.suggestion
+                                                          else "-"), f"{h.seconds:.0f} s")
                  for h in reply.heard]
         lines += _table_lines(rows)
+        asked = [h for h in reply.heard if h.name is None and h.suggestion]
+        if asked:
+            h = asked[-1]
+            lines += ["", f'"NAME?" may be that voice: `braincue voices name "{h.label}" '
+                          f'{h.suggestion} --session {h.session_id}` confirms it']
     return lines
 
 
@@ -60,8 +70,8 @@ def _table_lines(rows: Sequence[Sequence[str]]) -> list[str]:
             for row in rows]
 
 
-def _reply(context: Context, request: VoiceName | VoiceMerge | VoiceForget, as_json: bool
-           ) -> None:
+def _reply(context: Context, request: VoiceName | VoiceMerge | VoiceForget | VoiceShow,
+           as_json: bool) -> None:
     with Client(context.profile, timeout=RELABEL_TIMEOUT_S) as client:
         reply: VoiceReply = client.request(request)
     if as_json:
@@ -83,6 +93,15 @@ def voices_list(context: Context, as_json: bool) -> None:
     echo_reply(context.request(VoicesList()), voices_lines, as_json)
 
 
+@voices.command("show")
+@click.argument("voice", metavar="NAME-OR-ID")
+@json_option
+@click.pass_obj
+def voices_show(context: Context, voice: str, as_json: bool) -> None:
+    """How much speech a named voice's print rests on, and when it was last heard."""
+    _reply(context, VoiceShow(voice=voice), as_json)
+
+
 @voices.command("name")
 @click.argument("voice", metavar="LABEL-OR-ID")
 @click.argument("name")
@@ -92,7 +111,9 @@ def voices_list(context: Context, as_json: bool) -> None:
 @click.pass_obj
 def voices_name(context: Context, voice: str, name: str, session_id: int | None,
                 as_json: bool) -> None:
-    """Name a session voice ("Them 2") or rename a named voice (its ID); past turns follow."""
+    """Name a session voice ("Them 2") or rename a named voice (its ID); past turns follow.
+    Giving a session voice a known name (one offered as "NAME?") confirms it: that voice's
+    print learns from it."""
     _reply(context, VoiceName(voice=voice, name=name, session_id=session_id), as_json)
 
 

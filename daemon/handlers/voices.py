@@ -1,9 +1,9 @@
-"""Handlers for named voices: `braincue voices list | name | merge | forget`."""
+"""Handlers for named voices: `braincue voices list | show | name | merge | forget`."""
 
 from __future__ import annotations
 
 from daemon.handlers.context import Context
-from daemon.handlers.wire import voice_info
+from daemon.handlers.wire import voice_info, voice_summary
 from daemon.ipc.dispatch import Handlers
 from daemon.ipc.protocol import (
     HeardVoiceInfo,
@@ -11,6 +11,7 @@ from daemon.ipc.protocol import (
     VoiceMerge,
     VoiceName,
     VoiceReply,
+    VoiceShow,
     VoicesList,
     VoicesReply,
 )
@@ -34,7 +35,8 @@ def register_voices(handlers: Handlers, voices: Voices) -> None:
             return VoicesReply(
                 voices=[voice_info(v) for v in named],
                 heard=[HeardVoiceInfo(session_id=h.session_id, label=h.label, name=h.name,
-                                      seconds=h.seconds) for h in voices.heard()],
+                                      seconds=h.seconds, suggestion=h.suggestion)
+                       for h in voices.heard()],
                 voices_enabled=voices.switched_on,
                 state=state,
                 model_id=model_id,
@@ -49,6 +51,10 @@ def register_voices(handlers: Handlers, voices: Voices) -> None:
                           message=f"{request.voice} is {named.name}: {named.turns} turns in "
                                   f"{named.sessions} session(s) show the name")
 
+    async def voice_show(request: VoiceShow) -> VoiceReply:
+        shown = await voices.store.run(voices.show, request.voice)
+        return VoiceReply(voice=voice_info(shown), message=voice_summary(shown))
+
     async def voice_merge(request: VoiceMerge) -> VoiceReply:
         merged = await voices.store.run(voices.merge, request.keep, request.other)
         return VoiceReply(voice=voice_info(merged),
@@ -62,5 +68,6 @@ def register_voices(handlers: Handlers, voices: Voices) -> None:
 
     handlers.add(VoicesList, voices_list)
     handlers.add(VoiceName, voice_name)
+    handlers.add(VoiceShow, voice_show)
     handlers.add(VoiceMerge, voice_merge)
     handlers.add(VoiceForget, voice_forget)

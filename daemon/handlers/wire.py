@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -302,7 +303,17 @@ def search_hit(result: SearchResult) -> SearchHit:
 
 def voice_info(v: StoredVoice) -> VoiceInfo:
     return VoiceInfo(id=v.id, name=v.name, sessions=v.sessions, turns=v.turns,
-                     seconds=round(v.seconds, 1), created_at=v.created_at, model_id=v.model_id)
+                     seconds=round(v.seconds, 1), created_at=v.created_at, model_id=v.model_id,
+                     last_heard=v.last_heard)
+
+
+def voice_summary(v: StoredVoice) -> str:
+    """What `voices show` says of a named voice: what its print rests on, when it was heard."""
+    heard = ("not heard since it was named" if v.last_heard is None else
+             f"last heard {time.strftime('%Y-%m-%d %H:%M', time.localtime(v.last_heard))}")
+    return (f"{v.name} (voice {v.id}): its print rests on {v.seconds:.0f} s of speech "
+            f"confirmed as theirs (named under {v.model_id}); {v.turns} turns in "
+            f"{v.sessions} session(s) show the name; {heard}")
 
 
 def citation(cited: Cited) -> Citation:

@@ -790,8 +790,9 @@ class Live:
     # -- import --------------------------------------------------------------------------------
 
     def _import_voices(self, options: ImportOptions) -> Voices | None:
-        """The voices that tell the speakers of a mono import apart, when asked and able."""
-        if options.stereo or not options.voices or self.voices is None:
+        """The voices that tell the speakers of a mono import (or a stereo one's "them") apart,
+        when asked and able."""
+        if not options.voices or self.voices is None:
             return None
         if not self.voices.enabled():
             log.warning("importing %s as one speaker: voices %s", options.path,
@@ -801,8 +802,9 @@ class Live:
 
     async def import_audio(self, options: ImportOptions,
                            progress: Callable[[ImportedSoFar], None]) -> Imported:
-        """Transcribe an audio file into a new, ended session (mono: one speaker; stereo:
-        left "me", right "them"), telling ``progress`` after each utterance; the ending is
+        """Transcribe an audio file into a new, ended session (mono: one speaker, or its
+        voices told apart; stereo: left "me", right "them", whose voices are told apart as a
+        live call's are), telling ``progress`` after each utterance; the ending is
         published as a live session's is."""
         path = options.path
         if not path.is_absolute():
@@ -854,7 +856,8 @@ class Live:
                 if not is_phantom(text):
                     said = Said("loopback", utterance.start, utterance.end, text,
                                 utterance.audio, segments)
-                    parts = None if voices is None else await self._voices_of(session.id, said)
+                    parts = (None if voices is None or (options.stereo and speaker == "me")
+                             else await self._voices_of(session.id, said))
                     new = imported_turns(speaker, utterance, text, parts)
                     await self._db(partial(self.store.append_turns, session.id, new))
                     turns += len(new)

@@ -38,6 +38,7 @@ class StoredVoice:
     created_at: float
     sessions: int = 0
     turns: int = 0
+    last_heard: float | None = None  # when a turn shown with its name last ended (unix time)
 
 
 @dataclass(frozen=True)
@@ -70,14 +71,16 @@ class _ToEmbed:
 _VOICE_COLUMNS = (
     "v.id, v.name, v.model_id, v.voiceprint, v.seconds, v.created_at,"
     " (SELECT count(DISTINCT session_id) FROM turns t WHERE t.voice_id = v.id),"
-    " (SELECT count(*) FROM turns t WHERE t.voice_id = v.id)"
+    " (SELECT count(*) FROM turns t WHERE t.voice_id = v.id),"
+    " (SELECT max(s.started_at + t.end_s) FROM turns t JOIN sessions s ON s.id = t.session_id"
+    "  WHERE t.voice_id = v.id)"
 )
 
 
 def _voice(row: Any) -> StoredVoice:
-    vid, name, model_id, blob, seconds, created, sessions, turns = row
+    vid, name, model_id, blob, seconds, created, sessions, turns, last_heard = row
     return StoredVoice(vid, name, model_id, from_blob(blob, len(blob) // 4), seconds, created,
-                       sessions, turns)
+                       sessions, turns, last_heard)
 
 
 def _clean_name(name: str) -> str:
@@ -238,14 +241,29 @@ def _combined(a: _Print, b: _Print, model_id: str) -> _Print:
     return merged.astype(np.float32), a[1] + b[1], a[2]
 
 
+def learnt(old: _Print, heard: _Print, at_most: float) -> _Print:
+    """``old`` moved towards ``heard`` (speech the user confirmed is this voice's): by its
+    share of the speech heard in all, but by at most ``at_most`` — a long call whose voice was
+    mixed with another's cannot take the print far. A print made by another encoder than
+    ``heard``'s is replaced (the two cannot be compared)."""
+    if old[2] != heard[2]:
+        return heard[0].astype(np.float32), heard[1], heard[2]
+    step = min(heard[1] / max(old[1] + heard[1], 1e-9), at_most)
+    moved = (1 - step) * old[0] + step * heard[0]
+    moved = moved / max(float(np.linalg.norm(moved)), 1e-12)
+    return moved.astype(np.float32), old[1] + heard[1], old[2]
+
+
 def extend_voice(store: Store, voice_id: int, voiceprint: Vectors, seconds: float,
-                 session_labels: Sequence[tuple[int, str]], model_id: str) -> StoredVoice:
+                 session_labels: Sequence[tuple[int, str]], model_id: str,
+                 at_most: float = 1.0) -> StoredVoice:
     """A session voice is this named voice too: its turns take the name, and the voiceprint
-    becomes the time-weighted mean of both — or, when the voice was named under another
-    encoder than ``model_id`` (whose prints cannot be compared with this one's), this one."""
+    learns from it (:func:`learnt`, moved by at most ``at_most``) — or, when the voice was
+    named under another encoder than ``model_id`` (whose prints cannot be compared with this
+    one's), becomes this one."""
     voice = get_voice(store, voice_id)
-    print_, total, _ = _combined((voice.voiceprint, voice.seconds, voice.model_id),
-                                 (np.asarray(voiceprint, np.float32), seconds, model_id), model_id)
+    print_, total, _ = learnt((voice.voiceprint, voice.seconds, voice.model_id),
+                              (np.asarray(voiceprint, np.float32), seconds, model_id), at_most)
 
     def txn(conn: apsw.Connection, changes: writes.IndexChanges) -> _ToEmbed:
         conn.execute("UPDATE voices SET voiceprint = ?, seconds = ?, model_id = ? WHERE id = ?",

@@ -40,7 +40,15 @@ class DiarizeConfig:
     change_below: float = 0.70  # neighbouring pieces whose voices are less alike are apart
     min_piece_s: float = 0.8  # shorter pieces join their more alike neighbour
     same_voice: float = 0.80  # a piece at least this alike to a session voice is that voice
-    named_voice: float = 0.80  # a session voice at least this alike to a named one is named
+    named_voice: float = 0.80  # a session voice at least this alike to a named one is named ...
+    name_ahead_by: float = 0.0  # ... and this much more alike to it than to any other named one
+    name_after_s: float = 0.0  # ... once this much of it was heard
+    # below those, a session voice at least this alike to a named one is offered that name as
+    # a question ("Sarah?"), its turns left "Them 2" (above 1: never)
+    suggest_voice: float = 2.0
+    # naming or confirming a voice moves its print towards the speech confirmed, time-weighted,
+    # by at most this share: one bad call cannot move it far
+    learn_at_most: float = 0.25
     # a piece shorter than this joins the nearest voice rather than start one: less than one
     # 1.6 s window of speech is too little to tell a new voice from noise or a cough
     min_new_voice_s: float = 1.2
@@ -175,6 +183,7 @@ class SessionVoice:
     seconds: float
     named: NamedVoice | None = None
     pinned: bool = False  # the user named this very voice: recognition leaves it alone
+    suggested: NamedVoice | None = None  # not sure enough to name it: "Sarah?"
 
     @property
     def centroid(self) -> Vectors:
@@ -222,17 +231,29 @@ class SessionVoices:
         voice, the later joining the earlier (most alike pairs first; two voices named
         differently stay apart). A voice heard first in a few short utterances may have
         started before there was enough of it to match: the same test, on more speech.
+        A voice that never grew past ``min_new_voice_s`` once a later voice started joins the
+        voice it is most like: the first piece of a session starts a voice however short it
+        is (a word cut off, a cough), where any later piece that short would have joined one.
         Returns the session labels merged away, each with the voice it is now."""
         merged: dict[str, SessionVoice] = {}
         while True:
             pairs = [(float(a.centroid @ b.centroid), i, j)
                      for i, a in enumerate(self.voices) for j, b in enumerate(self.voices)
                      if i < j and not (a.named and b.named and a.named.id != b.named.id)]
-            best = max(pairs, default=None)
-            if best is None or best[0] < self.config.same_voice:
-                return merged
-            _, i, j = best
-            keep, gone = self.voices[i], self.voices.pop(j)
+            stubs = [k for k, v in enumerate(self.voices[:-1])
+                     if v.seconds < self.config.min_new_voice_s and v.named is None]
+            if stubs:
+                k = stubs[0]
+                _, i, j = max(p for p in pairs if k in p[1:])
+                keep, gone = (self.voices[j], self.voices[i]) if i == k else (
+                    self.voices[i], self.voices[j])
+                self.voices.remove(gone)
+            else:
+                best = max(pairs, default=None)
+                if best is None or best[0] < self.config.same_voice:
+                    return merged
+                _, i, j = best
+                keep, gone = self.voices[i], self.voices.pop(j)
             keep.total = keep.total + gone.total
             keep.seconds += gone.seconds
             if keep.named is None:
@@ -243,10 +264,12 @@ class SessionVoices:
 
     def use_named(self, named: Sequence[NamedVoice]) -> None:
         """The profile's named voices changed (named, renamed, merged, forgotten): each named
-        voice goes to the session voice most like it, most alike pairs first."""
+        voice goes to the session voice most like it, most alike pairs first, where the
+        voice is sure enough (:meth:`sure`)."""
         self.named = named
         by_id = {n.id: n for n in named}
         for voice in self.voices:
+            voice.suggested = None
             if voice.pinned and voice.named is not None and voice.named.id in by_id:
                 voice.named = by_id[voice.named.id]
             else:
@@ -257,23 +280,47 @@ class SessionVoices:
              if v.named is None for n in named if n.id not in taken),
             key=lambda p: -p[0],
         )
-        for similarity, k, n in pairs:
+        for _, k, n in pairs:
             voice = self.voices[k]
-            if similarity >= self.config.named_voice and voice.named is None and n.id not in taken:
+            if voice.named is None and n.id not in taken and self.sure(voice, n):
                 voice.named = n
                 taken.add(n.id)
+        for voice in self.voices:
+            if voice.named is None:
+                voice.suggested = self._suggestion(voice, taken)
+
+    def likeness(self, voice: SessionVoice) -> list[tuple[float, NamedVoice]]:
+        """How alike ``voice`` is to each named voice, most alike first."""
+        return sorted(((float(n.voiceprint @ voice.centroid), n) for n in self.named),
+                      key=lambda p: -p[0])
+
+    def sure(self, voice: SessionVoice, named: NamedVoice) -> bool:
+        """Whether ``voice`` is surely ``named``: heard for at least ``name_after_s``, at
+        least ``named_voice`` alike to its print and ``name_ahead_by`` more alike to it than to
+        any other named voice's. A stranger given a known name is the costly error: below
+        this the name is only offered."""
+        if voice.seconds < self.config.name_after_s:
+            return False
+        ranked = self.likeness(voice)
+        mine = next(s for s, n in ranked if n.id == named.id)
+        others = [s for s, n in ranked if n.id != named.id]
+        return (mine >= self.config.named_voice
+                and mine - max(others, default=-1.0) >= self.config.name_ahead_by)
+
+    def _suggestion(self, voice: SessionVoice, taken: set[int]) -> NamedVoice | None:
+        """The named voice to offer ``voice`` as a question, when alike enough."""
+        ranked = self.likeness(voice)
+        if ranked and ranked[0][0] >= self.config.suggest_voice and ranked[0][1].id not in taken:
+            return ranked[0][1]
+        return None
 
     def _recognise(self, voice: SessionVoice) -> None:
         if voice.pinned:
             return
         taken = {v.named.id for v in self.voices if v.named is not None and v is not voice}
-        candidates = [n for n in self.named if n.id not in taken]
-        if not candidates:
-            voice.named = None
-            return
-        sims = [float(n.voiceprint @ voice.centroid) for n in candidates]
-        k = int(np.argmax(sims))
-        voice.named = candidates[k] if sims[k] >= self.config.named_voice else None
+        ranked = [n for _, n in self.likeness(voice) if n.id not in taken]
+        voice.named = ranked[0] if ranked and self.sure(voice, ranked[0]) else None
+        voice.suggested = None if voice.named is not None else self._suggestion(voice, taken)
 
     def join_alike(self, pieces: Sequence[Piece]) -> list[Piece]:
         """Neighbouring pieces of one utterance whose session voices are not apart — at least

@@ -31,6 +31,7 @@ from daemon.errors import BrainCueError, InvalidInput, NotFound
 from daemon.models.registry import PREFERENCE, Entry, is_installed, lookup, pick_installed
 from daemon.store import voices as voice_store
 from daemon.store.store import Store
+from daemon.voices import naming
 from daemon.voices.campplus import CampplusEncoder
 from daemon.voices.diarize import (
     DiarizeConfig,
@@ -61,11 +62,23 @@ class VoiceModel:
 # (docs/benchmarks/speakers.md): GE2E's are DiarizeConfig's defaults; CAM++'s voices are
 # less alike to each other (two speakers' 1.6 s windows: equal error rate 4.0% against 17.7%),
 # so its cuts and matches sit lower (DER 23.2%, leave-one-out over the thresholds 23.9%)
+# When a session voice is given a known name, and when the name is only offered, is fitted on
+# real voices (naming.fitted: a data file, rebuilt by bench.voices_margin); an encoder without
+# fitted thresholds names at its ``named_voice``.
+
+
+def _with_naming(config: DiarizeConfig, model_id: str) -> DiarizeConfig:
+    found = naming.fitted(model_id)
+    return config if found is None else dataclasses.replace(config, **dataclasses.asdict(found))
+
+
 ENCODERS: dict[str, VoiceModel] = {
     "campplus-zh-en": VoiceModel(
         CampplusEncoder.load, CampplusEncoder.model_id,
-        dataclasses.replace(DiarizeConfig(), change_below=0.4, same_voice=0.5, named_voice=0.5)),
-    "resemblyzer": VoiceModel(VoiceEncoder.load, VoiceEncoder.model_id, DiarizeConfig()),
+        _with_naming(dataclasses.replace(DiarizeConfig(), change_below=0.4, same_voice=0.5,
+                                         named_voice=0.5), CampplusEncoder.model_id)),
+    "resemblyzer": VoiceModel(VoiceEncoder.load, VoiceEncoder.model_id,
+                              _with_naming(DiarizeConfig(), VoiceEncoder.model_id)),
 }
 
 
@@ -89,6 +102,7 @@ class HeardVoice:
     label: str  # "Them 2"
     name: str | None
     seconds: float
+    suggestion: str | None = None  # not named, but maybe this named voice ("Sarah?")
 
 
 def split_by_voice(pieces: Sequence[Piece], segments: Sequence[Segment]) -> list[Said]:
@@ -343,12 +357,20 @@ class Voices:
         assert encoder is not None
         voices = self.session(session_id)
         with self._lock:
+            before = {v.session_label: v.label for v in voices.voices}
             said = label_segments(voices, encoder, audio, segments)
             merged = voices.merge_alike() if voices.config.regroup else {}
+            renamed = [v for v in voices.voices
+                       if v.session_label in before and before[v.session_label] != v.label
+                       and v.session_label not in merged]
         for old, into in merged.items():  # its turns stored so far
             voice_store.join_session_voice(self.store, session_id, old, into.session_label,
                                            into.label, None if into.named is None
                                            else into.named.id)
+        for voice in renamed:  # recognised now (or no longer): its turns stored so far follow
+            voice_store.join_session_voice(self.store, session_id, voice.session_label,
+                                           voice.session_label, voice.label,
+                                           None if voice.named is None else voice.named.id)
         return rejoin(said, merged)
 
     def _prune(self) -> None:
@@ -370,7 +392,8 @@ class Voices:
         with self._lock:
             return [
                 HeardVoice(sid, v.session_label, None if v.named is None else v.named.name,
-                           round(v.seconds, 1))
+                           round(v.seconds, 1),
+                           None if v.suggested is None else v.suggested.name)
                 for sid, voices in sorted(self._sessions.items())
                 for v in voices.voices
             ]
@@ -411,7 +434,9 @@ class Voices:
             self._refresh_named()
             return renamed
         sid, heard = self._find_heard(ref, session_id)
-        if heard.named is not None and heard.named.name.casefold() != name.strip().casefold():
+        if (heard.pinned and heard.named is not None
+                and heard.named.name.casefold() != name.strip().casefold()):
+            # the user named this very voice before: a new name for that person
             renamed = voice_store.rename_voice(self.store, heard.named.id, name)
             self._refresh_named()
             return renamed
@@ -419,9 +444,10 @@ class Voices:
             (v for v in voice_store.list_voices(self.store)
              if v.name.casefold() == " ".join(name.split()).casefold()), None)
         labels = [(sid, heard.session_label)]
-        if same_name is not None:
+        if same_name is not None:  # confirmed: the print learns from this voice, bounded
             stored = voice_store.extend_voice(self.store, same_name.id, heard.centroid,
-                                              heard.seconds, labels, self.model_id)
+                                              heard.seconds, labels, self.model_id,
+                                              at_most=self.config.learn_at_most)
         else:
             stored = voice_store.add_voice(self.store, name, heard.centroid, heard.seconds,
                                            self.model_id, labels)
@@ -430,6 +456,10 @@ class Voices:
             heard.pinned = True
         self._refresh_named()
         return stored
+
+    def show(self, ref: str) -> voice_store.StoredVoice:
+        """A named voice by id or name."""
+        return voice_store.get_voice(self.store, self._voice_id(ref))
 
     def merge(self, keep: str, other: str) -> voice_store.StoredVoice:
         merged = voice_store.merge_voices(self.store, self._voice_id(keep), self._voice_id(other),

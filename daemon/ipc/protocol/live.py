@@ -73,7 +73,8 @@ class ImportAudio(Request[ImportAudioReply]):
     path: str  # absolute, resolved by the client; the daemon reads and validates the file
     stereo: bool = False  # left channel "me", right channel "them"; else one speaker
     speaker: str = "me"  # the one speaker of a mono import ...
-    voices: bool = False  # ... unless its voices are told apart ("Them 1", "Them 2", names)
+    voices: bool = False  # ... unless its voices are told apart ("Them 1", "Them 2", names);
+    # a stereo import: the voices of "them" told apart (as live)
     space: str | None = None
     activity: str = ""
     title: str = ""

@@ -8,7 +8,7 @@ from daemon.ipc.protocol.base import Reply, Request
 
 __all__ = [
     "HeardVoiceInfo", "VoiceForget", "VoiceInfo", "VoiceMerge", "VoiceName", "VoiceReply",
-    "VoicesList", "VoicesReply"
+    "VoiceShow", "VoicesList", "VoicesReply"
 ]
 
 
@@ -22,6 +22,7 @@ class VoiceInfo(msgspec.Struct, frozen=True, kw_only=True):
     seconds: float  # speech its voiceprint was learnt from
     created_at: float
     model_id: str = ""  # the encoder it was named under: only that one recognises it
+    last_heard: float | None = None  # when a turn shown with its name last ended (unix time)
 
 
 class HeardVoiceInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -31,6 +32,9 @@ class HeardVoiceInfo(msgspec.Struct, frozen=True, kw_only=True):
     label: str  # "Them 2"
     name: str | None  # the named voice it was recognised as
     seconds: float
+    # not sure enough to name it: the named voice it may be, offered as a question ("Sarah?");
+    # `voices name LABEL NAME` confirms it
+    suggestion: str | None = None
 
 
 class VoicesReply(Reply):
@@ -59,6 +63,12 @@ class VoiceName(Request[VoiceReply]):
     voice: str
     name: str
     session_id: int | None = None
+
+
+class VoiceShow(Request[VoiceReply]):
+    """One named voice (id or name): what its print rests on and when it was last heard."""
+
+    voice: str
 
 
 class VoiceMerge(Request[VoiceReply]):
