@@ -65,13 +65,16 @@ DECIDED = re.compile(
 NOT_DECIDED = re.compile(r"\bdisagree|\bdid not (decide|agree)|\bno decision|\bundecided",
                          re.IGNORECASE)
 HANDED_OUT = re.compile(
-    r"\b(asked|instructed|assigned|told|reminded) (\w+ ){0,4}to\b|\bresponsib|\btasks?\b|"
-    r"\bassignments?\b|\bfor the next meeting\b|\bbefore the next meeting\b|"
-    r"\b(will|would|should|is to|are to|was to|were to|going to) (\w+ )?(work on|look (at|into)|"
-    r"prepare|present|investigate|find out|send|research|design|build|draw|check|gather|email|"
-    r"e-mail|put)\b", re.IGNORECASE)
-OWES = re.compile(r"\b(supposed to|required to|needs? to|had to|has to|will|would|should)\b",
-                  re.IGNORECASE)
+    r"\b(asked|instructed|assigned|told|reminded) (\w+ ){0,4}to\b|\bresponsible for\b|"
+    r"\b(tasks?|assignments?|homework)\b|\b(for|before|by) the next meeting\b|"
+    r"\b(will|would|should|was to|were to|is to|are to) (\w+ )?(work on|look (at|into)|"
+    r"prepare|investigate|find out|send|research|gather|email|e-mail)\b", re.IGNORECASE)
+# a sentence about what the group still had to decide, or who decided before the meeting,
+# tells of no decision settled in it
+UNSETTLED = re.compile(
+    r"\b(discussed and decided|to decide|had to decide|need(ed)? to decide|would decide|"
+    r"decide (on )?(what|which|how|whether)|decisions? (about|on) (what|which|how)|"
+    r"(corporate|management|company|the board) (had )?(decided|agreed))\b", re.IGNORECASE)
 DECISION_QUERY = re.compile(
     r"\b(decid|decision|agree|conclu|settle|final|chose|choose)", re.IGNORECASE)
 ACTION_QUERY = re.compile(
@@ -150,18 +153,19 @@ def labelled_sentences(meeting: Meeting, abstract: str
     sentence."""
     for source, text in (("ami-abstract", abstract), ("qmsum-summary", meeting.general)):
         for s in sentences(text):
-            if DECIDED.search(s) and not NOT_DECIDED.search(s):
+            if DECIDED.search(s) and not (NOT_DECIDED.search(s) or UNSETTLED.search(s)):
                 yield "decision", source, s, None
             elif HANDED_OUT.search(s):
                 yield "action", source, s, None
     for query, answer, spans in meeting.queries:
         if DECISION_QUERY.search(query) and not NOT_DECIDED.search(query):
-            said = [s for s in sentences(answer) if DECIDED.search(s)] or sentences(answer)[:1]
+            said = [s for s in sentences(answer)
+                    if DECIDED.search(s) and not UNSETTLED.search(s)] or sentences(answer)[:1]
             for s in said:
                 yield "decision", "qmsum-query", s, spans
         elif ACTION_QUERY.search(query):
             for s in sentences(answer):
-                if HANDED_OUT.search(s) or OWES.search(s):
+                if HANDED_OUT.search(s):
                     yield "action", "qmsum-query", s, spans
 
 
@@ -194,10 +198,32 @@ def align(embedder: Embedder, sentence: str, meeting: Meeting,
     found = candidates(sentence, meeting, spans)
     if not found:
         return None
-    vectors = embedder.embed_sync([sentence, *(meeting.texts[i] for i, _ in found)])
+    vectors = text_vectors(embedder, [sentence, *(meeting.texts[i] for i, _ in found)])
     scored = [(i, float(vectors[k + 1] @ vectors[0]) + 0.5 * share)
               for k, (i, share) in enumerate(found)]
     return max(scored, key=lambda c: (c[1], -c[0]))
+
+
+_TEXT_VECTORS: dict[str, np.ndarray] = {}
+
+
+def text_vectors(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """The vectors of ``texts``, each text embedded once per run (a turn is a candidate of
+    several sentences) and kept on disk between runs (the alignment embeds ~3,000 texts)."""
+    path = CACHE / f"{embedder.model_id[:16]}-texts.npz"
+    if not _TEXT_VECTORS and path.is_file():
+        with np.load(path) as stored:
+            _TEXT_VECTORS.update({k: stored[k] for k in stored.files})
+    keys = [hashlib.sha256(t.encode()).hexdigest()[:24] for t in texts]
+    missing = sorted({k: t for k, t in zip(keys, texts, strict=True)
+                      if k not in _TEXT_VECTORS}.items())
+    if missing:
+        new = embedder.embed_sync([t for _, t in missing])
+        _TEXT_VECTORS.update({k: new[i] for i, (k, _) in enumerate(missing)})
+        CACHE.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as f:
+            np.savez(f, **_TEXT_VECTORS)  # type: ignore[arg-type]
+    return np.stack([_TEXT_VECTORS[k] for k in keys])
 
 
 def vectors_of(embedder: Embedder, key: str, texts: Sequence[str]) -> np.ndarray:

@@ -48,7 +48,7 @@ STEPS = 400
 RATE = 0.5
 WEIGHTS_NAME = "turn_detector.npz"
 MIN_LABEL_SCORE = 0.55  # an alignment scoring less is doubtful: neither positive nor negative
-NEGATIVES = 40  # turns of a meeting sampled as negatives (weighted for the others)
+NEGATIVES = 45  # turns of a meeting drawn as negatives (weighted for the others)
 SEED = 52
 
 
@@ -65,8 +65,9 @@ class Examples:
     w: dict[str, np.ndarray]
 
 
-def examples(embedder: Embedder, m: TrainMeeting, rng: np.random.Generator) -> Examples:
+def examples(embedder: Embedder, m: TrainMeeting) -> Examples:
     at = {ref: i for i, ref in enumerate(m.refs)}
+    rng = np.random.default_rng([SEED, *m.name.encode()])
     positive: dict[str, set[int]] = {h: set() for h in HEADS}
     near: dict[str, set[int]] = {h: set() for h in HEADS}
     for lab in m.labels:
@@ -77,9 +78,12 @@ def examples(embedder: Embedder, m: TrainMeeting, rng: np.random.Generator) -> E
             positive[head].add(i)
     labelled = set().union(*positive.values())
     close = set().union(*near.values())
-    pool = [i for i in range(len(m.refs)) if i not in close]
-    sampled = sorted(rng.choice(pool, size=min(NEGATIVES, len(pool)), replace=False).tolist())
-    stands_for = len(pool) / max(len(sampled), 1)
+    # drawn from all the turns (then those near a label left out), so that the draw and its
+    # vectors stay the same when the labels change
+    drawn = rng.choice(len(m.refs), size=min(NEGATIVES, len(m.refs)), replace=False)
+    sampled = sorted(int(i) for i in drawn if int(i) not in close)
+    pool = len(m.refs) - len(close & set(range(len(m.refs))))
+    stands_for = pool / max(len(sampled), 1)
     rows = sorted(labelled | set(sampled))
     turns = [Turn(sp, t) for sp, t in zip(m.speakers, m.texts, strict=True)]
     x = detect.features(turns, turn_vectors(embedder, m.name, m.texts, only=rows))[rows]
@@ -331,8 +335,7 @@ def main() -> None:
         if args.command == "dev":
             dev(embedder, args.dev, args.readers)
             return
-        rng = np.random.default_rng(SEED)
-        parts = [examples(embedder, m, rng) for m in load(args.data)]
+        parts = [examples(embedder, m) for m in load(args.data)]
         data_sha = hashlib.sha256(args.data.read_bytes()).hexdigest()
         thresholds = cross_validate(parts)
         if args.command == "train":
