@@ -4,8 +4,8 @@ A turn is read in its context: its own sentence vector (the installed embedding 
 of one or two words has none), who speaks (their share of the meeting, whether they spoke just
 before, how many others answer in the next turns and whether the next turn agrees), its place
 in the meeting, its length, and cue words — its own, the turn before's and the next turns' —
-as features (never as rules: the weights say what a cue is worth). Two logistic heads read the same features: "a decision is
-settled here" and "an action item is made here".
+as features (never as rules: the weights say what a cue is worth). Two logistic heads read the
+same features: "a decision is settled here" and "an action item is made here".
 
 The weights are data, not code: ``data/turn_detector.npz`` beside its manifest
 ``data/turn_detector.json`` (format version, the weights file's sha256, the embedding model the

@@ -155,8 +155,8 @@ MAX_UNDERTAKINGS = 8  # per session: the last ones, where a meeting settles who 
 RETRY_HALVES = 1  # a piece that gives no answer is asked again once, in two halves
 MAX_DECISIONS = 12  # per session
 # the detected turns worded by the model, the likeliest first: each is a call of ~500 tokens.
-# Only decisions: the action head finds 1 of the 53 dev action items where the readers of who
-# takes work on find 19 at 9 of 9 right (docs/benchmarks/keep.md)
+# Only decisions: the action head finds almost none of the action items the readers of who
+# takes work on find, all of them right (docs/benchmarks/keep.md)
 MAX_DETECTED = {"decision": 8}
 WHOLE_TRANSCRIPT_CHARS = 2500  # a transcript this short is one excerpt, cues or not
 RULING_TOKENS = 48
