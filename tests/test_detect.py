@@ -90,3 +90,27 @@ def test_the_shipped_detector_loads_and_scores_every_turn() -> None:
     scores = detector.scores(TURNS, vectors(len(TURNS), dim))
     assert set(scores) == set(HEADS)
     assert all(s.shape == (len(TURNS),) and ((s >= 0) & (s <= 1)).all() for s in scores.values())
+
+
+def test_a_keep_without_the_detector_file_says_so(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import trio
+
+    from daemon.config import Settings
+    from daemon.llm.embed import ScriptedEmbedder
+    from daemon.memory.remember import Remembered, Rememberer
+    from daemon.store.store import Store
+
+    missing = tmp_path / "turn_detector.json"
+    monkeypatch.setattr(detect, "shipped", lambda: detect.load(missing))
+    store = Store(tmp_path / "profile", ScriptedEmbedder())
+    try:
+        rememberer = Rememberer(store, generator=lambda: None,  # type: ignore[arg-type,return-value]
+                                settings=Settings)
+        out = Remembered(session_id=1, answer="keep", status="kept")
+        assert trio.run(rememberer._detect, [], out) is None
+    finally:
+        store.close()
+    (note,) = out.notes
+    assert note.startswith("decisions and action items were not detected: no turn detector")
+    assert "missing" in note
