@@ -271,6 +271,7 @@ def dev(embedder: Embedder, data: Path, readers: bool) -> None:
     gold = json.loads((data / "decisions.json").read_text())
     totals = {h: np.zeros(4, int) for h in HEADS}
     reader_totals = {h: np.zeros(4, int) for h in HEADS}
+    union_totals = {h: np.zeros(4, int) for h in HEADS}
     per_series: dict[str, dict[str, np.ndarray]] = {}
     spent = 0.0
     turns_seen = 0
@@ -303,8 +304,13 @@ def dev(embedder: Embedder, data: Path, readers: bool) -> None:
                 c = np.array(moment_counts(p, items[h][0], 0.5, items[h][1]))
                 reader_totals[h] += c
                 row.append(f"readers {h} {c[0]}/{c[1]} {c[2]}/{c[3]}")
+                both = np.maximum(p, np.where(scores[h] >= detector.thresholds[h],
+                                              scores[h], 0.0))
+                union_totals[h] += moment_counts(both, items[h][0], detector.thresholds[h],
+                                                 items[h][1])
         print("  ".join(row), flush=True)
-    for name, tot in (("detector", totals), ("readers", reader_totals if readers else None)):
+    for name, tot in (("detector", totals), ("readers", reader_totals if readers else None),
+                      ("both", union_totals if readers else None)):
         if tot is None:
             continue
         for h in HEADS:
