@@ -59,11 +59,12 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal, TypeVar
 
 import msgspec
+import numpy as np
 import trio
 
 from daemon.config import Settings
@@ -75,8 +76,10 @@ from daemon.llm.generate import (
     output_schema,
     with_schema_instruction,
 )
-from daemon.memory import archive, open_items, validate
+from daemon.memory import archive, detect, open_items, validate
 from daemon.memory.behind_live import BehindLive, Quiet
+from daemon.memory.detect import DetectorError
+from daemon.memory.detected import worded
 from daemon.memory.extract import (
     AnchorCandidate,
     Existing,
@@ -152,6 +155,10 @@ UNDERTAKING_TOKENS = 80  # one sentence
 MAX_UNDERTAKINGS = 8  # per session: the last ones, where a meeting settles who does what
 RETRY_HALVES = 1  # a piece that gives no answer is asked again once, in two halves
 MAX_DECISIONS = 12  # per session
+# the detected turns worded by the model, the likeliest first: each is a call of ~500 tokens.
+# Only decisions: the action head finds almost none of the action items the readers of who
+# takes work on find, all of them right (docs/benchmarks/keep.md)
+MAX_DETECTED = {"decision": 8}
 WHOLE_TRANSCRIPT_CHARS = 2500  # a transcript this short is one excerpt, cues or not
 RULING_TOKENS = 48
 RECONCILE_CANDIDATES = 5  # nearest current assertions shown to the model
@@ -488,7 +495,9 @@ async def summarise(generator: Generator, context: int, session: Session,
 
 
 async def extract(generator: Generator, context: int, session: Session, turns: Sequence[Turn],
-                  *, memories: bool, steps: Steps = _no_steps) -> list[ExtractedAssertion]:
+                  *, memories: bool, steps: Steps = _no_steps,
+                  detected: Mapping[str, Sequence[int]] | None = None,
+                  ) -> list[ExtractedAssertion]:
     """What a session established. A short transcript is read whole by the model. In a longer
     one nothing is asked of the model that the words said already state: the decisions said in
     so many words (:func:`find_decisions`: "we decided to …", "a consensus that …"), and what
@@ -498,7 +507,11 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
     0.5B copied its prompt's example or the turns, and took past remarks for tasks). The
     statements are merged, validated (:func:`check_assertion`) and each kept once. Memories
     about the person only when ``memories``. Each model call is a step. Raises only when every
-    call failed."""
+    call failed.
+
+    ``detected`` (head -> indices into ``turns``: what the turn detector found, see
+    :mod:`daemon.memory.detect`) adds the decisions and action items the model words from those
+    turns (:mod:`daemon.memory.detected`), each checked against them."""
     said = spoken(turns)
     pairs = [(t.speaker, t.text) for t in said]
     people = validate.speakers(t.speaker for t in turns)
@@ -517,9 +530,16 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
                 session.title, ["\n".join(lines)], memory_enabled=memories, speakers=people),
             Extraction, Extraction, EXTRACT_TOKENS, steps)
         extractions = [e for _, e in answered]
-    total = len(undertakings)
+    records = sum(len(v) for v in detected.values()) if detected else 0
+    total = len(undertakings) + records
     if total or not whole:  # a whole reading has counted its one call
         steps(0, total)
+    recorded: list[ExtractedAssertion] = []
+    if detected:
+        recorded, record_failures = await worded(
+            generator, owed, {h: list(v) for h, v in detected.items()}, people)
+        failures += record_failures
+        steps(records, total)
     taken: list[ExtractedAssertion] = []
     for n, group in enumerate(undertakings, 1):
         cue = group[0]
@@ -541,11 +561,11 @@ async def extract(generator: Generator, context: int, session: Session, turns: S
                 log.info("a task of %s not kept: not what was said: %r", cue.owner, answer.text)
             else:
                 taken.append(item)
-        steps(n, total)
+        steps(records + n, total)
     if failures and whole and not extractions:
         raise EngineError(failures[0])
     texts = [t.text for t in turns]
-    merged = merge_extractions([Extraction(taken), *extractions])
+    merged = merge_extractions([Extraction(recorded), Extraction(taken), *extractions])
     checked = [i for i in (check_assertion(i, people, texts) for i in merged) if i is not None]
     decisions, checked = completed_decisions(found, checked, turns)
     checked = [i for i in checked if not repeats(i, decisions)]
@@ -799,9 +819,12 @@ class Rememberer:
         # the assertions first: in a long transcript they state the archive's decisions and
         # action items (:func:`summarise`)
         items: list[ExtractedAssertion] | None = None
+        # a short transcript is read whole by the model; a meeting's are found by the detector
+        detected = (await self._detect(turns, out)
+                    if archive_on and not read_whole(turns) else None)
         try:
             items = await extract(generator, context, session, turns, memories=memory_on,
-                                  steps=stage_steps(progress, "extraction"))
+                                  steps=stage_steps(progress, "extraction"), detected=detected)
         except Exception as e:
             _log_unexpected(e)
             failed.append(f"extraction failed: {_why(e)}")
@@ -830,6 +853,30 @@ class Rememberer:
                 failed.append(f"extraction failed: {_why(e)}")
                 out.notes.append(failed[-1])
         return ("failed", "; ".join(failed)) if failed else ("done", None)
+
+    async def _detect(self, turns: Sequence[Turn], out: Remembered
+                      ) -> dict[str, list[int]] | None:
+        """The turns where the detector finds a decision settled or an action item made, or
+        None when it cannot run: its file missing or altered (a note says so), no embedding
+        model or another one than it was trained with (logged; the decisions and action items
+        said in so many words are still read off the turns)."""
+        try:
+            detector = detect.shipped()
+        except DetectorError as e:
+            log.warning("decisions and action items not detected: %s", e)
+            out.notes.append(f"decisions and action items were not detected: {e}")
+            return None
+        embedder = self.store.embedder
+        if embedder is None or embedder.model_id != detector.embed_model:
+            log.warning("decisions and action items not detected: the turn detector reads the "
+                        "vectors of %s, not of %s", detector.embed_model,
+                        embedder.model_id if embedder else "no embedding model")
+            return None
+        at, texts = detect.to_embed([t.text for t in turns])
+        vectors = detect.placed(len(turns), at, await embedder.embed(texts) if at else
+                                np.zeros((0, embedder.dimensions)), embedder.dimensions)
+        found = detector.detected([detect.Turn(t.speaker, t.text) for t in turns], vectors)
+        return {head: found[head][:most] for head, most in MAX_DETECTED.items()}
 
     def _behind_live(self, generator: Generator, session_id: int) -> Generator:
         if self.quiet is None:
