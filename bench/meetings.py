@@ -519,7 +519,8 @@ def run_model(model: str, meetings: Sequence[Meeting], args: argparse.Namespace,
                                             threads=args.threads, n_ctx=args.context))
     embedder = LlamaEmbedder(installed(args.embed_model, args.models_dir), threads=args.threads,
                              batch=32)
-    settings = Settings(llm_context=args.context, llm_threads=args.threads)
+    settings = Settings(llm_context=args.context, llm_threads=args.threads,
+                        keep_detector=args.detector)
     results = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -769,6 +770,8 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=None,
                         help="the model's context tokens (default: the settings' llm_context)")
     parser.add_argument("--only", nargs="*", default=[], help="series or meetings to keep")
+    parser.add_argument("--detector", action="store_true",
+                        help="the keep with the turn detector on (the keep_detector setting)")
     parser.add_argument("--json", type=Path, help="write every figure, archive and assertion")
     parser.add_argument("--gold", type=Path,
                         help="the gold decisions and action items (default: decisions.json "

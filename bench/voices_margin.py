@@ -1,7 +1,7 @@
 """Fit when a heard voice is given a known name, by cross-validation over speakers, and write
 the thresholds the daemon reads (``daemon/voices/naming-v1.json`` and its sha256).
 
-    .venv/bin/python -m bench.voices_margin --data DIR [--seed 100] [--calls 24]
+    .venv/bin/python -m bench.voices_margin --data DIR [--seed N] [--calls 24]
         [--minutes 3 5] [--cache FILE] [--write]
 
 The calls are built as `bench.voices` builds them (``--seed`` other than the benchmark's),
@@ -269,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "name_ahead_by": round(fitted.name_ahead_by, 3),
             "name_after_s": round(fitted.name_after_s, 1),
             "suggest_voice": round(suggest, 3),
-            "fitted": (f"python -m bench.voices_margin --data DIR --seed {args.seed} --calls "
+            "fitted": (f"python -m bench.voices_margin --data DIR --seed={args.seed} --calls "
                        f"{args.calls} --minutes {args.minutes[0]:g} {args.minutes[1]:g} "
                        f"--weight {args.weight:g}; {len(prints)} speakers, leaving two out "
                        f"per fold"),

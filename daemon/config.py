@@ -101,6 +101,10 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # a keep waits between its model calls while a session is live (off: it runs beside the
     # call, at the lowest CPU priority either way)
     keep_pauses_while_live: bool = True
+    # a meeting's decisions also looked for by the turn detector (daemon/memory/detect.py) and
+    # worded by the model from the turns it found; off until the figures on whole meetings show
+    # it adds decisions for the time its model calls cost (docs/benchmarks/keep.md)
+    keep_detector: bool = False
     # search
     search_k: int = 5
     per_session_cap: int = 2

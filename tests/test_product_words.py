@@ -47,9 +47,9 @@ def hits(text: str) -> list[tuple[int, str, str]]:
     return found
 
 
-# labelled speech: what people say in calls (a look-alike names a code revision), not the
-# project's own words
-SPEECH = ("bench/data/secrets/",)
+# labelled speech: what people say in calls and meetings (a look-alike names a code revision,
+# a meeting's chair names roles in the work), not the project's own words
+SPEECH = ("bench/data/secrets/", "bench/data/decisions/")
 
 
 def tracked_text_files() -> list[Path]:

@@ -807,11 +807,7 @@ class Live:
         live call's are), telling ``progress`` after each utterance; the ending is
         published as a live session's is."""
         path = options.path
-        if not path.is_absolute():
-            raise InvalidInput(f"path: {str(path)!r} is not absolute",
-                               fix="clients pass the file's full path")
-        if not options.stereo and not options.voices and not options.speaker.strip():
-            raise InvalidInput("speaker: the speaker of a mono import needs a name")
+        check_import(options)
         space = await self._space(options.space)
         activity = options.activity or (space.activity if space is not None else "meeting")
         check_start(activity, None if space is None else space.name)
@@ -902,3 +898,13 @@ def imported_turns(speaker: str, utterance: Utterance, text: str,
                     end=min(utterance.end, utterance.start + p.end),
                     source="import", voice_label=p.voice, voice_id=p.voice_id)
             for p in parts]
+
+
+def check_import(options: ImportOptions) -> None:
+    """An import's file is named by its full path, and a mono file without voices told apart
+    is said by someone named."""
+    if not options.path.is_absolute():
+        raise InvalidInput(f"path: {str(options.path)!r} is not absolute",
+                           fix="clients pass the file's full path")
+    if not options.stereo and not options.voices and not options.speaker.strip():
+        raise InvalidInput("speaker: the speaker of a mono import needs a name")

@@ -821,7 +821,7 @@ class Rememberer:
         items: list[ExtractedAssertion] | None = None
         # a short transcript is read whole by the model; a meeting's are found by the detector
         detected = (await self._detect(turns, out)
-                    if archive_on and not read_whole(turns) else None)
+                    if settings.keep_detector and archive_on and not read_whole(turns) else None)
         try:
             items = await extract(generator, context, session, turns, memories=memory_on,
                                   steps=stage_steps(progress, "extraction"), detected=detected)
