@@ -346,7 +346,7 @@ def samples(session_id: int) -> list[Request[Any]]:
         p.CloseItem(item_id=99, status="done"), p.CorrectItem(item_id=99, owner="Sarah"),
         p.RetractItem(item_id=99), p.ReopenItem(item_id=99),
         p.Search(query="when do we ship Atlas", explain=True),
-        p.VoicesList(), p.VoiceName(voice="Them 9", name="Sarah"),
+        p.VoicesList(), p.VoiceName(voice="Them 9", name="Sarah"), p.VoiceShow(voice="99"),
         p.VoiceMerge(keep="98", other="99"), p.VoiceForget(voice="99"),
         p.RenameSpeaker(session_id=session_id, speaker="Nobody", name="Sarah"),
         p.RemoveSpace(name="Work"),
