@@ -206,9 +206,11 @@ async def test_the_speech_model_is_unloaded_when_unused_and_loaded_again_for_the
         await rig.play(silence(10.0))
         assert rig.transcriber.unloads == 1 and rig.live.speech_model_loaded() is None
         unloaded_at = rig.live.speech_unloaded_at
-        # 30 s after the utterance that ended at about 2 s was transcribed, give or take the
-        # 3 s between looks
-        assert unloaded_at is not None and T0 + 32.0 <= unloaded_at <= T0 + 36.0
+        # 30 s after the model's last use (the utterance's transcription, after its tone ended at
+        # 1.5 s), at the first of the looks 3 s apart that comes after
+        used = rig.live._speech_used_at
+        assert 1.5 < used < 5.0
+        assert unloaded_at is not None and used + 30.0 <= unloaded_at - T0 <= used + 33.0
         await rig.play(silence(60.0))  # unloaded once
         assert rig.transcriber.unloads == 1
         # the next words load it again, and are transcribed whole

@@ -53,6 +53,7 @@ REQUESTS = {
     "voice_forget": "voice_reply",
     "voice_merge": "voice_reply",
     "voice_name": "voice_reply",
+    "voice_show": "voice_reply",
     "voices_list": "voices_reply",
 }
 REPLIES = {
