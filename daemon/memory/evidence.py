@@ -70,7 +70,7 @@ def weighing(weights: Weights, another: bool) -> Weights:
     """``weights`` for the evidence of a question that what matches is another's words of
     themselves answers (``attribution.said_by_another``: declined before the model): without
     the weight of the one named, whose turns do not answer; the other's, what memory holds
-    ("What did Caroline realize after the charity race?" — Melanie ran it), are shown."""
+    ("What did Priya learn at the cooking class?" — Lena took it), are shown."""
     return weights._replace(speaker=0.0) if another else weights
 
 
@@ -177,7 +177,7 @@ def _scored(sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
 
 def _named(speaker: str, wanted: set[str]) -> bool:
     """Whether the question (its content words ``wanted``) names ``speaker``: every word of
-    the name ("Industrial Designer", "Melanie"; not the user, "me"), a word as a reader takes
+    the name ("Industrial Designer", "Lena"; not the user, "me"), a word as a reader takes
     it ("the Industrial Design" names the Industrial Designer)."""
     who = content_words(speaker)
     return bool(who) and all(shares_word({w}, wanted) for w in who)
