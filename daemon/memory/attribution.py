@@ -39,12 +39,12 @@ from daemon.memory.grounding import (
 
 # How much more the other one's best turn must weigh (the weights of the question words its
 # sentences of them share) than the best one of (or to, or about) the person asked about:
-# chosen on LoCoMo dev, each conversation held out in turn (docs/benchmarks/ask.md)
+# chosen on the dev chats, each conversation held out in turn (docs/benchmarks/ask.md)
 MARGIN = 0.25
 # Words a question is built with rather than what it asks about ("How many …", "How long …",
 # "What kind of …", "What activities …", "… make / take …"): shared by one person's turns as
 # often as the other's, they would decide whose words answer on chance. Each is one whose
-# leaving out declines fewer answerable LoCoMo dev questions and no fewer never-said ones
+# leaving out declines fewer answerable questions of the dev chats and no fewer never-said ones
 # (docs/benchmarks/ask.md).
 _SCAFFOLD = content_words("activities kind long many make made making take taking gone")
 _GREETING = ("hey|hi|hello|thanks|thank you|yeah|yes|wow|oh|congrats|congratulations|aw|aww"

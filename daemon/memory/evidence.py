@@ -56,13 +56,14 @@ class Weights(NamedTuple):
     speaker: float = 0.0
 
 
-# What the model reads (and the evidence of the same sources): the weights leaving one LoCoMo
-# dev conversation out chooses (a floor of 0.3 shows more unrelated turns for a point more)
+# What the model reads (and the evidence of the same sources): the weights leaving one dev
+# conversation out chooses (a floor of 0.3 shows more unrelated turns for a point more)
 READ = Weights(word=0.1, rank_cost=0.05, min_closeness=0.45)
 # What the evidence shows of a deeper recall (``ask_evidence_k``): a lower source costs less,
 # so that a real meeting's answering turn a few items down is shown, and a turn of the one
-# the question names counts more; chosen on LoCoMo and QMSum dev together, each conversation
-# and meeting series held out in turn (docs/benchmarks/ask.md, "Evidence from deeper recall")
+# the question names counts more; chosen on the dev chats and meetings together, each
+# conversation and meeting series held out in turn (docs/benchmarks/ask.md, "Evidence from
+# deeper recall")
 SHOWN = Weights(word=0.05, rank_cost=0.015, min_closeness=0.45, speaker=0.2)
 
 

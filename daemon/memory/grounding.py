@@ -192,12 +192,12 @@ USER_LABELS: dict[Framing, str] = {"interview": "Me (the candidate)", "conversat
 # - **other** (why, how, what someone thought, felt, said or proposed).
 # A fact is answered in one short sentence, other in two or three: with the closest turns to
 # read and a copied heading taken out (:func:`unlabelled`), one sentence scored higher on
-# LoCoMo than two or three on each of two samples of 200 questions (by 1.4 and 0.2 F1) and
+# the dev chats than two or three on each of two samples of 200 questions (by 1.4 and 0.2 F1) and
 # declined as many never-said ones or more (docs/benchmarks/ask.md). An account's sentences are
 # not asked to be short: asked for "three or four short sentences", the 0.5B wrote hardly
 # more than before (a median 30 words against 27; without "short", 40; the gold's are 64).
 # Asked for "four or five" rather than "three or four", it wrote hardly longer (a median 45
-# words against 44 given QMSum's gold span) but better: ROUGE-1 28.4 against 27.7, higher in
+# words against 44 given a meeting's gold span) but better: ROUGE-1 28.4 against 27.7, higher in
 # each of the five series (docs/benchmarks/ask.md).
 QuestionKind = Literal["account", "fact", "other"]
 
