@@ -58,9 +58,9 @@ LEGS: tuple[LegName, ...] = (
 WHOLE_TEXT_KINDS: tuple[ChunkKind, ...] = ("session", "document")
 
 
-# Measured on long chats (bench/locomo.py, docs/benchmarks/search.md): with equal weights the
-# vector leg pulls BM25 down, so full text counts twice; and RRF's k=60 flattens the top ranks
-# that decide a top 5, so k=10.
+# Measured on long chats (docs/benchmarks/search.md): with equal weights the vector leg pulls
+# BM25 down, so full text counts twice; and RRF's k=60 flattens the top ranks that decide a
+# top 5, so k=10.
 LEG_WEIGHTS: dict[str, float] = {
     "fts_chunks": 2.0,
     "vector_turns": 1.0,
