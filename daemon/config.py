@@ -111,7 +111,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     archive_cap: int = 2
     # the top 8 of each search re-read by a cross-encoder, query and passage together (no
     # re-ranking model installed: the fused order as it is). Off by default: +1.1 points of
-    # recall on LoCoMo dev, no fold lower, for 60-90 ms more a search at 100k items on two
+    # recall on the dev chats, no fold lower, for 60-90 ms more a search at 100k items on two
     # cores (docs/benchmarks/search.md, scale.md)
     search_rerank: bool = False
     rerank_model: str = ""

@@ -103,7 +103,7 @@ def _words(text: str) -> list[str]:
 
 # A fitted context's timestamps are coarse: on the bench.live script they ended up to 3.1 s
 # past the audio (11.9 s said as 0-15 s) with the words right; an invented tail runs further
-# (11.4 s of FLEURS audio ran on to 21.1 s with "You, it's you, it's you").
+# (11.4 s of read speech ran on to 21.1 s with "You, it's you, it's you").
 OVERRUN_S = 5.0
 
 
@@ -245,7 +245,7 @@ class WhisperTranscriber:
         self.threads = threads
         # an English-only model decodes English whatever it is told
         self.language = "en" if self.model_id.endswith(".en") else language
-        # fitted, English kept its accuracy; other languages did not (FLEURS, multilingual
+        # fitted, English kept its accuracy; other languages did not (bench.asr, multilingual
         # base: German 20.5% WER fitted against 19.1% full window, French 39.2% against 32.3%)
         self.fit_context = fit_context and self.language == "en"
         self.leveled = leveled

@@ -1,8 +1,9 @@
 """Levels of speech audio: how loud it is, whether it holds anything, and leveling it.
 
 Recording levels vary by 50 dB between a close microphone and a soft-spoken caller on a laptop
-(FLEURS files peak anywhere from -2 to -49 dBFS). Whisper's log-mel input is not level
-invariant, and an absolute "is it silent" threshold loses quiet speakers entirely, so:
+(bench.asr's read-speech files peak anywhere from -2 to -49 dBFS). Whisper's log-mel input is
+not level invariant, and an absolute "is it silent" threshold loses quiet speakers entirely,
+so:
 
 - a signal's *speech level* is the 95th percentile of its 20 ms frame levels (the loud part,
   not one click), its *floor* the 10th percentile (the pauses between words);

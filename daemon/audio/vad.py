@@ -7,7 +7,7 @@ the 32 ms chunk it falls in reaches ``speech_threshold`` (or, inside an utteranc
 energy detector over a noise floor estimated by minimum statistics (the quietest frame of the
 last few seconds: speech always pauses within that time, steady noise never does, so noise
 becomes the floor and stays below the voicing threshold). Energy cannot tell a voice from the
-hum, rustle and keyboard of a room: on the AMI meeting excerpts it took 104 s of noise for
+hum, rustle and keyboard of a room: on real meeting excerpts it took 104 s of noise for
 speech against 187 s of real speech (bench.diarize). Either way utterances end after
 ``end_silence_s`` without voice; whisper then sees only the voiced spans, and `is_phantom`
 filters what it still invents.
@@ -44,8 +44,8 @@ class VadConfig:
     pre_roll_s: float = 0.2  # audio kept before the detected start (soft onsets)
     post_roll_s: float = 0.15  # audio kept after the last voiced frame
     margin_db: float = 12.0  # voiced = this far above the noise floor ...
-    # ... and above the dither of a real recording: a soft voice on a quiet line (FLEURS files
-    # speak at -56 to -61 dBFS over a -85 dBFS floor) is speech; the floor, not a level, decides
+    # ... and above the dither of a real recording: a soft voice on a quiet line (read speech
+    # at -56 to -61 dBFS over a -85 dBFS floor) is speech; the floor, not a level, decides
     min_db: float = -80.0
     # sound quieter than this (dBFS) must also rise and fall like syllables (its levels spread
     # over modulation_db): the onset of steady low noise stands above the floor for a few

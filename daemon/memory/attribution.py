@@ -1,9 +1,9 @@
 """Whose words answer a question about a person: a question about one of two people that
 memory answers only with what the other said of themselves is not answered.
 
-"What did Caroline realize after her charity race?" — when the turns that match it are
-Melanie's ("I ran a charity race ... I realized self-care is important"), memory does not say
-it of Caroline, however well the words match. A small model answers such a question from the
+"What did Priya learn at the cooking class?" — when the turns that match it are Lena's ("I
+took a cooking class ... I learned to slow down"), memory does not say it of Priya, however
+well the words match. A small model answers such a question from the
 other person's turn anyway, and a check of its sentences against the quotes cannot tell
 (the words are there): the decision is taken on the evidence, before the model writes.
 
@@ -39,12 +39,12 @@ from daemon.memory.grounding import (
 
 # How much more the other one's best turn must weigh (the weights of the question words its
 # sentences of them share) than the best one of (or to, or about) the person asked about:
-# chosen on LoCoMo dev, each conversation held out in turn (docs/benchmarks/ask.md)
+# chosen on the dev chats, each conversation held out in turn (docs/benchmarks/ask.md)
 MARGIN = 0.25
 # Words a question is built with rather than what it asks about ("How many …", "How long …",
 # "What kind of …", "What activities …", "… make / take …"): shared by one person's turns as
 # often as the other's, they would decide whose words answer on chance. Each is one whose
-# leaving out declines fewer answerable LoCoMo dev questions and no fewer never-said ones
+# leaving out declines fewer answerable questions of the dev chats and no fewer never-said ones
 # (docs/benchmarks/ask.md).
 _SCAFFOLD = content_words("activities kind long many make made making take taking gone")
 _GREETING = ("hey|hi|hello|thanks|thank you|yeah|yes|wow|oh|congrats|congratulations|aw|aww"
@@ -99,7 +99,7 @@ def _whose(who: str, speaker: str, sentence: str, of_self: bool) -> bool | None:
     """Whether ``sentence``, said by ``speaker`` in a chat of two, is of ``who`` (True), of
     the other one (False) or of nobody (None): a question of the one it asks ("you", not
     "I"; another question of nobody); else of ``who`` when it names them (not only to
-    address them: "Thanks, Tim!") or speaks of both ("I loved your painting"); else of its
+    address them: "Thanks, Omar!") or speaks of both ("I loved your painting"); else of its
     speaker when they speak of themselves ("I", "we"), of the one spoken to ("you"); else —
     no person in it — of its speaker when ``of_self`` (their turn speaks of themselves
     elsewhere), else of nobody."""
@@ -120,8 +120,8 @@ def _whose(who: str, speaker: str, sentence: str, of_self: bool) -> bool | None:
 
 
 def _addressed(sentence: str, name: str) -> bool:
-    """Whether ``name`` (a regex) is said to its bearer ("Hey Tim", "Yeah, Maria, keep it up",
-    "Good luck, Tim!") rather than of them."""
+    """Whether ``name`` (a regex) is said to its bearer ("Hey Omar", "Yeah, Priya, keep it up",
+    "Good luck, Omar!") rather than of them."""
     return bool(re.search(rf"(?:^|[,!?]\s*|\b(?:{_GREETING})\s+){name}\b", sentence,
                           re.IGNORECASE)
                 or re.search(rf"\b{name}\s*[,!?.]", sentence, re.IGNORECASE))

@@ -56,13 +56,14 @@ class Weights(NamedTuple):
     speaker: float = 0.0
 
 
-# What the model reads (and the evidence of the same sources): the weights leaving one LoCoMo
-# dev conversation out chooses (a floor of 0.3 shows more unrelated turns for a point more)
+# What the model reads (and the evidence of the same sources): the weights leaving one dev
+# conversation out chooses (a floor of 0.3 shows more unrelated turns for a point more)
 READ = Weights(word=0.1, rank_cost=0.05, min_closeness=0.45)
 # What the evidence shows of a deeper recall (``ask_evidence_k``): a lower source costs less,
 # so that a real meeting's answering turn a few items down is shown, and a turn of the one
-# the question names counts more; chosen on LoCoMo and QMSum dev together, each conversation
-# and meeting series held out in turn (docs/benchmarks/ask.md, "Evidence from deeper recall")
+# the question names counts more; chosen on the dev chats and meetings together, each
+# conversation and meeting series held out in turn (docs/benchmarks/ask.md, "Evidence from
+# deeper recall")
 SHOWN = Weights(word=0.05, rank_cost=0.015, min_closeness=0.45, speaker=0.2)
 
 
@@ -70,7 +71,7 @@ def weighing(weights: Weights, another: bool) -> Weights:
     """``weights`` for the evidence of a question that what matches is another's words of
     themselves answers (``attribution.said_by_another``: declined before the model): without
     the weight of the one named, whose turns do not answer; the other's, what memory holds
-    ("What did Caroline realize after the charity race?" — Melanie ran it), are shown."""
+    ("What did Priya learn at the cooking class?" — Lena took it), are shown."""
     return weights._replace(speaker=0.0) if another else weights
 
 
@@ -177,7 +178,7 @@ def _scored(sources: Sequence[Source], close: Mapping[int, Sequence[Close]],
 
 def _named(speaker: str, wanted: set[str]) -> bool:
     """Whether the question (its content words ``wanted``) names ``speaker``: every word of
-    the name ("Industrial Designer", "Melanie"; not the user, "me"), a word as a reader takes
+    the name ("Industrial Designer", "Lena"; not the user, "me"), a word as a reader takes
     it ("the Industrial Design" names the Industrial Designer)."""
     who = content_words(speaker)
     return bool(who) and all(shares_word({w}, wanted) for w in who)

@@ -60,13 +60,13 @@ class Extraction(msgspec.Struct, frozen=True):
 
 
 # -- decisions said in so many words ------------------------------------------------------------
-# Shown the turns around a decision cue of a real meeting, the 0.5B model copied its prompt's
-# example or the turns themselves (ES2006c: "The team chose a rubber case.", "Project Manager:
-# Yeah. We're on our way.", chosen "the team"). What people say when they have settled
+# Shown the turns around a decision cue of a real meeting, a small model copies its prompt's
+# example or the turns themselves (an acknowledgement, "Yeah. We're on our way.", worded as a
+# decision; "the team" as what was chosen). What people say when they have settled
 # something has a few plain forms — "we decided to …", "we agreed on …", "a consensus that …",
-# "we're going with …", "we went for …", "we're gonna focus on …" (ES2009b: "so I'm seeing
-# that we're gonna just basically focus on this young demographic group"), and the designers
-# presenting their choice, "we want to go for simple push buttons" (IS1006c) — and read off
+# "we're going with …", "we went for …", "we're gonna focus on …" (with fillers between: "so
+# I'm seeing that we're gonna just basically focus on the students"), and the ones presenting
+# their choice, "we want to go for a printed map" — and read off
 # those, a decision is what was said: its option, why and instead of what when said, who
 # settled it, nothing invented. A question, a condition or a negation ("if we decide", "we
 # haven't agreed", "why we want to keep it close") settles nothing; nor does a proposal
@@ -166,9 +166,9 @@ def said_decision(speaker: str, sentence: str) -> ExtractedAssertion | None:
         reasoning=_reasons(rest), evidence=" ".join(sentence.split())[:160])
 
 
-# An option dropped is a decision too, the dropped one its alternative: "We will omit the touch
-# screen in favour of voice recognition." (ES2009c), "the sample sensor will have to go,'cause
-# that's the most expensive thing on there" (ES2006d).
+# An option dropped is a decision too, the dropped one its alternative: "We will omit the
+# printed guide in favour of a video.", "the second stage will have to go,'cause that's the
+# most expensive thing on there".
 DROPPED_SAID = re.compile(
     r"\bwe(?:'ll| will|'re gonna|'re going to| are going to)(?: just| definitely| then)? "
     r"(?:omit|drop|get rid of|leave out|take out|scrap|do away with) (?P<what>.+)"
@@ -304,11 +304,10 @@ def proposed_decision(turns: Sequence[tuple[str, str]], index: int,
 
 # -- a summing-up that goes on -------------------------------------------------------------------
 # A meeting's close sums up what was settled in one breath that the others' "Right." and "Yep."
-# cut into turns (ES2006c: "So we've basically worked out that we're going with a simple
-# battery, the advanced chip" — "and a curved on one side case which is folded in on itself,
-# made out of rubber" — "and the buttons are also rubber. We're having push-buttons on the
-# outside and then on the inside an LCD with spinning wheel, and we're incorporating voice
-# recognition."). The turns of the same speaker that go on with "and …" after a decision said
+# cut into turns ("So we've basically worked out that we're going with the smaller hall, the
+# later date" — "Right." — "and a caterer from town, paid in advance" — "and the tickets are
+# also printed. We're having a band outside and then a quiz inside."). The turns of the same
+# speaker that go on with "and …" after a decision said
 # in so many words are items of the same list: each part of them is a decision too.
 
 SUMMED_TURNS = 8  # how far on the summing-up may go on
@@ -448,8 +447,8 @@ DATED_SELF_UNDERTAKING = re.compile(
 # focus on the component concept"); said of oneself it is as often what one does in the meeting
 # ("I'll look at show this board")
 HANDED_OUT = r"(be )?look(ing)? at|(be )?focus(ed|ing)? on"
-# ... and said as what "you" are doing from now on (ES2006a: "basically you're looking at the
-# working design," — "Alright."): the hand-out in the present, only as the others accept it
+# ... and said as what "you" are doing from now on ("basically you're looking at the
+# budget," — "Alright."): the hand-out in the present, only as the others accept it
 HANDED_OUT_NOW = (r"(?<!what )(?<!if )(?<!when )(?<!where )you('re| are) (also |now )?"
                   r"(?=(looking at|focusing on) )")  # not "what you're looking at here is"
 YOU_UNDERTAKING = re.compile(
@@ -525,9 +524,8 @@ def said_work(sentence: str, *, mine: bool = False, given: bool | None = None) -
     "you …" when ``given``, only "I …" when ``given`` is False; the first that names work),
     in the third person ("look into the costs of the case"), or, when ``mine`` (the user's
     own), with the user's "my" kept; "" when it names none so plainly or at more than
-    :data:`SAID_WORK_WORDS` words. ES2006a: "so you're you'll be getting specific
-    instructions …, but basically you're looking at the working design," hands out the
-    second."""
+    :data:`SAID_WORK_WORDS` words. "so you're you'll be getting the details …, but
+    basically you're looking at the budget," hands out the second."""
     plain = sentence.rstrip(".!")
     start = 0
     while (found := _SAID_WORK.search(plain, start)) is not None:
@@ -619,18 +617,18 @@ def find_undertakings(turns: Sequence[tuple[str, str]],
 
 
 # Work given to a participant by name, in the third person, as a meeting's close hands it out
-# (ES2006c: "the Industrial Designer over here is gonna work on the look and feel design, …
-# the User Interface Designer will work on the user interface design and the Marketing Expert
-# is going to work on product evaluation"): each named owner and the work said after the name.
+# ("the Designer over here is gonna work on the layout, … the Writer will work on the copy
+# and the Sales Lead is going to work on the launch plan"): each named owner and the work
+# said after the name.
 _GIVEN_MODAL = (r"(?:\w+ ){0,3}?(?:will|is going to|is gonna|'s going to|'s gonna|'ll|"
                 r"should|has to) (?:also |then |now )?")
 _GIVEN_END = re.compile(r",|;| - | but | because | so that | so | if | when | or |\.|"
                         r" and (?=(?:the|a|an|i|we|you|he|she|they|then|also|as)\b)", re.I)
 
 
-# what a close gives a named participant to work on from now ("the U_I_D_ Mark will be
-# focused on the user interface concept", IS1006b); not "will look at", said as often of what
-# one does next in the meeting
+# what a close gives a named participant to work on from now ("the S_L_ Dana will be
+# focused on the launch plan", the name spelled out as a transcript writes it); not "will
+# look at", said as often of what one does next in the meeting
 _GIVEN_FOCUS = re.compile(r"be (?:focus(?:ed|ing) on|looking at) ", re.I)
 _SPELLED = r"[^\W\d_]_"  # a letter as a transcript spells it out: "U_" of "U_I_D_"
 
@@ -757,8 +755,8 @@ def undertaking_assertion(answer: Undertaken, group: Sequence[Undertaking],
     group of undertakings, its owner and due date read from the transcript, its last turn the
     evidence; None when the sentence is not about what was said (more than half of its
     words are in none of the lines that took the work on: it made the work up), is not told of
-    its owner ("I", "you": the turn copied) or tells of more than one piece of work (ES2006c:
-    "Project Manager will start working on …, User Interface Designer will work on …")."""
+    its owner ("I", "you": the turn copied) or tells of more than one piece of work
+    ("Designer will start working on …, Writer will work on …")."""
     first = group[0]
     text = clip_sentence(validate.scrub(answer.text))
     first_person = re.match(r"(?i)i('ll| will)\b", text)
@@ -767,8 +765,8 @@ def undertaking_assertion(answer: Undertaken, group: Sequence[Undertaking],
     if _NOT_TOLD_OF_OWNER.search(text) or len(re.findall(r"\bwill\b", text, re.I)) > 1:
         return None  # the turn copied ("… and then I'll take minutes"), or others' work lumped in
     # the work is in what was said when it was taken on: the lines shown before are context
-    # (ES2009a: "Project Manager will buy Fry's electronics store in the States", worded from
-    # the turns before "I'm gonna put these initial ideas … in the project documents")
+    # (a sentence worded from the turns before the one that took the work on gives its owner
+    # work they never took on)
     taking = turns[first.index:group[-1].index + 1]
     said = content_words(" ".join(text for _, text in taking))
     mine = content_words(text) - content_words(first.owner) - {"will"}

@@ -192,12 +192,12 @@ USER_LABELS: dict[Framing, str] = {"interview": "Me (the candidate)", "conversat
 # - **other** (why, how, what someone thought, felt, said or proposed).
 # A fact is answered in one short sentence, other in two or three: with the closest turns to
 # read and a copied heading taken out (:func:`unlabelled`), one sentence scored higher on
-# LoCoMo than two or three on each of two samples of 200 questions (by 1.4 and 0.2 F1) and
+# the dev chats than two or three on each of two samples of 200 questions (by 1.4 and 0.2 F1) and
 # declined as many never-said ones or more (docs/benchmarks/ask.md). An account's sentences are
 # not asked to be short: asked for "three or four short sentences", the 0.5B wrote hardly
 # more than before (a median 30 words against 27; without "short", 40; the gold's are 64).
 # Asked for "four or five" rather than "three or four", it wrote hardly longer (a median 45
-# words against 44 given QMSum's gold span) but better: ROUGE-1 28.4 against 27.7, higher in
+# words against 44 given a meeting's gold span) but better: ROUGE-1 28.4 against 27.7, higher in
 # each of the five series (docs/benchmarks/ask.md).
 QuestionKind = Literal["account", "fact", "other"]
 
@@ -230,8 +230,8 @@ def question_kind(question: str) -> QuestionKind:
     when it opens with who / when / where / which / how many (long, often, much, old, far);
     else an account when it names an exchange (summarise, discuss, talk about, present,
     decide, conclude, opinion, "mainly about"); else a fact when it opens with "what" and a
-    thing ("What city did Tim suggest?") or asks "what" of a thing, not of what someone
-    thought, felt, said or proposed ("What is Nate's favourite book?", not "What did Tom say
+    thing ("What city did Omar suggest?") or asks "what" of a thing, not of what someone
+    thought, felt, said or proposed ("What is Lena's favourite book?", not "What did Tom say
     about the budget?"); else other (why, how, what someone thought)."""
     words = [w for w in re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?",
                                    question.lower().replace("’", "'")) if w not in _FILLERS]
@@ -242,7 +242,7 @@ def question_kind(question: str) -> QuestionKind:
         return "account"
     if first in ("what's", "whats") or (first == "what" and second in _AUXILIARIES):
         return "other" if _VIEW.search(question) else "fact"
-    return "fact" if first == "what" and second else "other"  # "What city did Tim suggest?"
+    return "fact" if first == "what" and second else "other"  # "What city did Omar suggest?"
 
 
 def answer_format(question: str) -> str:
@@ -311,7 +311,7 @@ _BACKCHANNEL = content_words("""
 """)
 
 
-# Words of a sentence that only greets, thanks, praises or acknowledges ("Thanks, Maria!", "Wow,
+# Words of a sentence that only greets, thanks, praises or acknowledges ("Thanks, Priya!", "Wow,
 # that's awesome!", "Good luck!"): with the names of who is talking, a sentence of them alone
 # carries nothing a question could be answered from.
 _PHATIC = _BACKCHANNEL | content_words("""
@@ -330,7 +330,7 @@ _TO_THE_ROOM = _PHATIC | content_words("""
 def without_phatic(turn: Passage, names: Collection[str] = ()) -> Passage:
     """``turn`` without its sentences that only greet, thank, praise or acknowledge: a
     sentence whose content words are all such words or ``names`` (the speakers' names,
-    content-word form), one of them at least such a word ("Thanks, Maria!" goes, "Design."
+    content-word form), one of them at least such a word ("Thanks, Priya!" goes, "Design."
     stays). A turn of nothing else is left whole: it is skipped as context where it is read."""
     units = [s.strip() for s in _SENTENCE.findall(turn.text) if s.strip()]
     kept = [s for s in units if not _only_phatic(content_words(s), names)]
@@ -364,21 +364,21 @@ def compact_turns(
     speaker the question names first (a turn shares none: not matched; when none does, the one
     saying most) — each with up to ``neighbours`` turns
     either side that say something (a turn without a content word — "Mm-hmm.", "Okay.",
-    "Thanks, Maria!" — is no context and is skipped, not counted; a matched turn that asks a
+    "Thanks, Priya!" — is no context and is skipped, not counted; a matched turn that asks a
     question takes one
     more turn after it instead of those before: its answer), in their order, within
     ``limit`` characters:
     the best match first, then its neighbours, then the next match. A matched turn longer than
     :data:`MAX_TURN_CHARS` is cut around its matching words. Every turn is read without its
     sentences that only greet, thank or praise (:func:`without_phatic`): in a chat most turns
-    open with one ("Wow, John! That's awesome!"), and the characters go to what was said.
+    open with one ("Wow, Ravi! That's awesome!"), and the characters go to what was said.
     """
     if not turns:
         return ()
     names = {w for t in turns for w in content_words(t.speaker)}
     turns = [without_phatic(t, names) for t in turns]
     wanted = content_words(question)
-    # a turn that only acknowledges or thanks ("Mm-hmm.", "Thanks, Maria!") says nothing
+    # a turn that only acknowledges or thanks ("Mm-hmm.", "Thanks, Priya!") says nothing
     words = [set() if _only_phatic(said := content_words(t.text), names) else said - _BACKCHANNEL
              for t in turns]
     hits = [{w for w in wanted if shares_word({w}, have)} for have in words]
@@ -626,7 +626,7 @@ _QUESTION_OPENERS = """
 _QUESTION_WORDS = frozenset(_QUESTION_OPENERS.split())
 _WH = "what how why when where which who whom whose"
 _WH_WORDS = frozenset(_WH.split())
-# the verbs a question turns round ("When did Jon …?"): said of itself it would not read
+# the verbs a question turns round ("When did Omar …?"): said of itself it would not read
 _INVERTED = """
     do does did is are was were am can could would will should shall may might have has had
 """
@@ -899,10 +899,10 @@ def voiced(text: str, sources: Sequence[Source]) -> str:
 
 def one_asked_of(text: str, question: str, sources: Sequence[Source]) -> str:
     """``text`` with the other one of a chat of two (the only two who speak in ``sources``,
-    neither of them the user) taken out of a sentence that opens with both ("Tim and John
-    joined a fantasy literature forum [5].") when ``question`` asks of one ("What forum did
-    Tim join recently?"): a small model names both from the title of the conversation it
-    read ("Tim and John") and credits the other with what one did. The verb is made to
+    neither of them the user) taken out of a sentence that opens with both ("Omar and Ravi
+    joined a chess club [5].") when ``question`` asks of one ("What club did Omar join
+    recently?"): a small model names both from the title of the conversation it read
+    ("Omar and Ravi") and credits the other with what one did. The verb is made to
     agree ("have" -> "has"; a past tense as it is); a sentence whose verb is neither is left
     as it is, for the check."""
     people = speakers_of(sources)
@@ -950,7 +950,7 @@ def _agreeing(verb: str) -> str | None:
 def _speaks_as_i(sentence: str) -> bool:
     """Whether ``sentence`` speaks in the first person from its start ("Uh we familiarised
     ourselves ...", "This is our final meeting"): a turn pasted, not an account that copied a
-    word of one ("John's main focus is infrastructure in our community")."""
+    word of one ("Ravi's main focus is the garden in our street")."""
     words = [w for w in re.findall(r"[\w']+", sentence) if w.casefold() not in _OPENERS]
     return bool(FIRST_PERSON.search(" ".join(words[:4])))
 
@@ -993,8 +993,8 @@ def keep_supported(text: str, sources: Sequence[Source], question: str = "",
     or an acknowledgement, is not given, nor one that says again what a sentence given
     said (``validate.same_item``: nearly all its content words; a quote is verified on its
     own). A name the question gives that is no one's who speaks (in ``sources`` or
-    ``speaking``: everyone's who speaks in what was recalled) is its premise ("What did Jon
-    take a trip to Barcelona for?"): a sentence that repeats it needs a source it cites that
+    ``speaking``: everyone's who speaks in what was recalled) is its premise ("What did Nina
+    take a trip to Lisbon for?"): a sentence that repeats it needs a source it cites that
     holds it. Returns the text and how many sentences were dropped."""
     by_n = {s.n: s for s in sources}
     people = speakers_of(sources)
@@ -1040,9 +1040,9 @@ def _says_nothing(sentence: str, people: dict[str, str], persons: Collection[str
                   ) -> bool:
     """Whether ``sentence`` of an answer, a speaker's label taken out ("Marketing said:"), only
     greets, thanks, acknowledges or addresses the room (anyone of ``people`` or ``persons``,
-    who speak in what was read or recalled: "Melanie: Hey Caroline [1]!", "So, hello everyone
-    [1]."), or has no word left: "Industrial Designer said: Yeah [1]." is a pasted turn that
-    answers nothing ("Caroline [1]." answers "who"). A question ("What's new with you [1]?")
+    who speak in what was read or recalled: "Lena: Hey Priya [1]!", "So, hello everyone
+    [1]."), or has no word left: "Designer said: Yeah [1]." is a pasted turn that
+    answers nothing ("Priya [1]." answers "who"). A question ("What's new with you [1]?")
     and a note in brackets ("[shares a photo: a playground] [1]") copied from a turn answer
     nothing either."""
     text = _CITE.sub(" ", sentence).strip()
@@ -1056,7 +1056,7 @@ def _says_nothing(sentence: str, people: dict[str, str], persons: Collection[str
 
 def speakers_of(sources: Sequence[Source]) -> dict[str, str]:
     """The people who speak in ``sources`` (not the user), by each word of their names in
-    content-word form ("maria" -> "Maria Lopez")."""
+    content-word form ("priya" -> "Priya Shah")."""
     people: dict[str, str] = {}
     for source in sources:
         for passage in source.passages:
@@ -1080,14 +1080,14 @@ def supports(sentence: str, cited: Sequence[Source], question: str = "",
     if not words:
         return False
     people = speakers_of(cited) if people is None else people
-    # whom it is about: the one person the question asks about ("How did Caroline's son
-    # handle the accident?" answered "Melanie's son was lucky" is no answer), else the people
-    # it names, else those the question names ("What motivated Melanie ...?" answered "It
-    # made me realize ..." is a claim about Melanie)
+    # whom it is about: the one person the question asks about ("How did Priya's son
+    # handle the move?" answered "Lena's son was lucky" is no answer), else the people
+    # it names, else those the question names ("What motivated Lena ...?" answered "It
+    # made me realize ..." is a claim about Lena)
     asked_of = named_people(question, people)
     said_of = named_people(body, people)
     if len(asked_of) == 1 and said_of and not said_of & asked_of:
-        return False  # another's name on what the one asked about did ("John started ...")
+        return False  # another's name on what the one asked about did ("Ravi started ...")
     named = asked_of if len(asked_of) == 1 else said_of or asked_of
     # in a chat of two, what the other says to the one asked about ("you should join me on
     # the trails") is said of them
@@ -1110,7 +1110,7 @@ def supports(sentence: str, cited: Sequence[Source], question: str = "",
     if shared < max(1, math.ceil(len(novel) / 2)):
         return False
     # a name is the cited sources' (said in them, or one who speaks) or the question's: "by
-    # John Lennon" is not half a sentence's words to prove
+    # Nina Simone" is not half a sentence's words to prove
     said = content_words(" ".join([raw, *(p.text for s in cited for p in s.passages),
                                    *(p.speaker for s in cited for p in s.passages)
                                    ]).replace("_", ""))  # "L_C_D_" is the name "LCD"
@@ -1193,7 +1193,7 @@ def spoken_numbers(text: str) -> set[str]:
 
 def _of_person(passage: Passage, named: set[str]) -> bool:
     """Whether ``passage`` is said by one of ``named`` or names one of them (not only to greet
-    or thank them: "Hey Jon!" says nothing of Jon)."""
+    or thank them: "Hey Omar!" says nothing of Omar)."""
     if passage.speaker in named:
         return True
     names = {w for name in named for w in content_words(name)}
@@ -1209,7 +1209,7 @@ def _item_of(item: Item, named: set[str]) -> bool:
 def nothing_says(question: str) -> str:
     """The reply when no sentence of an answer is supported by a source it cites: the
     evidence shown before it is what memory holds. A question that reads as said of itself
-    ("What motivated Melanie …?") is said so; one that turns its verb round ("When did Jon
+    ("What motivated Lena …?") is said so; one that turns its verb round ("When did Omar
     …?", "Did Tom agree?") or asks something else ("Summarize …") is quoted."""
     asked = " ".join(question.split())
     bare = asked.rstrip("?").strip()
@@ -1259,7 +1259,7 @@ def unlabelled(text: str, sources: Sequence[Source]) -> str:
         headings = [f"{when}{title}(?:{label})?" if when else "",
                     f"{title}{label},?" if label else "",
                     # or right after a number, as the prompt lays it out (cut short: "[1]
-                    # John and Maria, session 21" ends an answer stopped at its length)
+                    # Ravi and Priya, session 21" ends an answer stopped at its length)
                     rf"(?<=\])\s*{title}(?:{label})?,?"]
         for heading in filter(None, headings):
             text = re.sub(rf"(?:\[(\d+)\]\s*)?{heading}",

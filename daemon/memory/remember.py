@@ -146,8 +146,9 @@ Steps = Callable[[int, int], None]  # (done, total) of one stage
 ARCHIVE_TOKENS = 1024  # a full archive is ~500 tokens; a cut-off one keeps its complete items
 ARCHIVE_PART_TOKENS = 384  # a part's short summary, its other sections and one quote
 ARCHIVE_PART_CHARS = 9000  # ~2,000 tokens of speech: a 35-minute meeting in four or five parts
-# a meeting read in one or two parts had a summary of two to four sentences (IS1006a: 31 words,
-# against ~100 in a reference summary of any meeting): one of at least three parts has six or more
+# a meeting read in one or two parts had a summary of two to four sentences (as few as 31
+# words, against ~100 in a reference summary of any meeting): one of at least three parts has
+# six or more
 ARCHIVE_PARTS = 3
 ARCHIVE_MIN_PART_CHARS = 1500  # ~400 tokens of speech: enough for two sentences of its own
 EXTRACT_TOKENS = 640  # a call's six items of ~70 tokens, and room

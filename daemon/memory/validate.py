@@ -184,8 +184,8 @@ _ORDINALS = {"one": "first", "two": "second", "three": "third", "five": "fifth",
 
 
 def _number_words(n: int) -> set[str]:
-    """How a speech transcript may write ``n`` (whisper and AMI often spell numbers out),
-    cardinal and ordinal ("3", "three", "third")."""
+    """How a speech transcript may write ``n`` (whisper and meeting transcripts often spell
+    numbers out), cardinal and ordinal ("3", "three", "third")."""
     if n < 20:
         spoken = [_UNITS[n]]
     elif n < 100:

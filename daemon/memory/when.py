@@ -1,10 +1,10 @@
-""""When did Melanie sign up for a pottery class?" answered from Melanie's own words, without a
+""""When did Lena sign up for a cooking class?" answered from Lena's own words, without a
 model: what "yesterday", "last Friday", "last week" (or a past "on Friday") meant the day
 they said it ("On 1 July 2023 [1]."), or, their words saying no time, that it was done by
 that day ("By 2 July 2023 [1].": what the words prove, not that it was done that day; not of
 a plan: "I'll play the final on Friday" says nothing done). Asked of what is to come ("When is
-Tim attending a book conference?", "When will …", "When does … plan …"), it is read off their
-plan and the time ahead it says ("I'm hoping to attend a book conference next month": "In
+Omar attending a chess tournament?", "When will …", "When does … plan …"), it is read off their
+plan and the time ahead it says ("I'm hoping to attend a chess tournament next month": "In
 September 2023 [1]."; "I'll present it on Friday": the Friday after); a plan with no time
 answers nothing.
 
@@ -16,8 +16,8 @@ the user ("When did I send Dana the contract?": the turns of "me"); the sentence
 is one of theirs (not a question they ask, not a transcript's bracketed note) that says at
 least half of the question's other words. The most such words wins; of two saying as many,
 one that says when, then the higher source. A month or a year the question names must be the
-answer's ("When did Caroline attend a pride parade in August?" is not answered by a parade of
-July). No such sentence: the model answers, as for any question.
+answer's ("When did Priya run a half marathon in August?" is not answered by a race of July).
+No such sentence: the model answers, as for any question.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from daemon.memory.grounding import (
 from daemon.memory.relative_time import RELATIVE, day_text, resolve
 
 _ASKS_WHEN = re.compile(r"\s*when\s+(did|was|were|is|are|will|does|do)\s+(\w+)", re.IGNORECASE)
-_AHEAD_ASKED = frozenset({"is", "are", "will", "does", "do"})  # "When is Tim attending ...?"
+_AHEAD_ASKED = frozenset({"is", "are", "will", "does", "do"})  # "When is Omar attending ...?"
 _NOTE = re.compile(r"\[[^\]]*\]")
 _MONTH = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October"
                     r"|November|December)\b")

@@ -518,8 +518,8 @@ WHEELS_EVEN_ONLINE: tuple[str, ...] = (
 # Best first: what an empty model setting picks among the installed models. Embeddings prefer
 # all-MiniLM because stored vectors carry that model's id and mixing models means re-embedding.
 PREFERENCE: dict[Role, tuple[str, ...]] = {
-    # English-only models first: on real English speech tiny.en beat multilingual base (FLEURS
-    # en, mean WER 6.3% vs 9.7%, bench.asr) at half the cost; other languages skip them
+    # English-only models first: on real English speech tiny.en beat multilingual base (read
+    # speech, mean WER 6.3% vs 9.7%, bench.asr) at half the cost; other languages skip them
     # (speech_model below)
     "asr": ("whisper-base.en", "whisper-tiny.en", "whisper-base"),
     "llm": ("qwen2.5-1.5b-instruct", "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2-135m"),

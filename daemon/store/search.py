@@ -53,14 +53,14 @@ LEGS: tuple[LegName, ...] = (
     "fts_assertions",
     "vector_assertions",
 )
-# A transcript chunk's whole-text vector adds nothing its turns' vectors do not (on LoCoMo it
-# cost recall at every weight tried), so only archives and documents are searched that way.
+# A transcript chunk's whole-text vector adds nothing its turns' vectors do not (on long chats
+# it cost recall at every weight tried), so only archives and documents are searched that way.
 WHOLE_TEXT_KINDS: tuple[ChunkKind, ...] = ("session", "document")
 
 
-# Measured on LoCoMo (bench/locomo.py, docs/benchmarks/search.md): with equal weights the vector leg
-# pulls BM25 down, so full text counts twice; and RRF's k=60 flattens the top ranks that decide
-# a top 5, so k=10.
+# Measured on long chats (docs/benchmarks/search.md): with equal weights the vector leg pulls
+# BM25 down, so full text counts twice; and RRF's k=60 flattens the top ranks that decide a
+# top 5, so k=10.
 LEG_WEIGHTS: dict[str, float] = {
     "fts_chunks": 2.0,
     "vector_turns": 1.0,

@@ -35,7 +35,7 @@ class WindowEmbedder(Protocol):
 
 @dataclass(frozen=True)
 class DiarizeConfig:
-    # tuned on the AMI excerpts (bench.diarize; docs/benchmarks/speakers.md)
+    # tuned on real meeting excerpts (bench.diarize; docs/benchmarks/speakers.md)
     hop_s: float = 0.4  # a window every this often
     change_below: float = 0.70  # neighbouring pieces whose voices are less alike are apart
     min_piece_s: float = 0.8  # shorter pieces join their more alike neighbour
@@ -56,12 +56,12 @@ class DiarizeConfig:
     # "segments": never, a segment goes whole to the voice that spoke most of it;
     # "pieces" (the default): where the voices' pieces change and the two voices are apart
     #   (SessionVoices.join_alike: less than ``change_below`` alike, the test that cut the
-    #   pieces), each part holding the words timed in it and spanning to the next part. On the
-    #   AMI excerpts (bench.diarize, whisper tiny.en's segments): DER 29.6% whole segments,
-    #   28.9% cut at every change of piece, 28.1% cut where the voices are apart (confusion
-    #   16.1 -> 14.9 -> 13.4 s). Cut at every change, a false change of voice that a whole
-    #   segment hides becomes a turn: the end of JFK's first sentence (a piece whose new voice
-    #   is 0.74 alike to the rest of him) is a second speaker in a recording of one
+    #   pieces), each part holding the words timed in it and spanning to the next part. On
+    #   real meeting excerpts (bench.diarize, whisper tiny.en's segments): DER 29.6% whole
+    #   segments, 28.9% cut at every change of piece, 28.1% cut where the voices are apart
+    #   (confusion 16.1 -> 14.9 -> 13.4 s). Cut at every change, a false change of voice that a
+    #   whole segment hides becomes a turn: the end of a speaker's first sentence (a piece whose
+    #   new voice is 0.74 alike to the rest of his) is a second speaker in a recording of one
     #   (tests/test_import_real.py); not apart, it is not cut;
     # "words": each timed word goes to its voice and a turn spans its words only (measured
     #   worse: the gaps between words and their coarse times count as missed speech)
@@ -327,7 +327,7 @@ class SessionVoices:
         ``change_below`` alike, the test that cuts pieces — as one piece of the longer one's
         voice. A piece is cut off where its windows differ from their neighbours', but it may
         then start a voice of its own that is still like the voice before it (the end of a
-        sentence of one speaker: JFK's "... ask not" in tests/test_import_real.py); a turn is
+        sentence of one speaker: the speech of one in tests/test_import_real.py); a turn is
         cut only between voices the same test tells apart."""
         by_label = {v.session_label: v for v in self.voices}
         out: list[Piece] = []

@@ -21,9 +21,10 @@ A 10 s chunk (160,000 samples) gives 589 frames; frame ``i`` covers samples
 
 Precision: SincNet runs in float64, the rest in float32. The instance norm after the sinc
 filters divides each band by its spread over the chunk, and the bands that speech barely fills
-(AMI's top ones) have a tiny spread, so float32 rounding in the 251-tap filters comes out up to
-7.7e-4 in the log probabilities (torch's own float32 run against float64); with SincNet in
-float64 this module is within 1.1e-5 of the float64 network (tests/test_segmentation.py pins it).
+(the top ones, in meeting audio) have a tiny spread, so float32 rounding in the 251-tap filters
+comes out up to 7.7e-4 in the log probabilities (torch's own float32 run against float64); with
+SincNet in float64 this module is within 1.1e-5 of the float64 network
+(tests/test_segmentation.py pins it).
 
 Cost: each cosine filter is symmetric about its centre tap and each sine filter antisymmetric,
 so a window's two mirrored halves are added (cosine) or subtracted (sine) once and meet half

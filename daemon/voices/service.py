@@ -58,7 +58,7 @@ class VoiceModel:
 
 
 # by registry name (the ``voice_model`` setting); which one an empty setting runs:
-# registry.PREFERENCE["voice"], CAM++ first. Thresholds chosen on the AMI excerpts
+# registry.PREFERENCE["voice"], CAM++ first. Thresholds chosen on real meeting excerpts
 # (docs/benchmarks/speakers.md): GE2E's are DiarizeConfig's defaults; CAM++'s voices are
 # less alike to each other (two speakers' 1.6 s windows: equal error rate 4.0% against 17.7%),
 # so its cuts and matches sit lower (DER 23.2%, leave-one-out over the thresholds 23.9%)
@@ -181,7 +181,7 @@ def label_segments(voices: SessionVoices, encoder: WindowEmbedder, audio: np.nda
     the audio it was given.
 
     The voices hear the whole utterance, not only the span of whisper's segments: cutting the
-    VAD's margins off measured worse on the AMI excerpts (bench.diarize: DER 58.5% against
+    VAD's margins off measured worse on real meeting excerpts (bench.diarize: DER 58.5% against
     56.4%, confusion 23.9 s against 20.7 s), whisper's segments being seconds long."""
     duration = len(audio) / SAMPLE_RATE
     pieces = voices.label_utterance(encoder, audio)
