@@ -16,6 +16,7 @@ from pathlib import Path
 from queue import Queue
 from typing import Any, TypeVar
 
+import msgspec
 import trio
 from daemonkit import running_daemon
 from jeepney import DBusAddress, MatchRule, message_bus, new_method_return, new_signal
@@ -35,6 +36,7 @@ from daemon.ipc.protocol import (
     Citation,
     Event,
     EvidenceInfo,
+    HeardVoiceInfo,
     ListSessions,
     ListSpaces,
     LiveStatus,
@@ -45,7 +47,9 @@ from daemon.ipc.protocol import (
     Reply,
     Request,
     SessionInfo,
+    SessionReply,
     SessionsReply,
+    ShowSession,
     SourceStatus,
     SpaceInfo,
     SpacesReply,
@@ -53,6 +57,11 @@ from daemon.ipc.protocol import (
     StartReply,
     Status,
     StatusReply,
+    VoiceInfo,
+    VoiceName,
+    VoiceReply,
+    VoicesList,
+    VoicesReply,
 )
 from daemon.ipc.server import IpcServer, serve_ipc
 
@@ -266,6 +275,8 @@ class FakeDaemon(TrioThread):
 
     Every request is recorded (:meth:`wait_for`); Ask streams ``ANSWER_TOKENS``, stopping after
     the first two until :attr:`release_answer` is set, so a test can see a partial answer.
+    ShowSession answers from :attr:`shown`; `voices list` lists :attr:`heard`, and naming one
+    of those voices names it and its turns in :attr:`shown`, as the daemon does.
     """
 
     def __init__(self, paths: Paths) -> None:
@@ -275,6 +286,8 @@ class FakeDaemon(TrioThread):
         self.live = live_status()
         self.spaces = ["Atlas", "Hiring"]
         self.sessions: list[SessionInfo] = []
+        self.shown: dict[int, SessionReply] = {}
+        self.heard: list[HeardVoiceInfo] = []
         self.release_answer = threading.Event()
         self._lock = threading.Lock()
         self._server: IpcServer | None = None
@@ -335,6 +348,10 @@ class FakeDaemon(TrioThread):
         add(Start, lambda r: StartReply(session_id=9, started_at=time.time(),
                                         message=f"session 9 started in {r.space}"))
         add(Pause, lambda r: Ok())
+        add(ShowSession, lambda r: self.shown[r.session_id])
+        add(VoicesList, lambda r: VoicesReply(voices=[], heard=list(self.heard),
+                                              voices_enabled=True, state="on"))
+        add(VoiceName, self._name)
 
         async def ask(request: Ask, publish: Publish) -> AskReply:
             self._record(request)
@@ -352,6 +369,23 @@ class FakeDaemon(TrioThread):
 
         handlers.add_streaming(Ask, ask)
         return handlers
+
+    def _name(self, request: VoiceName) -> VoiceReply:
+        [heard] = [h for h in self.heard
+                   if (h.session_id, h.label) == (request.session_id, request.voice)]
+        self.heard[self.heard.index(heard)] = msgspec.structs.replace(
+            heard, name=request.name, suggestion=None)
+        turns = 0
+        shown = self.shown.get(heard.session_id)
+        if shown is not None:
+            renamed = [msgspec.structs.replace(t, speaker=request.name)
+                       if t.speaker == heard.label else t for t in shown.turns]
+            turns = sum(t.speaker == heard.label for t in shown.turns)
+            self.shown[heard.session_id] = msgspec.structs.replace(shown, turns=renamed)
+        voice = VoiceInfo(id=1, name=request.name, sessions=1, turns=turns,
+                          seconds=heard.seconds, created_at=0.0)
+        return VoiceReply(voice=voice, message=f"{request.voice} is {request.name}: {turns} "
+                                               f"turns in 1 session(s) show the name")
 
 
 class ThreadedDaemon(TrioThread):
