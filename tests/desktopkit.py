@@ -37,10 +37,14 @@ from daemon.ipc.protocol import (
     Event,
     EvidenceInfo,
     HeardVoiceInfo,
+    ItemsReply,
     ListSessions,
     ListSpaces,
     LiveStatus,
+    MemoryList,
+    MemoryListReply,
     Ok,
+    OpenItems,
     Pause,
     Remember,
     RememberReply,
@@ -275,7 +279,8 @@ class FakeDaemon(TrioThread):
 
     Every request is recorded (:meth:`wait_for`); Ask streams ``ANSWER_TOKENS``, stopping after
     the first two until :attr:`release_answer` is set, so a test can see a partial answer.
-    ShowSession answers from :attr:`shown`; `voices list` lists :attr:`heard`, and naming one
+    ShowSession answers from :attr:`shown`, the review queue and open items are empty;
+    `voices list` lists :attr:`heard`, and naming one
     of those voices names it and its turns in :attr:`shown`, as the daemon does.
     """
 
@@ -349,6 +354,9 @@ class FakeDaemon(TrioThread):
                                         message=f"session 9 started in {r.space}"))
         add(Pause, lambda r: Ok())
         add(ShowSession, lambda r: self.shown[r.session_id])
+        add(MemoryList, lambda r: MemoryListReply(memories=[], memory_enabled=False,
+                                                  session_archive_enabled=True))
+        add(OpenItems, lambda r: ItemsReply(items=[]))
         add(VoicesList, lambda r: VoicesReply(voices=[], heard=list(self.heard),
                                               voices_enabled=True, state="on"))
         add(VoiceName, self._name)
