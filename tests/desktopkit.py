@@ -150,6 +150,7 @@ class NotifyCall:
     actions: list[tuple[str, str]]
     timeout_ms: int
     sender: str
+    updates: int = 0  # times it was replaced on the screen (Notify with its id)
 
 
 INTERFACE = "org.freedesktop.Notifications"
@@ -157,8 +158,9 @@ OBJECT_PATH = "/org/freedesktop/Notifications"
 
 
 class FakeNotificationServer:
-    """org.freedesktop.Notifications on the test bus: records Notify calls, and
-    :meth:`click` sends ActionInvoked as a real server does when a button is pressed."""
+    """org.freedesktop.Notifications on the test bus: records Notify calls (one that replaces
+    a notification takes its place, as on the screen), and :meth:`click` sends ActionInvoked
+    as a real server does when a button is pressed."""
 
     def __init__(self, bus_address: str, capabilities: tuple[str, ...] = ("actions", "body")):
         self.capabilities = list(capabilities)
@@ -200,12 +202,18 @@ class FakeNotificationServer:
                 return
             member = message.header.fields.get(HeaderFields.member)
             if member == "Notify":
-                app_name, _replaces, _icon, summary, body, actions, _hints, timeout = message.body
+                app_name, replaces, _icon, summary, body, actions, _hints, timeout = message.body
                 with self._lock:
-                    call = NotifyCall(len(self.calls) + 1, app_name, summary, body,
+                    shown = [i for i, c in enumerate(self.calls) if c.id == replaces]
+                    call = NotifyCall(replaces if shown else len(self.calls) + 1, app_name,
+                                      summary, body,
                                       list(zip(actions[::2], actions[1::2], strict=True)),
-                                      timeout, message.header.fields[HeaderFields.sender])
-                    self.calls.append(call)
+                                      timeout, message.header.fields[HeaderFields.sender],
+                                      self.calls[shown[0]].updates + 1 if shown else 0)
+                    if shown:
+                        self.calls[shown[0]] = call
+                    else:
+                        self.calls.append(call)
                 reply = new_method_return(message, "u", (call.id,))
             elif member == "GetCapabilities":
                 reply = new_method_return(message, "as", (self.capabilities,))
@@ -280,8 +288,8 @@ class FakeDaemon(TrioThread):
     Every request is recorded (:meth:`wait_for`); Ask streams ``ANSWER_TOKENS``, stopping after
     the first two until :attr:`release_answer` is set, so a test can see a partial answer.
     ShowSession answers from :attr:`shown`, the review queue and open items are empty;
-    `voices list` lists :attr:`heard`, and naming one
-    of those voices names it and its turns in :attr:`shown`, as the daemon does.
+    `voices list` lists :attr:`heard` (once :attr:`release_voices` is set: it is), and naming
+    one of those voices names it and its turns in :attr:`shown`, as the daemon does.
     """
 
     def __init__(self, paths: Paths) -> None:
@@ -293,6 +301,8 @@ class FakeDaemon(TrioThread):
         self.sessions: list[SessionInfo] = []
         self.shown: dict[int, SessionReply] = {}
         self.heard: list[HeardVoiceInfo] = []
+        self.release_voices = threading.Event()
+        self.release_voices.set()
         self.release_answer = threading.Event()
         self._lock = threading.Lock()
         self._server: IpcServer | None = None
@@ -357,9 +367,17 @@ class FakeDaemon(TrioThread):
         add(MemoryList, lambda r: MemoryListReply(memories=[], memory_enabled=False,
                                                   session_archive_enabled=True))
         add(OpenItems, lambda r: ItemsReply(items=[]))
-        add(VoicesList, lambda r: VoicesReply(voices=[], heard=list(self.heard),
-                                              voices_enabled=True, state="on"))
         add(VoiceName, self._name)
+
+        async def voices_list(request: VoicesList) -> VoicesReply:
+            self._record(request)
+            released = await trio.to_thread.run_sync(self.release_voices.wait, 15,
+                                                      abandon_on_cancel=True)
+            assert released, "the test never released the voices"
+            return VoicesReply(voices=[], heard=list(self.heard), voices_enabled=True,
+                               state="on")
+
+        handlers.add(VoicesList, voices_list)
 
         async def ask(request: Ask, publish: Publish) -> AskReply:
             self._record(request)

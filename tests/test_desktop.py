@@ -353,9 +353,16 @@ def test_the_keep_notification_offers_a_name_and_its_button_confirms_it(
     from PySide6.QtTest import QTest
 
     daemon.heard = list(HEARD)
+    daemon.release_voices.clear()  # the daemon is slow to say: the question does not wait
     daemon.publish(SessionEnded(session_id=42, duration_s=10 * 60, gist="Atlas budget",
                                 space="Atlas", speakers=["me", "Tom", "Them 2"]))
     wait_until(lambda: notifications.notifications(QUESTION), "the keep notification")
+    [asked] = notifications.notifications(QUESTION)
+    assert asked.body == "“Atlas budget”\nme, Tom, Them 2\n10 min, in Atlas"
+    assert len(asked.actions) == 4
+    daemon.release_voices.set()  # then it is updated in its place with the name offered
+    wait_until(lambda: [c.updates for c in notifications.notifications(QUESTION)] == [1],
+               "the keep notification with the name offered")
     [call] = notifications.notifications(QUESTION)
     assert call.body == "“Atlas budget”\nme, Tom, Them 2\n10 min, in Atlas\nThem 2 — Sarah?"
     assert call.actions[-1] == ("voice:Them 2", "Them 2 is Sarah?")

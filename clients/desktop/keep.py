@@ -12,7 +12,8 @@ A voice of the call that may be a named one is offered for one click (clients.de
 the notification says "Them 2 — Sarah?" and has a button "Them 2 is Sarah?" after the answers
 (a server that shows few buttons keeps the answers; the window has them all), and the window
 has a button "Them 2 — Sarah?". A click confirms the name; the notification is gone then, so
-the question is asked again in the window, with the name.
+the question is asked again in the window, with the name. The question never waits for the
+names: it is asked at once, and updated in place when the daemon has offered some.
 """
 
 from __future__ import annotations
@@ -216,22 +217,32 @@ class KeepPrompter:
         if self._notifications is None:
             self.open_dialog(ended, full=True)
             return
-        load_offers(self._link, ended.session_id, lambda offered: self._notify(ended, offered))
+        if self._notify(ended, []):  # the names offered follow (the link may be busy)
+            load_offers(self._link, ended.session_id,
+                        lambda offered: self._offer(ended, offered))
 
-    def _notify(self, ended: SessionEnded, offered: list[Offer]) -> None:
+    def _offer(self, ended: SessionEnded, offered: list[Offer]) -> None:
+        shown = self._notified.get(ended.session_id)
+        if offered and shown is not None:  # still unanswered: updated in its place
+            self._notify(ended, offered, replaces=shown)
+
+    def _notify(self, ended: SessionEnded, offered: list[Offer], replaces: int = 0) -> bool:
         if self._notifications is None:
-            return
+            return False
         try:
             notification = self._notifications.notify(
                 QUESTION, prompt_body(ended, offered), prompt_actions(offered),
                 on_action=lambda key: self._on_action(ended, key, offered),
                 on_closed=lambda: self._dismissed(ended.session_id),
+                replaces=replaces,
             )
         except (OSError, TimeoutError) as e:  # the notification server went away
-            self._inform(f"notifications failed ({e}); asking in a window")
-            self.open_dialog(ended, full=True)
-            return
+            if not replaces:  # else the question stays as it was shown
+                self._inform(f"notifications failed ({e}); asking in a window")
+                self.open_dialog(ended, full=True)
+            return False
         self._notified[ended.session_id] = notification
+        return True
 
     def _dismissed(self, session_id: int) -> None:
         # Closed unanswered: the session stays undecided (the tray's recent sessions ask again).
