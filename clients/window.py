@@ -56,7 +56,7 @@ from clients.cli.output import local_time, offset
 from clients.cli.status import off_machine
 from clients.desktop.link import DaemonLink, Down
 from clients.desktop.qt import MainThread, application, exec_until_interrupted
-from clients.desktop.voices import Offer, load_offers
+from clients.desktop.voices import Offer, confirm, load_offers
 from daemon.config import Paths
 from daemon.errors import BrainCueError
 from daemon.ipc.protocol import (
@@ -659,7 +659,7 @@ class MemoryWindow(QMainWindow):
             self.say(reply.message)
             self.reload()
 
-        self.send(offer.confirm(), named)
+        confirm(self.link, offer, named, self._failed)
 
     def evidence(self, assertion_id: int) -> list[int]:
         """The turns an assertion of the session shown was said in."""

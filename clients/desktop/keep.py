@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from clients.desktop import voices
 from clients.desktop.link import DaemonLink
 from clients.desktop.notify import Notifications
 from clients.desktop.voices import Offer, load_offers, with_name
@@ -296,8 +297,8 @@ class KeepPrompter:
             self._inform(reply.message)
             then(Offer(offer.session_id, offer.label, reply.voice.name))
 
-        self._link.submit(offer.confirm(), named,
-                          lambda error: self._inform(f"Could not name {offer.label}: {error}"))
+        voices.confirm(self._link, offer, named,
+                       lambda error: self._inform(f"Could not name {offer.label}: {error}"))
 
     def _forget(self, session_id: int, dialog: KeepDialog) -> None:
         if self.dialogs.get(session_id) is dialog:

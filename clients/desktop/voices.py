@@ -12,9 +12,10 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from clients.cli.voices import RELABEL_TIMEOUT_S
 from clients.desktop.link import DaemonLink
 from daemon.errors import BrainCueError
-from daemon.ipc.protocol import VoiceName, VoicesList, VoicesReply
+from daemon.ipc.protocol import VoiceName, VoiceReply, VoicesList, VoicesReply
 
 log = logging.getLogger("braincue.desktop")
 
@@ -56,3 +57,10 @@ def load_offers(link: DaemonLink, session_id: int,
         then([])
 
     link.submit(VoicesList(), lambda reply: then(offers(reply, session_id)), failed)
+
+
+def confirm(link: DaemonLink, offer: Offer, on_reply: Callable[[VoiceReply], None],
+            on_error: Callable[[BrainCueError], None]) -> None:
+    """Send the request that confirms ``offer``: it renames the voice's turns and teaches its
+    print, which may take longer than a lookup."""
+    link.submit(offer.confirm(), on_reply, on_error, timeout=RELABEL_TIMEOUT_S)
