@@ -5,8 +5,8 @@ corrections made in it are then read back by `braincue show`, `open`, `search` a
 the old values still found as of before. The language model is scripted here (this is the logic
 around it: the window shows what the keep stored); its lines quote the meetings verbatim, so
 the keep's own checks (grounding, anchors, quotes) run on real text. The name offered for a
-voice is driven against the fake daemon (tests/desktopkit.py), which names a voice's turns as
-the daemon does. Screenshots go to artifacts/screenshots/."""
+voice is driven against the fake daemon (tests/desktopkit.py) and against the daemon's own
+voices on the diarisation tests' scripted encoder. Screenshots go to artifacts/screenshots/."""
 
 from __future__ import annotations
 
@@ -499,3 +499,82 @@ def test_a_name_the_daemon_was_not_sure_of_is_offered_and_one_click_confirms_it(
         window.close_link()
         window.close()
         daemon.stop()
+
+
+@under_x
+def test_a_name_offered_by_the_real_daemon_is_confirmed_in_the_window_and_its_turns_follow(
+    qapp: Any, short_home: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+) -> None:
+    """The daemon's own voices, with the scripted encoder of the diarisation tests: Sarah is
+    named in one session; in the next a voice only 0.7 alike to her (her tone and another at
+    once) is not named but offered. The window's click names it through the daemon, which
+    renames its turns."""
+    import numpy as np
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+    from test_diarize import RATE, TONES, ToneEncoder, speech
+
+    import daemon.handlers.live
+    from clients.window import MemoryWindow
+    from daemon.asr.engine import Segment
+    from daemon.store.records import NewTurn
+    from daemon.voices.diarize import DiarizeConfig
+    from daemon.voices.service import Voices
+
+    config = DiarizeConfig(named_voice=0.8, suggest_voice=0.5)
+    monkeypatch.setattr(daemon.handlers.live, "Voices", lambda *args: Voices(
+        *args, encoder=ToneEncoder(), config=config))
+    running = ThreadedDaemon(Engines(lambda: Settings(), Paths.resolve().models_dir,
+                                     embedder=ScriptedEmbedder(),
+                                     generator=ScriptedGenerator(["unused"])), Config.load())
+    running.start(timeout=60)
+    assert running.daemon is not None and running.daemon.live is not None
+    store, voices = running.daemon.store, running.daemon.live.voices
+    assert voices is not None
+
+    def heard(title: str, audio: np.ndarray, words: str) -> int:
+        """A session in which one voice of "them" said ``words``, as capture stores it."""
+        session = store.create_session(title=title, started_at=time.time())
+        said = voices.label(session.id, audio, [Segment(0.0, len(audio) / RATE, words)])
+        assert said is not None
+        store.append_turns(session.id, [
+            NewTurn(speaker="me", text="Can you send the budget?", start=0.0, end=2.0,
+                    source="mic"),
+            *[NewTurn(speaker=s.speaker, text=s.text, start=3.0 + s.start, end=3.0 + s.end,
+                      source="loopback", voice_label=s.voice, voice_id=s.voice_id)
+              for s in said]])
+        store.end_session(session.id, ended_at=time.time() + 60)
+        return session.id
+
+    first = heard("Budget kickoff", speech(("ann", 3.0)), "I will draft the budget.")
+    t = np.arange(3 * RATE) / RATE
+    alike = (0.1 * np.sin(2 * np.pi * TONES["ann"] * t)
+             + 0.1 * np.sin(2 * np.pi * TONES["bob"] * t)).astype(np.float32)
+    window = None
+    try:
+        paths = Paths.resolve()
+        with Client(paths) as client:
+            client.request(VoiceName(voice="Them 1", name="Sarah", session_id=first))
+        later = heard("Budget review", alike, "I will send it by Friday.")
+        window = MemoryWindow(paths)
+        window.show()
+        window.show_session(later)
+        wait_until(lambda: window.offered_in == later, "the later session and its offers")
+        [button] = window.offer_buttons
+        assert button.text() == "Them 1 — Sarah?"  # offered, not named
+        assert any("] Them 1: I will send it by Friday." in window.transcript.item(i).text()
+                   for i in range(window.transcript.count()))
+        QTest.mouseClick(button, Qt.MouseButton.LeftButton)
+        wait_until(lambda: any("] Sarah: I will send it by Friday." in
+                               window.transcript.item(i).text()
+                               for i in range(window.transcript.count())),
+                   "the turn with the name")
+        wait_until(lambda: window.offer_buttons == [], "the offer to go")
+        assert [t.speaker for t in store.turns(later)] == ["me", "Sarah"]
+        [sarah] = [v for v in voices.heard() if v.session_id == later]
+        assert (sarah.name, sarah.suggestion) == ("Sarah", None)
+    finally:
+        if window is not None:
+            window.close_link()
+            window.close()
+        running.stop()
