@@ -417,6 +417,7 @@ def test_the_keep_window_offers_a_name_only_where_there_is_one(
         wait_until(lambda: "Sarah" in window.summary.text(), "the name in the prompt")
         assert window.summary.text() == "me, Tom, Sarah\n1 min, in Atlas"
         assert not button.isVisible() and window.isVisible()  # the question still waits
+        assert not window.offer_row.isVisible()  # nothing left to offer: no "Who spoke:"
         assert not daemon.of_type(Remember)
     finally:
         for dialog in list(tray.prompter.dialogs.values()):

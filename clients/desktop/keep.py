@@ -147,12 +147,14 @@ class KeepDialog(QDialog):
         self.space.setCurrentIndex(default)
         self.summary = QLabel(prompt_body(ended))
         self.summary.setWordWrap(True)
-        form = QFormLayout()
+        self.form = form = QFormLayout()
         form.addRow("Remember it in:", self.space)
         # one click confirms a name the daemon was not sure enough to give
         self.offer_buttons: dict[str, QPushButton] = {}
+        self.offer_row = QWidget()
         if offered:
-            row = QHBoxLayout()
+            row = QHBoxLayout(self.offer_row)
+            row.setContentsMargins(0, 0, 0, 0)
             for offer in offered:
                 button = QPushButton(offer.text)
                 button.setAutoDefault(False)
@@ -162,7 +164,7 @@ class KeepDialog(QDialog):
                 self.offer_buttons[offer.label] = button
                 row.addWidget(button)
             row.addStretch(1)
-            form.addRow("Who spoke:", row)
+            form.addRow("Who spoke:", self.offer_row)
         self.buttons = QDialogButtonBox()
         self.keep_button = self._button("Keep it" if full else "Keep", "keep", default=True)
         if full:
@@ -194,6 +196,8 @@ class KeepDialog(QDialog):
         button = self.offer_buttons.pop(offer.label, None)
         if button is not None:
             button.hide()
+        if not self.offer_buttons:
+            self.form.setRowVisible(self.offer_row, False)
 
     def chosen_space(self) -> SpaceOption:
         return self.options[self.space.currentIndex()]
