@@ -9,7 +9,9 @@ current). Three tabs:
   key quotes and its transcript, and selecting an item selects the turns it was said in. The
   corrections sent from here are the daemon's own: a correction supersedes the extracted
   version (the old one stays in the history), a speaker renamed follows into the transcript,
-  archive and owners, and keep / discard / decide later re-files the session.
+  archive and owners, and keep / discard / decide later re-files the session. A voice the
+  daemon was not sure enough to name is offered above the transcript ("Them 2 — Sarah?"): a
+  click confirms it as `braincue voices name` does, and its turns then show the name.
 - **Memory**: the review queue of memories about you, by Space, and the two switches.
 - **Open items**: what is still open across a Space's sessions.
 
@@ -54,6 +56,7 @@ from clients.cli.output import local_time, offset
 from clients.cli.status import off_machine
 from clients.desktop.link import DaemonLink, Down
 from clients.desktop.qt import MainThread, application, exec_until_interrupted
+from clients.desktop.voices import Offer, confirm, load_offers
 from daemon.config import Paths
 from daemon.errors import BrainCueError
 from daemon.ipc.protocol import (
@@ -93,6 +96,7 @@ from daemon.ipc.protocol import (
     ShowSession,
     SpacesReply,
     StatusReply,
+    VoiceReply,
 )
 
 log = logging.getLogger("braincue.desktop")
@@ -287,6 +291,8 @@ class MemoryWindow(QMainWindow):
         self.open_items: list[ItemInfo] = []
         self.dialog: FormDialog | None = None
         self.selected: int | None = None  # the assertion chosen in the session shown
+        self.offers: list[Offer] = []  # names offered for the voices of the session shown
+        self.offered_in: int | None = None  # the session they were looked up for
         self.last_message = ""
         self.loads = 0  # replies that filled the session list (tests wait on it)
         self.tabs = QTabWidget()
@@ -326,6 +332,12 @@ class MemoryWindow(QMainWindow):
         self.transcript.setWordWrap(True)
         self.transcript.setSelectionMode(QListWidget.SelectionMode.ExtendedSelection)
         speaker_row, _ = buttons(("Rename &speaker…", self.rename_speaker))
+        self.offer_row = QHBoxLayout()
+        self.offer_label = QLabel("Who spoke:")
+        self.offer_label.hide()
+        self.offer_row.addWidget(self.offer_label)
+        self.offer_row.addStretch(1)
+        self.offer_buttons: list[QPushButton] = []
 
         archive = QWidget()
         archive_layout = QVBoxLayout(archive)
@@ -336,6 +348,7 @@ class MemoryWindow(QMainWindow):
         transcript = QWidget()
         transcript_layout = QVBoxLayout(transcript)
         transcript_layout.addWidget(QLabel("<b>Transcript</b>"))
+        transcript_layout.addLayout(self.offer_row)
         transcript_layout.addWidget(self.transcript)
         transcript_layout.addLayout(speaker_row)
         parts = QSplitter(Qt.Orientation.Vertical)
@@ -603,6 +616,7 @@ class MemoryWindow(QMainWindow):
         self.items = []
         self.selected = None
         self.detail.setText("Choose a decision or an item: its turns are selected below.")
+        load_offers(self.link, info.id, lambda offered: self._offers_loaded(info.id, offered))
         if info.space is not None:
             self.send(SelectItems(space=info.space, kinds=["commitment", "task"]),
                       lambda r: self._items_loaded(info.id, r))
@@ -617,6 +631,35 @@ class MemoryWindow(QMainWindow):
             row.setData(0, ID_ROLE, item.closed_by or item.id)  # its current version
             row.setData(0, SAID_ROLE, item.id)
             self.item_list.addTopLevelItem(row)
+
+    def _offers_loaded(self, session_id: int, offered: list[Offer]) -> None:
+        """A button for each name offered for a voice the transcript shows."""
+        if self.session is None or self.session.session.id != session_id:
+            return
+        shown = {t.speaker for t in self.session.turns}
+        self.offers = [o for o in offered if o.label in shown]
+        self.offered_in = session_id
+        for button in self.offer_buttons:
+            self.offer_row.removeWidget(button)
+            button.deleteLater()
+        self.offer_buttons = []
+        for offer in self.offers:
+            button = QPushButton(offer.text)
+            button.setToolTip(f"Yes, {offer.label} is {offer.name}: the turns show the name, "
+                              f"and {offer.name}'s voice is learnt from this session")
+            button.clicked.connect(lambda _=False, offer=offer: self.confirm_offer(offer))
+            self.offer_row.insertWidget(self.offer_row.count() - 1, button)
+            self.offer_buttons.append(button)
+        self.offer_label.setVisible(bool(self.offers))
+
+    def confirm_offer(self, offer: Offer) -> None:
+        """The offered name is right: the daemon names the voice, and its turns follow."""
+
+        def named(reply: VoiceReply) -> None:
+            self.say(reply.message)
+            self.reload()
+
+        confirm(self.link, offer, named, self._failed)
 
     def evidence(self, assertion_id: int) -> list[int]:
         """The turns an assertion of the session shown was said in."""

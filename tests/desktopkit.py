@@ -16,6 +16,7 @@ from pathlib import Path
 from queue import Queue
 from typing import Any, TypeVar
 
+import msgspec
 import trio
 from daemonkit import running_daemon
 from jeepney import DBusAddress, MatchRule, message_bus, new_method_return, new_signal
@@ -35,17 +36,24 @@ from daemon.ipc.protocol import (
     Citation,
     Event,
     EvidenceInfo,
+    HeardVoiceInfo,
+    ItemsReply,
     ListSessions,
     ListSpaces,
     LiveStatus,
+    MemoryList,
+    MemoryListReply,
     Ok,
+    OpenItems,
     Pause,
     Remember,
     RememberReply,
     Reply,
     Request,
     SessionInfo,
+    SessionReply,
     SessionsReply,
+    ShowSession,
     SourceStatus,
     SpaceInfo,
     SpacesReply,
@@ -53,6 +61,11 @@ from daemon.ipc.protocol import (
     StartReply,
     Status,
     StatusReply,
+    VoiceInfo,
+    VoiceName,
+    VoiceReply,
+    VoicesList,
+    VoicesReply,
 )
 from daemon.ipc.server import IpcServer, serve_ipc
 
@@ -137,6 +150,7 @@ class NotifyCall:
     actions: list[tuple[str, str]]
     timeout_ms: int
     sender: str
+    updates: int = 0  # times it was replaced on the screen (Notify with its id)
 
 
 INTERFACE = "org.freedesktop.Notifications"
@@ -144,8 +158,9 @@ OBJECT_PATH = "/org/freedesktop/Notifications"
 
 
 class FakeNotificationServer:
-    """org.freedesktop.Notifications on the test bus: records Notify calls, and
-    :meth:`click` sends ActionInvoked as a real server does when a button is pressed."""
+    """org.freedesktop.Notifications on the test bus: records Notify calls (one that replaces
+    a notification takes its place, as on the screen), and :meth:`click` sends ActionInvoked
+    as a real server does when a button is pressed."""
 
     def __init__(self, bus_address: str, capabilities: tuple[str, ...] = ("actions", "body")):
         self.capabilities = list(capabilities)
@@ -187,12 +202,18 @@ class FakeNotificationServer:
                 return
             member = message.header.fields.get(HeaderFields.member)
             if member == "Notify":
-                app_name, _replaces, _icon, summary, body, actions, _hints, timeout = message.body
+                app_name, replaces, _icon, summary, body, actions, _hints, timeout = message.body
                 with self._lock:
-                    call = NotifyCall(len(self.calls) + 1, app_name, summary, body,
+                    shown = [i for i, c in enumerate(self.calls) if c.id == replaces]
+                    call = NotifyCall(replaces if shown else len(self.calls) + 1, app_name,
+                                      summary, body,
                                       list(zip(actions[::2], actions[1::2], strict=True)),
-                                      timeout, message.header.fields[HeaderFields.sender])
-                    self.calls.append(call)
+                                      timeout, message.header.fields[HeaderFields.sender],
+                                      self.calls[shown[0]].updates + 1 if shown else 0)
+                    if shown:
+                        self.calls[shown[0]] = call
+                    else:
+                        self.calls.append(call)
                 reply = new_method_return(message, "u", (call.id,))
             elif member == "GetCapabilities":
                 reply = new_method_return(message, "as", (self.capabilities,))
@@ -266,6 +287,9 @@ class FakeDaemon(TrioThread):
 
     Every request is recorded (:meth:`wait_for`); Ask streams ``ANSWER_TOKENS``, stopping after
     the first two until :attr:`release_answer` is set, so a test can see a partial answer.
+    ShowSession answers from :attr:`shown`, the review queue and open items are empty;
+    `voices list` lists :attr:`heard` (once :attr:`release_voices` is set: it is), and naming
+    one of those voices names it and its turns in :attr:`shown`, as the daemon does.
     """
 
     def __init__(self, paths: Paths) -> None:
@@ -275,6 +299,10 @@ class FakeDaemon(TrioThread):
         self.live = live_status()
         self.spaces = ["Atlas", "Hiring"]
         self.sessions: list[SessionInfo] = []
+        self.shown: dict[int, SessionReply] = {}
+        self.heard: list[HeardVoiceInfo] = []
+        self.release_voices = threading.Event()
+        self.release_voices.set()
         self.release_answer = threading.Event()
         self._lock = threading.Lock()
         self._server: IpcServer | None = None
@@ -335,6 +363,21 @@ class FakeDaemon(TrioThread):
         add(Start, lambda r: StartReply(session_id=9, started_at=time.time(),
                                         message=f"session 9 started in {r.space}"))
         add(Pause, lambda r: Ok())
+        add(ShowSession, lambda r: self.shown[r.session_id])
+        add(MemoryList, lambda r: MemoryListReply(memories=[], memory_enabled=False,
+                                                  session_archive_enabled=True))
+        add(OpenItems, lambda r: ItemsReply(items=[]))
+        add(VoiceName, self._name)
+
+        async def voices_list(request: VoicesList) -> VoicesReply:
+            self._record(request)
+            released = await trio.to_thread.run_sync(self.release_voices.wait, 15,
+                                                      abandon_on_cancel=True)
+            assert released, "the test never released the voices"
+            return VoicesReply(voices=[], heard=list(self.heard), voices_enabled=True,
+                               state="on")
+
+        handlers.add(VoicesList, voices_list)
 
         async def ask(request: Ask, publish: Publish) -> AskReply:
             self._record(request)
@@ -352,6 +395,23 @@ class FakeDaemon(TrioThread):
 
         handlers.add_streaming(Ask, ask)
         return handlers
+
+    def _name(self, request: VoiceName) -> VoiceReply:
+        [heard] = [h for h in self.heard
+                   if (h.session_id, h.label) == (request.session_id, request.voice)]
+        self.heard[self.heard.index(heard)] = msgspec.structs.replace(
+            heard, name=request.name, suggestion=None)
+        turns = 0
+        shown = self.shown.get(heard.session_id)
+        if shown is not None:
+            renamed = [msgspec.structs.replace(t, speaker=request.name)
+                       if t.speaker == heard.label else t for t in shown.turns]
+            turns = sum(t.speaker == heard.label for t in shown.turns)
+            self.shown[heard.session_id] = msgspec.structs.replace(shown, turns=renamed)
+        voice = VoiceInfo(id=1, name=request.name, sessions=1, turns=turns,
+                          seconds=heard.seconds, created_at=0.0)
+        return VoiceReply(voice=voice, message=f"{request.voice} is {request.name}: {turns} "
+                                               f"turns in 1 session(s) show the name")
 
 
 class ThreadedDaemon(TrioThread):

@@ -29,17 +29,21 @@ from clients.desktop.keep import (
     NO_SPACE_LABEL,
     QUESTION,
     SpaceOption,
+    once_named,
+    prompt_actions,
     prompt_body,
     remember_request,
     remember_summary,
     space_options,
 )
+from clients.desktop.voices import Offer, offers
 from clients.desktop.xkeys import Hotkey, parse_hotkey
 from daemon.config import Paths, Settings
 from daemon.errors import ConfigError
 from daemon.ipc.protocol import (
     Ask,
     CarriedForward,
+    HeardVoiceInfo,
     ItemInfo,
     LanguageModelInfo,
     Pause,
@@ -50,6 +54,8 @@ from daemon.ipc.protocol import (
     SessionStarted,
     Start,
     StatusReply,
+    VoiceName,
+    VoicesReply,
 )
 
 HAVE_X = all(shutil.which(tool) for tool in ("Xvfb", "dbus-daemon", "xdotool"))
@@ -139,6 +145,30 @@ def test_prompt_and_summary_texts() -> None:
                                       "tasks.\nmemory is off")
     assert remember_summary(RememberReply(session_id=1, answer="discard",
                                           status="discarded")).startswith("Discarded")
+
+
+# voices of two sessions: in session 42 "Them 2" may be Sarah, "Them 1" is surely Tom; in
+# session 41 nothing is offered ("Them 1" was not like any named voice)
+HEARD = [HeardVoiceInfo(session_id=41, label="Them 1", name=None, seconds=12.0),
+         HeardVoiceInfo(session_id=42, label="Them 1", name="Tom", seconds=30.0),
+         HeardVoiceInfo(session_id=42, label="Them 2", name=None, seconds=41.0,
+                        suggestion="Sarah")]
+
+
+def test_a_name_is_offered_only_for_an_unnamed_voice_with_a_suggestion() -> None:
+    reply = VoicesReply(voices=[], heard=HEARD, voices_enabled=True, state="on")
+    [sarah] = offers(reply, 42)
+    assert (sarah.text, fields(sarah.confirm())) == (
+        "Them 2 — Sarah?", {"voice": "Them 2", "name": "Sarah", "session_id": 42, "v": 1})
+    assert offers(reply, 41) == [] and offers(reply, 7) == []
+    ended = SessionEnded(session_id=42, duration_s=60, gist="", space="Atlas",
+                         speakers=["me", "Tom", "Them 2"])
+    assert prompt_body(ended, [sarah]) == "me, Tom, Them 2\n1 min, in Atlas\nThem 2 — Sarah?"
+    assert prompt_actions([sarah])[-1] == ("voice:Them 2", "Them 2 is Sarah?")
+    assert [key for key, _ in prompt_actions([])] == ["default", "keep", "discard", "later"]
+    assert once_named(ended, sarah).speakers == ["me", "Tom", "Sarah"]
+    # a name already among the speakers is said once
+    assert once_named(ended, Offer(42, "Them 2", "Tom")).speakers == ["me", "Tom"]
 
 
 def test_hotkeys_parse_and_errors_name_the_fix() -> None:
@@ -312,6 +342,86 @@ def test_without_a_notification_server_the_question_opens_in_a_window(
         assert fields(remember) == {"session_id": 5, "answer": "keep", "space": None,
                                     "no_space": True, "v": 1}
     finally:
+        tray.close()
+
+
+@under_x
+def test_the_keep_notification_offers_a_name_and_its_button_confirms_it(
+    tray: Any, daemon: FakeDaemon, notifications: FakeNotificationServer,
+) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    daemon.heard = list(HEARD)
+    daemon.release_voices.clear()  # the daemon is slow to say: the question does not wait
+    daemon.publish(SessionEnded(session_id=42, duration_s=10 * 60, gist="Atlas budget",
+                                space="Atlas", speakers=["me", "Tom", "Them 2"]))
+    wait_until(lambda: notifications.notifications(QUESTION), "the keep notification")
+    [asked] = notifications.notifications(QUESTION)
+    assert asked.body == "“Atlas budget”\nme, Tom, Them 2\n10 min, in Atlas"
+    assert len(asked.actions) == 4
+    daemon.release_voices.set()  # then it is updated in its place with the name offered
+    wait_until(lambda: [c.updates for c in notifications.notifications(QUESTION)] == [1],
+               "the keep notification with the name offered")
+    [call] = notifications.notifications(QUESTION)
+    assert call.body == "“Atlas budget”\nme, Tom, Them 2\n10 min, in Atlas\nThem 2 — Sarah?"
+    assert call.actions[-1] == ("voice:Them 2", "Them 2 is Sarah?")
+    assert [label for _, label in call.actions[:4]] == ["Choose…", "Keep it", "Discard",
+                                                        "Decide later"]
+
+    notifications.click(call, "voice:Them 2")
+    assert fields(daemon.wait_for(VoiceName)) == {"voice": "Them 2", "name": "Sarah",
+                                                  "session_id": 42, "v": 1}
+    # the notification is gone: the question is asked again in a window, with the name
+    wait_until(lambda: 42 in tray.prompter.dialogs and tray.prompter.dialogs[42].isVisible(),
+               "the keep window")
+    window = tray.prompter.dialogs[42]
+    assert window.summary.text() == "“Atlas budget”\nme, Tom, Sarah\n10 min, in Atlas"
+    assert window.offer_buttons == {}  # named now: nothing left to offer
+    assert notifications.notifications("BrainCue")[0].body.startswith("Them 2 is Sarah: ")
+    assert not daemon.of_type(Remember)  # naming answers nothing about keeping
+    QTest.mouseClick(window.keep_button, Qt.MouseButton.LeftButton)
+    assert fields(daemon.wait_for(Remember))["session_id"] == 42
+
+
+@under_x
+def test_the_keep_window_offers_a_name_only_where_there_is_one(
+    qapp: Any, daemon: FakeDaemon, paths: Paths,
+) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    from clients.tray import Tray
+
+    daemon.heard = list(HEARD)
+    tray = Tray(paths, notifications=False)
+    try:
+        wait_until(lambda: tray.view.state == "listening", "the tray to reach the daemon")
+        daemon.publish(SessionEnded(session_id=41, duration_s=60, gist="", space=None,
+                                    speakers=["me", "Them 1"]))
+        wait_until(lambda: 41 in tray.prompter.dialogs, "the keep window of session 41")
+        assert tray.prompter.dialogs[41].offer_buttons == {}  # no suggestion: nothing offered
+        assert "?" not in tray.prompter.dialogs[41].summary.text()
+
+        daemon.publish(SessionEnded(session_id=42, duration_s=60, gist="", space="Atlas",
+                                    speakers=["me", "Tom", "Them 2"]))
+        wait_until(lambda: 42 in tray.prompter.dialogs and tray.prompter.dialogs[42].isVisible(),
+                   "the keep window of session 42")
+        window = tray.prompter.dialogs[42]
+        [button] = window.offer_buttons.values()
+        assert button.text() == "Them 2 — Sarah?" and button.isVisible()
+        print("screenshot:", screenshot("keep-window-offer"))
+        QTest.mouseClick(button, Qt.MouseButton.LeftButton)
+        assert fields(daemon.wait_for(VoiceName)) == {"voice": "Them 2", "name": "Sarah",
+                                                      "session_id": 42, "v": 1}
+        wait_until(lambda: "Sarah" in window.summary.text(), "the name in the prompt")
+        assert window.summary.text() == "me, Tom, Sarah\n1 min, in Atlas"
+        assert not button.isVisible() and window.isVisible()  # the question still waits
+        assert not window.offer_row.isVisible()  # nothing left to offer: no "Who spoke:"
+        assert not daemon.of_type(Remember)
+    finally:
+        for dialog in list(tray.prompter.dialogs.values()):
+            dialog.close()
         tray.close()
 
 

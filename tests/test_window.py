@@ -4,8 +4,9 @@ set, in tests/data/meetings): what it lists and shows is checked by widget text,
 corrections made in it are then read back by `braincue show`, `open`, `search` and `ask`, with
 the old values still found as of before. The language model is scripted here (this is the logic
 around it: the window shows what the keep stored); its lines quote the meetings verbatim, so
-the keep's own checks (grounding, anchors, quotes) run on real text. Screenshots go to
-artifacts/screenshots/."""
+the keep's own checks (grounding, anchors, quotes) run on real text. The name offered for a
+voice is driven against the fake daemon (tests/desktopkit.py) and against the daemon's own
+voices on the diarisation tests' scripted encoder. Screenshots go to artifacts/screenshots/."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from click.testing import CliRunner
-from desktopkit import ThreadedDaemon, screenshot, wait_until
+from desktopkit import FakeDaemon, ThreadedDaemon, screenshot, wait_until
 from test_desktop import display, qapp, under_x  # noqa: F401  (fixtures)
 
 from clients.shell import cli
@@ -28,10 +30,14 @@ from daemon.engines import Engines
 from daemon.ipc.client import Client
 from daemon.ipc.protocol import (
     AddSpace,
+    HeardVoiceInfo,
     ImportTranscript,
     MemoryApprove,
     Remember,
     SessionInfo,
+    SessionReply,
+    TurnInfo,
+    VoiceName,
 )
 from daemon.llm.embed import ScriptedEmbedder
 from daemon.llm.generate import ChatMessage, ScriptedGenerator
@@ -431,3 +437,144 @@ def test_a_kept_session_is_refiled_from_the_window(window: Any, profile: Profile
     [row] = dict(window.session_rows())["Hardware (1)"]
     assert row[0] == "Remote control design, meeting A (TS3010a)" and row[3] == "kept"
     assert "in Hardware" in window.last_message
+
+
+@under_x
+def test_a_name_the_daemon_was_not_sure_of_is_offered_and_one_click_confirms_it(
+    qapp: Any, short_home: Path,  # noqa: F811
+) -> None:
+    """Against the fake daemon, which names a voice and its turns as the daemon does."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    from clients.window import MemoryWindow
+
+    def session(session_id: int, title: str, said: list[tuple[str, str]]) -> SessionReply:
+        info = SessionInfo(id=session_id, title=title, activity="meeting", started_at=0.0,
+                           ended_at=600.0, space=None, participants=[], turns=len(said),
+                           status="ended")
+        return SessionReply(session=info, turns=[
+            TurnInfo(id=session_id * 10 + i, seq=i, speaker=who, source="loopback",
+                     start=10.0 * i, end=10.0 * i + 5, text=text)
+            for i, (who, text) in enumerate(said)])
+
+    daemon = FakeDaemon(Paths.resolve())
+    daemon.shown = {7: session(7, "Budget sync", [("me", "Can you send the budget?"),
+                                                  ("Them 1", "Friday works for me."),
+                                                  ("Them 2", "I will send it by Friday.")]),
+                    8: session(8, "Hiring chat", [("Them 1", "We have two candidates.")])}
+    daemon.sessions = [reply.session for reply in daemon.shown.values()]
+    daemon.heard = [HeardVoiceInfo(session_id=7, label="Them 1", name=None, seconds=5.0),
+                    HeardVoiceInfo(session_id=7, label="Them 2", name=None, seconds=5.0,
+                                   suggestion="Sarah"),
+                    HeardVoiceInfo(session_id=8, label="Them 1", name=None, seconds=5.0)]
+    daemon.start()
+    window = MemoryWindow(daemon.paths)
+    window.show()
+    try:
+        def lines() -> list[str]:
+            return [window.transcript.item(i).text() for i in range(window.transcript.count())]
+
+        window.show_session(8)  # no suggestion: nothing offered
+        wait_until(lambda: window.offered_in == 8, "session 8 and its offers")
+        assert window.offers == [] and window.offer_buttons == []
+        assert not window.offer_label.isVisible()
+
+        window.show_session(7)
+        wait_until(lambda: window.offered_in == 7, "session 7 and its offers")
+        [button] = window.offer_buttons
+        assert button.text() == "Them 2 — Sarah?" and button.isVisible()
+        assert window.offer_label.isVisible()
+        print("screenshot:", screenshot("window-offer"))
+        QTest.mouseClick(button, Qt.MouseButton.LeftButton)
+        assert msgspec.structs.asdict(daemon.wait_for(VoiceName)) | {"id": ""} == {
+            "voice": "Them 2", "name": "Sarah", "session_id": 7, "v": 1, "id": ""}
+        wait_until(lambda: "[00:20] Sarah: I will send it by Friday." in lines(),
+                   "the turn with the name")
+        assert "[00:10] Them 1: Friday works for me." in lines()  # the other voice stays
+        wait_until(lambda: window.offer_buttons == [], "the offer to go")
+        assert not window.offer_label.isVisible()
+        assert window.last_message.startswith("Them 2 is Sarah: 1 turns")
+    finally:
+        window.close_link()
+        window.close()
+        daemon.stop()
+
+
+@under_x
+def test_a_name_offered_by_the_real_daemon_is_confirmed_in_the_window_and_its_turns_follow(
+    qapp: Any, short_home: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+) -> None:
+    """The daemon's own voices, with the scripted encoder of the diarisation tests: Sarah is
+    named in one session; in the next a voice only 0.7 alike to her (her tone and another at
+    once) is not named but offered. The window's click names it through the daemon, which
+    renames its turns."""
+    import numpy as np
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+    from test_diarize import RATE, TONES, ToneEncoder, speech
+
+    import daemon.handlers.live
+    from clients.window import MemoryWindow
+    from daemon.asr.engine import Segment
+    from daemon.store.records import NewTurn
+    from daemon.voices.diarize import DiarizeConfig
+    from daemon.voices.service import Voices
+
+    config = DiarizeConfig(named_voice=0.8, suggest_voice=0.5)
+    monkeypatch.setattr(daemon.handlers.live, "Voices", lambda *args: Voices(
+        *args, encoder=ToneEncoder(), config=config))
+    running = ThreadedDaemon(Engines(lambda: Settings(), Paths.resolve().models_dir,
+                                     embedder=ScriptedEmbedder(),
+                                     generator=ScriptedGenerator(["unused"])), Config.load())
+    running.start(timeout=60)
+    assert running.daemon is not None and running.daemon.live is not None
+    store, voices = running.daemon.store, running.daemon.live.voices
+    assert voices is not None
+
+    def heard(title: str, audio: np.ndarray, words: str) -> int:
+        """A session in which one voice of "them" said ``words``, as capture stores it."""
+        session = store.create_session(title=title, started_at=time.time())
+        said = voices.label(session.id, audio, [Segment(0.0, len(audio) / RATE, words)])
+        assert said is not None
+        store.append_turns(session.id, [
+            NewTurn(speaker="me", text="Can you send the budget?", start=0.0, end=2.0,
+                    source="mic"),
+            *[NewTurn(speaker=s.speaker, text=s.text, start=3.0 + s.start, end=3.0 + s.end,
+                      source="loopback", voice_label=s.voice, voice_id=s.voice_id)
+              for s in said]])
+        store.end_session(session.id, ended_at=time.time() + 60)
+        return session.id
+
+    first = heard("Budget kickoff", speech(("ann", 3.0)), "I will draft the budget.")
+    t = np.arange(3 * RATE) / RATE
+    alike = (0.1 * np.sin(2 * np.pi * TONES["ann"] * t)
+             + 0.1 * np.sin(2 * np.pi * TONES["bob"] * t)).astype(np.float32)
+    window = None
+    try:
+        paths = Paths.resolve()
+        with Client(paths) as client:
+            client.request(VoiceName(voice="Them 1", name="Sarah", session_id=first))
+        later = heard("Budget review", alike, "I will send it by Friday.")
+        window = MemoryWindow(paths)
+        window.show()
+        window.show_session(later)
+        wait_until(lambda: window.offered_in == later, "the later session and its offers")
+        [button] = window.offer_buttons
+        assert button.text() == "Them 1 — Sarah?"  # offered, not named
+        assert any("] Them 1: I will send it by Friday." in window.transcript.item(i).text()
+                   for i in range(window.transcript.count()))
+        QTest.mouseClick(button, Qt.MouseButton.LeftButton)
+        wait_until(lambda: any("] Sarah: I will send it by Friday." in
+                               window.transcript.item(i).text()
+                               for i in range(window.transcript.count())),
+                   "the turn with the name")
+        wait_until(lambda: window.offer_buttons == [], "the offer to go")
+        assert [t.speaker for t in store.turns(later)] == ["me", "Sarah"]
+        [sarah] = [v for v in voices.heard() if v.session_id == later]
+        assert (sarah.name, sarah.suggestion) == ("Sarah", None)
+    finally:
+        if window is not None:
+            window.close_link()
+            window.close()
+        running.stop()

@@ -7,6 +7,13 @@ other half of the question, and notification servers cannot show a list to choos
 and "No Space — remember nothing"; Enter keeps it there. Clicking the notification itself
 opens the whole question in one window, which is also what appears when the desktop has no
 notification server. Every answer is one ``Remember`` request; the daemon does the rest.
+
+A voice of the call that may be a named one is offered for one click (clients.desktop.voices):
+the notification says "Them 2 — Sarah?" and has a button "Them 2 is Sarah?" after the answers
+(a server that shows few buttons keeps the answers; the window has them all), and the window
+has a button "Them 2 — Sarah?". A click confirms the name; the notification is gone then, so
+the question is asked again in the window, with the name. The question never waits for the
+names: it is asked at once, and updated in place when the daemon has offered some.
 """
 
 from __future__ import annotations
@@ -16,21 +23,32 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import msgspec
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
+from clients.desktop import voices
 from clients.desktop.link import DaemonLink
 from clients.desktop.notify import Notifications
+from clients.desktop.voices import Offer, load_offers, with_name
 from daemon.errors import BrainCueError
-from daemon.ipc.protocol import ListSpaces, Remember, RememberReply, SessionEnded, SpacesReply
+from daemon.ipc.protocol import (
+    ListSpaces,
+    Remember,
+    RememberReply,
+    SessionEnded,
+    SpacesReply,
+    VoiceReply,
+)
 
 Answer = Literal["keep", "discard", "later"]
 NO_SPACE_LABEL = "No Space — remember nothing"
@@ -41,6 +59,7 @@ ACTIONS: list[tuple[str, str]] = [
     ("discard", "Discard"),
     ("later", "Decide later"),
 ]
+CONFIRM = "voice:"  # the key of a button that confirms an offered name: "voice:Them 2"
 
 
 @dataclass(frozen=True)
@@ -71,14 +90,25 @@ def remember_request(session_id: int, answer: Answer, where: SpaceOption | None)
     return Remember(session_id=session_id, answer="keep", space=where.space)
 
 
-def prompt_body(ended: SessionEnded) -> str:
+def prompt_body(ended: SessionEnded, offered: Sequence[Offer] = ()) -> str:
     minutes = max(1, round(ended.duration_s / 60))
     where = (f"in {ended.space}" if ended.space is not None
              else "in no Space: nothing is remembered unless you pick one")
     gist = f"“{ended.gist}”\n" if ended.gist else ""
     who = f"{', '.join(ended.speakers)}\n" if ended.speakers else ""
     heard = f"\n{ended.receipt.text}" if ended.receipt is not None else ""
-    return f"{gist}{who}{minutes} min, {where}{heard}"
+    maybe = "".join(f"\n{offer.text}" for offer in offered)
+    return f"{gist}{who}{minutes} min, {where}{heard}{maybe}"
+
+
+def prompt_actions(offered: Sequence[Offer]) -> list[tuple[str, str]]:
+    """The notification's buttons: the answers, then one per offered name."""
+    return ACTIONS + [(f"{CONFIRM}{o.label}", f"{o.label} is {o.name}?") for o in offered]
+
+
+def once_named(ended: SessionEnded, offer: Offer) -> SessionEnded:
+    """The ended session as the prompt shows it once ``offer`` is confirmed."""
+    return msgspec.structs.replace(ended, speakers=with_name(ended.speakers, offer))
 
 
 def remember_summary(reply: RememberReply) -> str:
@@ -104,6 +134,8 @@ class KeepDialog(QDialog):
 
     def __init__(self, ended: SessionEnded, spaces: Sequence[str],
                  on_answer: Callable[[Remember], None], *, full: bool,
+                 offered: Sequence[Offer] = (),
+                 on_confirm: Callable[[Offer], None] = lambda offer: None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.ended = ended
@@ -113,10 +145,26 @@ class KeepDialog(QDialog):
         self.space = QComboBox()
         self.space.addItems([option.label for option in self.options])
         self.space.setCurrentIndex(default)
-        summary = QLabel(prompt_body(ended))
-        summary.setWordWrap(True)
-        form = QFormLayout()
+        self.summary = QLabel(prompt_body(ended))
+        self.summary.setWordWrap(True)
+        self.form = form = QFormLayout()
         form.addRow("Remember it in:", self.space)
+        # one click confirms a name the daemon was not sure enough to give
+        self.offer_buttons: dict[str, QPushButton] = {}
+        self.offer_row = QWidget()
+        if offered:
+            row = QHBoxLayout(self.offer_row)
+            row.setContentsMargins(0, 0, 0, 0)
+            for offer in offered:
+                button = QPushButton(offer.text)
+                button.setAutoDefault(False)
+                button.setToolTip(f"Yes, {offer.label} is {offer.name}: the turns show the "
+                                  f"name, and {offer.name}'s voice is learnt from this call")
+                button.clicked.connect(lambda _=False, offer=offer: on_confirm(offer))
+                self.offer_buttons[offer.label] = button
+                row.addWidget(button)
+            row.addStretch(1)
+            form.addRow("Who spoke:", self.offer_row)
         self.buttons = QDialogButtonBox()
         self.keep_button = self._button("Keep it" if full else "Keep", "keep", default=True)
         if full:
@@ -129,7 +177,7 @@ class KeepDialog(QDialog):
         if full:
             title = QLabel(f"<b>{QUESTION}</b>")
             layout.addWidget(title)
-        layout.addWidget(summary)
+        layout.addWidget(self.summary)
         layout.addLayout(form)
         layout.addWidget(self.buttons)
 
@@ -140,6 +188,16 @@ class KeepDialog(QDialog):
         self.buttons.addButton(button, QDialogButtonBox.ButtonRole.ActionRole)
         button.clicked.connect(lambda: self._answer(answer))
         return button
+
+    def confirmed(self, offer: Offer) -> None:
+        """The daemon named the voice: the speakers show the name, its button goes."""
+        self.ended = once_named(self.ended, offer)
+        self.summary.setText(prompt_body(self.ended))
+        button = self.offer_buttons.pop(offer.label, None)
+        if button is not None:
+            button.hide()
+        if not self.offer_buttons:
+            self.form.setRowVisible(self.offer_row, False)
 
     def chosen_space(self) -> SpaceOption:
         return self.options[self.space.currentIndex()]
@@ -164,25 +222,44 @@ class KeepPrompter:
         if self._notifications is None:
             self.open_dialog(ended, full=True)
             return
+        if self._notify(ended, []):  # the names offered follow (the link may be busy)
+            load_offers(self._link, ended.session_id,
+                        lambda offered: self._offer(ended, offered))
+
+    def _offer(self, ended: SessionEnded, offered: list[Offer]) -> None:
+        shown = self._notified.get(ended.session_id)
+        if offered and shown is not None:  # still unanswered: updated in its place
+            self._notify(ended, offered, replaces=shown)
+
+    def _notify(self, ended: SessionEnded, offered: list[Offer], replaces: int = 0) -> bool:
+        if self._notifications is None:
+            return False
         try:
             notification = self._notifications.notify(
-                QUESTION, prompt_body(ended), ACTIONS,
-                on_action=lambda key: self._on_action(ended, key),
+                QUESTION, prompt_body(ended, offered), prompt_actions(offered),
+                on_action=lambda key: self._on_action(ended, key, offered),
                 on_closed=lambda: self._dismissed(ended.session_id),
+                replaces=replaces,
             )
         except (OSError, TimeoutError) as e:  # the notification server went away
-            self._inform(f"notifications failed ({e}); asking in a window")
-            self.open_dialog(ended, full=True)
-            return
+            if not replaces:  # else the question stays as it was shown
+                self._inform(f"notifications failed ({e}); asking in a window")
+                self.open_dialog(ended, full=True)
+            return False
         self._notified[ended.session_id] = notification
+        return True
 
     def _dismissed(self, session_id: int) -> None:
         # Closed unanswered: the session stays undecided (the tray's recent sessions ask again).
         self._notified.pop(session_id, None)
 
-    def _on_action(self, ended: SessionEnded, key: str) -> None:
+    def _on_action(self, ended: SessionEnded, key: str, offered: Sequence[Offer] = ()) -> None:
         self._notified.pop(ended.session_id, None)
-        if key == "keep":
+        offer = next((o for o in offered if key == f"{CONFIRM}{o.label}"), None)
+        if offer is not None:  # the question is asked again in the window, with the name
+            self.confirm(offer, lambda named: self.open_dialog(once_named(ended, named),
+                                                               full=True))
+        elif key == "keep":
             self.open_dialog(ended, full=False)
         elif key in ("discard", "later"):
             self.send(Remember(session_id=ended.session_id,
@@ -193,24 +270,39 @@ class KeepPrompter:
     def open_dialog(self, ended: SessionEnded, *, full: bool) -> None:
         """Ask in a window, once the Space list is here (without it: the Space it ran in)."""
 
-        def show(spaces: Sequence[str]) -> None:
+        def show(spaces: Sequence[str], offered: Sequence[Offer]) -> None:
             previous = self.dialogs.pop(ended.session_id, None)
             if previous is not None:
                 previous.close()
-            dialog = KeepDialog(ended, spaces, self.send, full=full)
+            dialog = KeepDialog(ended, spaces, self.send, full=full, offered=offered,
+                                on_confirm=lambda offer: self.confirm(offer, dialog.confirmed))
             dialog.finished.connect(lambda _: self._forget(ended.session_id, dialog))
             self.dialogs[ended.session_id] = dialog
             dialog.show()
             dialog.raise_()
             dialog.activateWindow()
 
+        def with_offers(spaces: Sequence[str]) -> None:
+            load_offers(self._link, ended.session_id, lambda offered: show(spaces, offered))
+
         def listed(reply: SpacesReply) -> None:
-            show([space.name for space in reply.spaces])
+            with_offers([space.name for space in reply.spaces])
 
         def unlisted(error: BrainCueError) -> None:
-            show([])
+            with_offers([])
 
         self._link.submit(ListSpaces(), listed, unlisted)
+
+    def confirm(self, offer: Offer, then: Callable[[Offer], None]) -> None:
+        """Send the confirming request; ``then`` gets the offer with the name as the daemon
+        keeps it."""
+
+        def named(reply: VoiceReply) -> None:
+            self._inform(reply.message)
+            then(Offer(offer.session_id, offer.label, reply.voice.name))
+
+        voices.confirm(self._link, offer, named,
+                       lambda error: self._inform(f"Could not name {offer.label}: {error}"))
 
     def _forget(self, session_id: int, dialog: KeepDialog) -> None:
         if self.dialogs.get(session_id) is dialog:

@@ -117,13 +117,16 @@ class DaemonLink:
         request: Request[R],
         on_reply: Callable[[R], None],
         on_error: Callable[[BrainCueError], None],
+        *,
+        timeout: float | None = None,
     ) -> None:
         """Send ``request``; ``on_reply`` or ``on_error`` runs (through ``post``) when it is
-        answered or has failed."""
+        answered or has failed (``timeout``: seconds to wait, for a request known to be long;
+        the requests after it wait too)."""
 
         def send(client: Client) -> None:
             try:
-                reply = client.request(request)
+                reply = client.request(request, timeout=timeout)
             except BrainCueError as e:
                 self._post(partial(on_error, e))
             else:

@@ -98,17 +98,21 @@ class Notifications:
         icon: str = "",
         timeout_ms: int = 0,
         urgency: int = 1,
+        replaces: int = 0,
     ) -> int:
         """Show a notification; ``actions`` are (key, label) pairs and ``on_action`` gets the
-        key chosen. ``timeout_ms`` 0: it stays until answered. Returns the notification id."""
+        key chosen. ``timeout_ms`` 0: it stays until answered. ``replaces``: the id of one
+        shown before, updated in its place. Returns the notification id."""
         flat = [part for action in actions for part in action]
         hints = {"urgency": ("y", urgency)}
         with self._lock:  # an action may arrive before the reply: register under the lock
             (notification_id,) = self._call(
                 "Notify", "susssasa{sv}i",
-                (app_name, 0, icon, summary, body, flat, hints, timeout_ms),
+                (app_name, replaces, icon, summary, body, flat, hints, timeout_ms),
             )
             self._pending[notification_id] = _Pending(on_action, on_closed)
+        if replaces and notification_id != replaces:  # a server that shows it anew instead
+            self.withdraw(replaces)
         return int(notification_id)
 
     def withdraw(self, notification_id: int) -> None:
