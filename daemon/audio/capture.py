@@ -160,19 +160,20 @@ def _set_buffer_attr() -> Any:
     return set_attr, lib.pa_operation_unref
 
 
-def _ask_fragments(recorder: Any, frames: int) -> None:
+def _ask_fragments(recorder: Any, frames: int) -> bool:
     """Ask the audio server to hand ``recorder``'s audio over ``frames`` at a time.
 
     The server wakes the client once a fragment (``fragsize``, pulse/def.h), and each wake-up
     costs the mainloop thread and the reading thread a round of calls: while nobody speaks,
     500 ms fragments instead of 100 ms halve what capture costs (measured, docs/benchmarks/
-    live.md). A server that does not honour the request (or another audio library) changes
-    nothing but that cost: ``record`` still returns exactly the frames asked for.
+    live.md). A server that does not honour the request changes nothing but that cost:
+    ``record`` still returns exactly the frames asked for. False where it could not be asked
+    (another audio library, no libpulse).
     """
     functions = _set_buffer_attr()
     stream = getattr(recorder, "stream", None)
     if functions is None or stream is None:
-        return
+        return False
     from soundcard import pulseaudio
 
     set_attr, unref = functions
@@ -182,6 +183,7 @@ def _ask_fragments(recorder: Any, frames: int) -> None:
                              None, None)
         if operation:
             unref(operation)
+    return True
 
 
 def _open_device(sc: ModuleType, source: Source, device: str) -> Any:
@@ -304,13 +306,14 @@ class CaptureThread:
             self._set_state("capturing", self.device_name)
             clock = BlockClock()
             checked = {"present": time.monotonic(), "default": time.monotonic()}
-            fragment = BLOCK
+            fragment, asked = BLOCK, False
             while not stop.is_set():
                 frames = QUIET_BLOCK if self.quiet() else BLOCK
                 if frames != fragment:
-                    _ask_fragments(recorder, frames)
+                    asked = _ask_fragments(recorder, frames)
                     fragment = frames
-                if frames == QUIET_BLOCK:  # most of it is there by the time it is read
+                if frames == QUIET_BLOCK and not asked:  # the server hands over 100 ms at a
+                    # time: sleep until most of the 500 ms is there rather than wake for each
                     stop.wait((QUIET_BLOCK - BLOCK) / SAMPLE_RATE)
                 data = recorder.record(numframes=frames)
                 samples = np.ascontiguousarray(data[:, 0], dtype=np.float32)
