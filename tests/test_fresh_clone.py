@@ -97,8 +97,11 @@ def new_user(display: str, short_home: Path, tmp_path: Path,
 
 
 def xdotool(*args: str, timeout: float = 60) -> str:
-    done = subprocess.run(["xdotool", *args], capture_output=True, text=True, check=False,
-                          timeout=timeout)
+    try:
+        done = subprocess.run(["xdotool", *args], capture_output=True, text=True, check=False,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"xdotool {' '.join(args)}: nothing within {timeout} s") from None
     assert done.returncode == 0, f"xdotool {' '.join(args)}: {done.stderr}"
     return done.stdout
 
@@ -233,3 +236,4 @@ def test_a_fresh_clone_runs_the_daemon_tray_and_window_from_the_quick_start(
                 client.wait()
         if daemon is not None:
             daemon.stop(signal.SIGKILL)
+        shutil.rmtree(root / ".venv", ignore_errors=True)  # 0.7 GB; the logs stay
