@@ -1,8 +1,11 @@
-"""The quick start on a fresh clone, on a machine whose display is a virtual X server:
-`scripts/run-daemon` installs BrainCue with its desktop clients into the clone's own
-virtualenv, checks the models already in place and runs the daemon; the clone's `braincue tray`
-and `braincue window` then start against it and show they are connected by what they do there
-(the tray asks "Keep this conversation?" when a session ends and keeps it; the window
+"""The quick start on a fresh clone, on a machine whose display is a virtual X server.
+
+`scripts/run-daemon --no-desktop` installs BrainCue without the desktop clients into the
+clone's own virtualenv, checks the models already in place and runs the daemon: there, where
+PySide6 is missing, `braincue window` and `braincue service install` say what to install.
+`scripts/run-daemon` at the display then adds the desktop clients; the clone's `braincue tray`
+and `braincue window` start against its daemon and show they are connected by what they do
+there (the tray asks "Keep this conversation?" when a session ends and keeps it; the window
 keeps another from the keyboard); then all three stop cleanly.
 
 Only the models come from outside the clone (the shared models directory, checked, not
@@ -84,6 +87,7 @@ def new_user(display: str, short_home: Path, tmp_path: Path,
     monkeypatch.setenv("PATH", os.pathsep.join(path))
     for name in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "WAYLAND_DISPLAY"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.setenv("DISPLAY", display)
     monkeypatch.setenv("QT_QPA_PLATFORM", "xcb")
     runtime = tmp_path / "runtime"
@@ -126,11 +130,13 @@ class Clone:
         self.root = root
         self.bin = root / ".venv" / "bin"
 
-    def run(self, *args: str) -> str:
+    def run(self, *args: str, fails: bool = False, env: dict[str, str] | None = None) -> str:
+        """What `braincue ARGS` printed (its errors where it ``fails``, as it must then)."""
         done = subprocess.run([str(self.bin / "braincue"), *args], cwd=self.root,
-                              capture_output=True, text=True, check=False, timeout=120)
-        assert done.returncode == 0, f"braincue {' '.join(args)}: {done.stderr}"
-        return done.stdout
+                              env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                              check=False, timeout=120)
+        assert (done.returncode != 0) == fails, f"braincue {' '.join(args)}: {done.stderr}"
+        return done.stderr if fails else done.stdout
 
     def json(self, *args: str) -> Any:
         return json.loads(self.run(*args, "--json"))
@@ -174,19 +180,43 @@ def stop(client: subprocess.Popen[bytes], log: Path) -> None:
     assert client.wait(30) == 0, log.read_text(errors="replace")
 
 
+def quick_start(root: Path, home: Path, *args: str) -> DaemonProcess:
+    """`scripts/run-daemon ARGS` in the clone, once its daemon is ready."""
+    daemon = start_daemon(home, command=[str(root / "scripts" / "run-daemon"), *args],
+                          root=root, timeout=INSTALL_S)
+    said = daemon.log()
+    for model in DEFAULTS["wheels"]:  # in place, checked: none fetched
+        assert f"{model}: already installed" in said, said
+    return daemon
+
+
 def test_a_fresh_clone_runs_the_daemon_tray_and_window_from_the_quick_start(
         new_user: Path, tmp_path: Path) -> None:
     root = fresh_clone(tmp_path / "braincue")
+    clone = Clone(root)
     daemon: DaemonProcess | None = None
     clients: list[subprocess.Popen[bytes]] = []
+    # `braincue service install` writes into the user's home: this one's
+    service = {"HOME": str(tmp_path / "home")}
     try:
-        daemon = start_daemon(new_user, command=[str(root / "scripts" / "run-daemon")],
-                              root=root, timeout=INSTALL_S)
+        # without the desktop (as asked, or on a machine with no display): no PySide6, and
+        # what needs it says what to install
+        daemon = quick_start(root, new_user, "--no-desktop")
         said = daemon.log()
-        assert "installing BrainCue[desktop] into .venv" in said, said  # a display: the desktop
-        for model in DEFAULTS["wheels"]:  # in place, checked: none fetched
-            assert f"{model}: already installed" in said, said
-        clone = Clone(root)
+        assert "installing BrainCue into .venv" in said and "[desktop]" not in said, said
+        assert ("the desktop clients need the `desktop` extra (PySide6 is missing)"
+                in clone.run("window", fails=True))
+        installed = clone.run("service", "install", env=service)
+        assert ("the tray and the hotkey cannot start: PySide6 is missing; install the "
+                "`desktop` extra" in installed), installed
+        assert daemon.stop() == 0, daemon.log()
+
+        # at the display: the desktop extra joins the same virtualenv, and the service
+        # installed again starts the tray and the hotkey too
+        daemon = quick_start(root, new_user)
+        assert "installing BrainCue[desktop] into .venv" in daemon.log(), daemon.log()
+        assert "cannot start" not in clone.run("service", "install", env=service)
+        assert "tray and hotkey: can start" in clone.run("service", "status", env=service)
         imported = subprocess.run(
             [str(clone.bin / "python"), "-c", "import clients.tray, clients.window, daemon\n"
              "print(clients.tray.__file__, daemon.__file__)"],
