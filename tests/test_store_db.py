@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -124,6 +125,30 @@ def test_writes_run_on_one_thread_and_reads_see_commits(db: Database) -> None:
     reader.start()
     reader.join()
     assert seen == [20] and db.read(count) == 20
+
+
+def test_a_reading_thread_that_ends_leaves_no_connection_open(db: Database) -> None:
+    """Worker threads come and go (trio's idle out after 10 s): an always-on daemon reading
+    every few seconds from a new one must not pile up connections and file descriptors."""
+
+    def open_files() -> int:
+        return len(os.listdir(f"/proc/{os.getpid()}/fd"))
+
+    def read_on_a_new_thread() -> None:
+        reader = threading.Thread(target=lambda: db.read(count))
+        reader.start()
+        reader.join()
+
+    read_on_a_new_thread()  # anything opened once per database is open now
+    before = open_files()
+    for _ in range(30):
+        read_on_a_new_thread()
+    assert open_files() - before < 5  # each connection held two (file and WAL)
+    seen: list[int] = []
+    keeper = threading.Thread(target=lambda: seen.extend([db.read(count), db.read(count)]))
+    keeper.start()
+    keeper.join()
+    assert seen == [0, 0]
 
 
 def test_read_connections_cannot_write(db: Database) -> None:

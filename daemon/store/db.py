@@ -31,6 +31,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -142,7 +143,10 @@ class Database(contextlib.AbstractContextManager["Database"]):
         self._before_migrating = before_migrating
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._closed = False
-        self._readers: list[apsw.Connection] = []
+        # each reading thread's connection, closed with the thread when it ends (its
+        # thread-local is dropped: a worker thread that idled out must not leave its
+        # connection and two file descriptors behind) or by close()
+        self._readers: weakref.WeakSet[apsw.Connection] = weakref.WeakSet()
         self._readers_lock = threading.Lock()
         self._local = threading.local()
         self.check_file = path.with_name(path.name + CHECK_SUFFIX)
@@ -224,7 +228,7 @@ class Database(contextlib.AbstractContextManager["Database"]):
             conn = connect(self.path, self.key, flags=apsw.SQLITE_OPEN_READONLY)
             self._local.conn = conn
             with self._readers_lock:
-                self._readers.append(conn)
+                self._readers.add(conn)
         return conn
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -239,7 +243,7 @@ class Database(contextlib.AbstractContextManager["Database"]):
             return
         self._closed = True
         with self._readers_lock:
-            readers, self._readers = self._readers, []
+            readers, self._readers = list(self._readers), weakref.WeakSet()
         for conn in readers:
             conn.close()
         try:
