@@ -10,9 +10,6 @@ the thread retries with backoff and resumes; a change of the default device is f
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
-import functools
 import logging
 import threading
 import time
@@ -24,6 +21,7 @@ from typing import Any, Literal
 import numpy as np
 import trio
 
+from daemon.audio import _pulse
 from daemon.audio.format import SAMPLE_RATE
 
 log = logging.getLogger(__name__)
@@ -134,56 +132,6 @@ def _check_connected() -> None:
     state = pulse._pa_context_get_state(pulse.context)
     if state != pulseaudio._pa.PA_CONTEXT_READY:
         raise ConnectionError("the audio server connection is gone")
-
-
-class _BufferAttr(ctypes.Structure):
-    """libpulse's ``pa_buffer_attr`` (pulse/def.h): -1 (``(uint32_t) -1``) leaves a field to
-    the server."""
-
-    _fields_ = [(name, ctypes.c_uint32)
-                for name in ("maxlength", "tlength", "prebuf", "minreq", "fragsize")]
-
-
-@functools.cache
-def _set_buffer_attr() -> Any:
-    """libpulse's ``pa_stream_set_buffer_attr``, which soundcard does not expose (its own
-    bindings declare only what it calls); None where libpulse cannot be loaded."""
-    try:
-        lib = ctypes.CDLL(ctypes.util.find_library("pulse") or "libpulse.so.0")
-    except OSError:
-        return None
-    set_attr = lib.pa_stream_set_buffer_attr
-    set_attr.restype = ctypes.c_void_p  # pa_operation*
-    set_attr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_BufferAttr), ctypes.c_void_p,
-                         ctypes.c_void_p]
-    lib.pa_operation_unref.argtypes = [ctypes.c_void_p]
-    return set_attr, lib.pa_operation_unref
-
-
-def _ask_fragments(recorder: Any, frames: int) -> bool:
-    """Ask the audio server to hand ``recorder``'s audio over ``frames`` at a time.
-
-    The server wakes the client once a fragment (``fragsize``, pulse/def.h), and each wake-up
-    costs the mainloop thread and the reading thread a round of calls: while nobody speaks,
-    500 ms fragments instead of 100 ms halve what capture costs (measured, docs/benchmarks/
-    live.md). A server that does not honour the request changes nothing but that cost:
-    ``record`` still returns exactly the frames asked for. False where it could not be asked
-    (another audio library, no libpulse).
-    """
-    functions = _set_buffer_attr()
-    stream = getattr(recorder, "stream", None)
-    if functions is None or stream is None:
-        return False
-    from soundcard import pulseaudio
-
-    set_attr, unref = functions
-    attr = _BufferAttr(0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, frames * 4)  # float32 mono
-    with pulseaudio._pulse._lock_mainloop():  # libpulse's threaded mainloop rule
-        operation = set_attr(int(pulseaudio._ffi.cast("uintptr_t", stream)), ctypes.byref(attr),
-                             None, None)
-        if operation:
-            unref(operation)
-    return True
 
 
 def _open_device(sc: ModuleType, source: Source, device: str) -> Any:
@@ -306,16 +254,16 @@ class CaptureThread:
             self._set_state("capturing", self.device_name)
             clock = BlockClock()
             checked = {"present": time.monotonic(), "default": time.monotonic()}
-            fragment, asked = BLOCK, False
+            callback = True  # soundcard's read callback on the stream
             while not stop.is_set():
                 frames = QUIET_BLOCK if self.quiet() else BLOCK
-                if frames != fragment:
-                    asked = _ask_fragments(recorder, frames)
-                    fragment = frames
-                if frames == QUIET_BLOCK and not asked:  # the server hands over 100 ms at a
-                    # time: sleep until most of the 500 ms is there rather than wake for each
-                    stop.wait((QUIET_BLOCK - BLOCK) / SAMPLE_RATE)
-                data = recorder.record(numframes=frames)
+                if callback != (frames == BLOCK):  # only soundcard's record waits for it
+                    _pulse.read_callback(recorder, on=not callback)
+                    callback = not callback
+                read = _read_quiet(recorder, stop) if frames == QUIET_BLOCK else None
+                if read is None and stop.is_set():
+                    return
+                data = recorder.record(numframes=frames) if read is None else read[:, None]
                 samples = np.ascontiguousarray(data[:, 0], dtype=np.float32)
                 t = clock.stamp(len(samples), time.time())
                 self.deliver(Block(self.source, t, epoch, samples))
@@ -333,6 +281,42 @@ class CaptureThread:
                     if _current_default(sc, self.source) != default_at_open:
                         log.info("capture %s: default device changed, reopening", self.source)
                         return
+
+
+def _read_quiet(recorder: Any, stop: threading.Event) -> np.ndarray | None:
+    """:data:`QUIET_BLOCK` samples of ``recorder``, waited for by the clock and then taken in
+    one hold of the server connection's lock: soundcard's ``record`` wakes for each 100 ms
+    fragment the server hands over and makes three locked calls and a copy for it, which
+    while nobody speaks is most of what capture costs. None where the stream cannot be read
+    this way (soundcard's ``record`` then reads it), or when ``stop`` is set."""
+    parts = [np.asarray(getattr(recorder, "_pending_chunk", ()), dtype=np.float32).ravel()]
+    have, waited = len(parts[0]), 0.0
+    while have < QUIET_BLOCK:
+        wait = max(QUIET_BLOCK - have, BLOCK) / SAMPLE_RATE  # never a spin on a few samples
+        if stop.wait(wait):
+            return None
+        chunk = _pulse.drain(recorder)
+        if chunk is None:
+            return None
+        waited = 0.0 if len(chunk) else waited + wait
+        if waited >= 1.0:  # nothing for a second: say why, as soundcard's record does
+            _check_stream(recorder)
+            waited = 0.0
+        parts.append(chunk)
+        have += len(chunk)
+    samples = np.concatenate(parts)
+    recorder._pending_chunk = samples[QUIET_BLOCK:]
+    return samples[:QUIET_BLOCK]
+
+
+def _check_stream(recorder: Any) -> None:
+    """Raise when nothing came because the stream or the connection failed (soundcard's
+    ``record`` raises the same after a second without data)."""
+    from soundcard import pulseaudio
+
+    _check_connected()
+    if pulseaudio._pulse._pa_stream_get_state(recorder.stream) == pulseaudio._pa.PA_STREAM_FAILED:
+        raise RuntimeError("Recording failed, stream is in status FAILED")
 
 
 class BlockClock:
