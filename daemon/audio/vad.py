@@ -138,7 +138,10 @@ class Segmenter:
     def feed(self, block: np.ndarray) -> list[Utterance]:
         """Add samples; return the utterances that ended within them."""
         block = np.asarray(block, dtype=np.float32).ravel()
-        may_be_speech = self._may_be_speech(block)
+        samples = np.concatenate([self._pending, block])
+        n = len(samples) // FRAME
+        levels = frame_db(samples[: n * FRAME].reshape(n, FRAME))
+        may_be_speech = self._may_be_speech(levels)
         self.quiet_s = 0.0 if may_be_speech else self.quiet_s + len(block) / SAMPLE_RATE
         if self._detector is not None:
             c = self.config
@@ -149,19 +152,16 @@ class Segmenter:
                 self._speech.extend(read.tolist())
             else:
                 self._sleep(block)
-        return self._frames(np.concatenate([self._pending, block]))
+        return self._frames(samples, levels, voiceless=not may_be_speech)
 
-    def _may_be_speech(self, block: np.ndarray) -> bool:
-        """Whether loudness may start or hold an utterance within ``block``: a frame of it
-        above the lowest voicing threshold the noise floor can give it (the floor falls to
-        the block's quietest frame at most), or speech going on."""
+    def _may_be_speech(self, levels: np.ndarray) -> bool:
+        """Whether loudness may start or hold an utterance in the frames of these ``levels``:
+        one above the lowest voicing threshold the noise floor can give it (the floor falls
+        to the quietest frame at most), or speech going on."""
         if self._in_speech or self._run:
             return True
-        samples = np.concatenate([self._pending, block])
-        n = len(samples) // FRAME
-        if n == 0:
+        if not len(levels):
             return False
-        levels = frame_db(samples[: n * FRAME].reshape(n, FRAME))
         c = self.config
         lowest = max(min(self.noise_floor_db, float(levels.min())) + c.margin_db, c.min_db)
         return bool(levels.max() > lowest)
@@ -207,7 +207,10 @@ class Segmenter:
         del self._speech[judged - self._chunk_base :]
         return out
 
-    def _frames(self, samples: np.ndarray) -> list[Utterance]:
+    def _frames(self, samples: np.ndarray, levels: np.ndarray | None = None, *,
+                voiceless: bool = False) -> list[Utterance]:
+        """Step through the whole frames of ``samples`` (``levels``: theirs, when known);
+        ``voiceless``: loudness voices none of them (see ``_may_be_speech``)."""
         n = len(samples) // FRAME
         if self._detector is not None:  # only the frames whose chunk the model has judged
             judged = -(-(CHUNK * (self._chunk_base + len(self._speech)) - FRAME // 2) // FRAME)
@@ -216,11 +219,15 @@ class Segmenter:
         if n == 0:
             return []
         frames = samples[: n * FRAME].reshape(n, FRAME)
+        levels = frame_db(frames) if levels is None else levels[:n]
         out: list[Utterance] = []
-        for frame, level in zip(frames, frame_db(frames), strict=True):
-            utterance = self._step(frame, float(level))
-            if utterance is not None:
-                out.append(utterance)
+        if voiceless and not self.config.model_cuts:  # loudness alone voices a frame
+            self._pass_unvoiced(frames, levels)
+        else:
+            for frame, level in zip(frames, levels, strict=True):
+                utterance = self._step(frame, float(level))
+                if utterance is not None:
+                    out.append(utterance)
         # forget the probabilities of chunks before the buffer: no frame will ask again
         drop = self._buf_start // CHUNK - self._chunk_base
         if drop > 64:
@@ -260,6 +267,20 @@ class Segmenter:
         audio = utterance.audio[lo:hi]
         start = utterance.start + lo / SAMPLE_RATE
         return Utterance(start=start, end=start + len(audio) / SAMPLE_RATE, audio=audio)
+
+    def _pass_unvoiced(self, frames: np.ndarray, levels: np.ndarray) -> None:
+        """What :meth:`_step` does for frames none of which is voiced, outside an utterance,
+        at once: their levels join the noise floor's window and the pre-roll keeps the last
+        of them (most of a day goes through here)."""
+        self._recent.extend(levels.tolist())
+        self._samples_seen += len(frames) * FRAME
+        self._buf.extend(frames)
+        self._levels.extend(levels.tolist())
+        self._voiced.extend([False] * len(frames))
+        drop = len(self._buf) - self._pre_frames
+        if drop > 0:
+            del self._buf[:drop], self._levels[:drop], self._voiced[:drop]
+            self._buf_start += drop * FRAME
 
     def _step(self, frame: np.ndarray, level: float) -> Utterance | None:
         self._recent.append(level)
