@@ -1,6 +1,6 @@
 """Run by tests/test_capture_quiet.py, with the private audio server's environment: capture the
-default output's loopback while playing ``SIGNAL`` into it, told "quiet" (read 500 ms at a time)
-before and after the middle of it, and save what was delivered.
+default output's loopback while playing ``SIGNAL`` into it, read 1 s at a time, then 100 ms, then
+500 ms, and save what was delivered.
 
     python tests/capture_recorder.py SIGNAL.wav OUT.npz SINK
 """
@@ -14,30 +14,32 @@ import time
 
 import numpy as np
 
-from daemon.audio.capture import Block, CaptureThread
+from daemon.audio.capture import BLOCK, IDLE_BLOCK, QUIET_BLOCK, Block, CaptureThread
 
 
 def main() -> None:
     signal, out, sink = sys.argv[1:4]
     blocks: list[Block] = []
     arrived = threading.Condition()
-    quiet = [True]
+    size = [IDLE_BLOCK]
 
     def deliver(block: Block) -> None:
         with arrived:
             blocks.append(block)
             arrived.notify_all()
 
-    capture = CaptureThread("loopback", deliver, quiet=lambda: quiet[0])
+    capture = CaptureThread("loopback", deliver,
+                            read_frames=lambda: size[0])
     capture.start()
     with arrived:  # capturing, and reading quietly already
-        if not arrived.wait_for(lambda: len(blocks) >= 3 and len(blocks[-1].samples) > 1600,
+        if not arrived.wait_for(lambda: len(blocks) >= 2 and len(blocks[-1].samples) > BLOCK,
                                 timeout=30):
             sys.exit(f"no quiet block came: {capture.state} {capture.detail}")
     player = subprocess.Popen(["paplay", f"--device={sink}", signal])
-    for seconds, value in ((1.2, False), (1.2, True)):  # loud in the middle of the signal
+    # read as between calls, then as while someone speaks, then as in a pause
+    for seconds, value in ((1.2, BLOCK), (1.2, QUIET_BLOCK)):
         time.sleep(seconds)
-        quiet[0] = value
+        size[0] = value
     player.wait(timeout=60)
     with arrived:  # the signal's end is in, a block beyond it too
         count = len(blocks)

@@ -1,5 +1,5 @@
-"""Capture while nobody speaks reads 500 ms at a time (by the clock, all the server holds taken
-in one hold of its lock) and 100 ms while someone does (soundcard's reads): through a real
+"""Capture while nobody speaks reads 500 ms or 1 s at a time (by the clock, all the server holds
+taken in one hold of its lock) and 100 ms while someone does (soundcard's reads): through a real
 PulseAudio server, what is played arrives whole across the changes, nothing lost or repeated,
 its first 100 ms included."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daemon.audio.capture import BLOCK, QUIET_BLOCK
+from daemon.audio.capture import BLOCK, IDLE_BLOCK, QUIET_BLOCK
 from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.testing import THEM_SINK, PulseServer
 
@@ -55,9 +55,9 @@ def test_quiet_and_speaking_reads_deliver_what_was_played_whole(
     heard = np.load(out)
     sizes = heard["sizes"].tolist()
     assert len(set(heard["epochs"].tolist())) == 1  # one opening of the device throughout
-    assert set(sizes) == {BLOCK, QUIET_BLOCK}  # 500 ms reads, then 100 ms ones, then 500 ms
-    first_loud = sizes.index(BLOCK)
-    assert QUIET_BLOCK in sizes[first_loud:]
+    # 1 s reads, then 100 ms ones, then 500 ms
+    assert sizes[0] == IDLE_BLOCK and set(sizes) == {IDLE_BLOCK, BLOCK, QUIET_BLOCK}
+    assert QUIET_BLOCK in sizes[sizes.index(BLOCK):] and IDLE_BLOCK not in sizes[sizes.index(BLOCK):]
     correlations = window_correlations(heard["audio"].astype(np.float64),
                                        played.astype(np.float64), SAMPLE_RATE // 10)
     # what was played reached capture from its first 100 ms on (where paplay starts within

@@ -19,7 +19,7 @@ import trio
 import trio.testing
 
 from daemon.asr.engine import ScriptedTranscriber, Segment
-from daemon.audio.capture import BLOCK, Block, Source
+from daemon.audio.capture import BLOCK, IDLE_BLOCK, QUIET_BLOCK, Block, Source
 from daemon.audio.format import SAMPLE_RATE
 from daemon.config import Settings
 from daemon.errors import AudioError, InvalidInput, NotFound
@@ -367,6 +367,22 @@ async def test_speech_on_both_sources_starts_a_session_that_holds_its_first_word
         [prompt] = rig.of(Ended)
         assert prompt.session_id == session.id
         assert prompt.gist == WORDS[220]  # as content-rich as the other: the earlier wins
+
+
+async def test_a_quiet_source_is_read_in_larger_pieces_the_largest_between_calls(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    async with running(store) as rig:
+        read = rig.live._read_frames  # what each capture thread is told to read next
+        assert read("mic") == BLOCK  # nothing heard yet
+        await rig.play(mic=silence(3), loopback=silence(3))
+        assert read("mic") == read("loopback") == QUIET_BLOCK
+        await rig.play(mic=silence(30), loopback=silence(30))
+        assert read("mic") == read("loopback") == IDLE_BLOCK
+        await rig.live.start(StartOptions())
+        assert read("mic") == QUIET_BLOCK  # in a call a short reply never waits for a second
+        await rig.play(mic=tone(1.5, 220), loopback=silence(1.5))
+        assert read("mic") == BLOCK and read("loopback") == QUIET_BLOCK
 
 
 async def test_speech_on_both_sources_far_apart_starts_nothing(

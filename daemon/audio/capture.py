@@ -28,9 +28,12 @@ log = logging.getLogger(__name__)
 
 BLOCK = 1600  # 100 ms
 # while nobody speaks, audio is read this much at a time (the capture thread then sleeps
-# between reads): a tenth of the wake-ups, and the first word after a quiet stretch is heard
-# at most this late, long before its end is
+# between reads): a fraction of the wake-ups, and the first word after a quiet stretch is
+# heard at most this late, long before its end is ...
 QUIET_BLOCK = 8000  # 500 ms
+# ... and between calls this much: the first utterance of a call, when it is short, may then
+# be cut up to 0.2 s later; never inside one, where a short reply must not wait
+IDLE_BLOCK = 16000  # 1 s
 PRESENT_CHECK_S = 1.0  # a device chosen by name is looked for this often ...
 DEFAULT_CHECK_S = 3.0  # ... and a change of the default device this often
 Source = Literal["mic", "loopback"]
@@ -40,7 +43,7 @@ CaptureState = Literal["stopped", "starting", "capturing", "no audio"]
 
 @dataclass(frozen=True)
 class Block:
-    """100 ms of audio from one source (500 ms while it is quiet); ``t`` is the wall-clock
+    """100 ms of audio from one source (more while it is quiet); ``t`` is the wall-clock
     time of its first sample and ``epoch`` changes whenever the device was (re)opened, so a gap
     is never mistaken for continuous audio."""
 
@@ -170,8 +173,9 @@ class CaptureThread:
     """Records one source on its own thread and hands each block to ``deliver``.
 
     ``deliver`` must not block (see :class:`BlockChannel`); ``on_state`` is told of every
-    state change with a human-readable detail; ``quiet`` says whether nobody has been heard
-    for a while (then audio is read :data:`QUIET_BLOCK` at a time). ``device`` is empty for
+    state change with a human-readable detail; ``read_frames`` says how much audio to read
+    next (:data:`BLOCK`, or more while nobody is heard: :data:`QUIET_BLOCK`,
+    :data:`IDLE_BLOCK`). ``device`` is empty for
     the system default; ``state`` and ``detail`` say what capture does now, ``device_name``
     what it records from, ``blocks`` how many it delivered and ``epoch`` which opening of the
     device they came from.
@@ -182,7 +186,7 @@ class CaptureThread:
     _: KW_ONLY
     device: str = ""
     on_state: Callable[[Source, CaptureState, str], None] | None = None
-    quiet: Callable[[], bool] = lambda: False
+    read_frames: Callable[[], int] = lambda: BLOCK
     max_backoff_s: float = 10.0
     state: CaptureState = field(default="stopped", init=False)
     detail: str = field(default="", init=False)
@@ -256,11 +260,11 @@ class CaptureThread:
             checked = {"present": time.monotonic(), "default": time.monotonic()}
             callback = True  # soundcard's read callback on the stream
             while not stop.is_set():
-                frames = QUIET_BLOCK if self.quiet() else BLOCK
+                frames = self.read_frames()
                 if callback != (frames == BLOCK):  # only soundcard's record waits for it
                     _pulse.read_callback(recorder, on=not callback)
                     callback = not callback
-                read = _read_quiet(recorder, stop) if frames == QUIET_BLOCK else None
+                read = _read_quiet(recorder, frames, stop) if frames != BLOCK else None
                 if read is None and stop.is_set():
                     return
                 data = recorder.record(numframes=frames) if read is None else read[:, None]
@@ -283,16 +287,18 @@ class CaptureThread:
                         return
 
 
-def _read_quiet(recorder: Any, stop: threading.Event) -> np.ndarray | None:
-    """:data:`QUIET_BLOCK` samples of ``recorder``, waited for by the clock and then taken in
-    one hold of the server connection's lock: soundcard's ``record`` wakes for each 100 ms
-    fragment the server hands over and makes three locked calls and a copy for it, which
-    while nobody speaks is most of what capture costs. None where the stream cannot be read
-    this way (soundcard's ``record`` then reads it), or when ``stop`` is set."""
+def _read_quiet(recorder: Any, frames: int, stop: threading.Event) -> np.ndarray | None:
+    """``frames`` samples of ``recorder``, waited for by the clock and then taken in one hold
+    of the server connection's lock: soundcard's ``record`` wakes for each 100 ms fragment the
+    server hands over and makes three locked calls and a copy for it, which while nobody
+    speaks is most of what capture costs. Waiting half a fragment longer than the audio asked
+    for, one wake-up reads it (what came beyond it starts the next read). None where the
+    stream cannot be read this way (soundcard's ``record`` then reads it), or when ``stop``
+    is set."""
     parts = [np.asarray(getattr(recorder, "_pending_chunk", ()), dtype=np.float32).ravel()]
     have, waited = len(parts[0]), 0.0
-    while have < QUIET_BLOCK:
-        wait = max(QUIET_BLOCK - have, BLOCK) / SAMPLE_RATE  # never a spin on a few samples
+    while have < frames:
+        wait = (max(frames - have, BLOCK) + BLOCK // 2) / SAMPLE_RATE  # never a spin
         if stop.wait(wait):
             return None
         chunk = _pulse.drain(recorder)
@@ -305,8 +311,8 @@ def _read_quiet(recorder: Any, stop: threading.Event) -> np.ndarray | None:
         parts.append(chunk)
         have += len(chunk)
     samples = np.concatenate(parts)
-    recorder._pending_chunk = samples[QUIET_BLOCK:]
-    return samples[:QUIET_BLOCK]
+    recorder._pending_chunk = samples[frames:]
+    return samples[:frames]
 
 
 def _check_stream(recorder: Any) -> None:

@@ -34,7 +34,16 @@ import trio
 from daemon.asr.engine import Segment, Transcriber, WhisperTranscriber
 from daemon.asr.level import is_quiet, level_warning
 from daemon.asr.supervised import SupervisedTranscriber
-from daemon.audio.capture import SPEAKER, Block, BlockChannel, CaptureThread, Source
+from daemon.audio.capture import (
+    BLOCK,
+    IDLE_BLOCK,
+    QUIET_BLOCK,
+    SPEAKER,
+    Block,
+    BlockChannel,
+    CaptureThread,
+    Source,
+)
 from daemon.audio.files import load_audio_channels
 from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.vad import Utterance, VadConfig, is_phantom
@@ -87,6 +96,7 @@ QUIET_NOTE_S = 600.0  # a quiet source is mentioned again after this long
 SLEEP_CHECK_S = 1.0  # how often the wall clock is compared with the monotonic one ...
 SLEPT_S = 5.0  # ... and how far ahead it must have jumped for the machine to have slept
 QUIET_AFTER_S = 2.0  # a source quiet this long is read in larger pieces (capture.QUIET_BLOCK)
+IDLE_AFTER_S = 30.0  # ... and, between calls, this long: larger still (capture.IDLE_BLOCK)
 
 
 @dataclass(frozen=True)
@@ -197,7 +207,7 @@ class Live:
                     thread = CaptureThread(
                         source, channel.put_threadsafe, device=devices[source],
                         on_state=self._capture_state_changed,
-                        quiet=partial(self._quiet, source),
+                        read_frames=partial(self._read_frames, source),
                     )
                     self.captures.append(thread)
                     thread.start()
@@ -208,11 +218,14 @@ class Live:
                 with trio.CancelScope(shield=True):
                     await self._shut_down()
 
-    def _quiet(self, source: Source) -> bool:
-        """From a capture thread: whether ``source`` has been quiet long enough for its audio
-        to be read in larger pieces."""
+    def _read_frames(self, source: Source) -> int:
+        """From a capture thread: how much of ``source`` to read next — more at a time the
+        longer it has been quiet, most between calls."""
         pipeline = self.pipeline
-        return pipeline is not None and pipeline.segmenters[source].quiet_s >= QUIET_AFTER_S
+        quiet_s = 0.0 if pipeline is None else pipeline.segmenters[source].quiet_s
+        if quiet_s >= IDLE_AFTER_S and self.session is None:
+            return IDLE_BLOCK
+        return QUIET_BLOCK if quiet_s >= QUIET_AFTER_S else BLOCK
 
     def _stop_capture(self) -> None:
         for thread in self.captures:
