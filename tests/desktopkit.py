@@ -289,7 +289,8 @@ class FakeDaemon(TrioThread):
     the first two until :attr:`release_answer` is set, so a test can see a partial answer.
     ShowSession answers from :attr:`shown`, the review queue and open items are empty;
     `voices list` lists :attr:`heard` (once :attr:`release_voices` is set: it is), and naming
-    one of those voices names it and its turns in :attr:`shown`, as the daemon does.
+    one of those voices names it and its turns in :attr:`shown`, as the daemon does; a keep
+    takes :attr:`keep_takes_s`.
     """
 
     def __init__(self, paths: Paths) -> None:
@@ -304,6 +305,7 @@ class FakeDaemon(TrioThread):
         self.release_voices = threading.Event()
         self.release_voices.set()
         self.release_answer = threading.Event()
+        self.keep_takes_s = 0.0
         self._lock = threading.Lock()
         self._server: IpcServer | None = None
         super().__init__()
@@ -357,9 +359,6 @@ class FakeDaemon(TrioThread):
             SpaceInfo(id=i, name=name, activity="meeting", memory_enabled=True, created_at=0.0)
             for i, name in enumerate(self.spaces, 1)]))
         add(ListSessions, lambda r: SessionsReply(sessions=self.sessions))
-        add(Remember, lambda r: RememberReply(
-            session_id=r.session_id, answer=r.answer, status="kept", space=r.space,
-            archived=r.answer == "keep" and r.space is not None))
         add(Start, lambda r: StartReply(session_id=9, started_at=time.time(),
                                         message=f"session 9 started in {r.space}"))
         add(Pause, lambda r: Ok())
@@ -378,6 +377,16 @@ class FakeDaemon(TrioThread):
                                state="on")
 
         handlers.add(VoicesList, voices_list)
+
+        async def remember(request: Remember) -> RememberReply:
+            self._record(request)
+            if request.answer == "keep":  # a keep runs the language model: it takes a while
+                await trio.sleep(self.keep_takes_s)
+            return RememberReply(session_id=request.session_id, answer=request.answer,
+                                 status="kept", space=request.space,
+                                 archived=request.answer == "keep" and request.space is not None)
+
+        handlers.add(Remember, remember)
 
         async def ask(request: Ask, publish: Publish) -> AskReply:
             self._record(request)

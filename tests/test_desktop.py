@@ -299,6 +299,40 @@ def test_the_keep_prompt_then_keep_it_in_another_space_sends_remember(
     assert not chooser.isVisible()
 
 
+@pytest.fixture
+def short_requests(monkeypatch: pytest.MonkeyPatch) -> float:
+    """The desktop clients' requests time out after half a second (before they start)."""
+    import clients.desktop.link
+
+    monkeypatch.setattr(clients.desktop.link, "REQUEST_TIMEOUT_S", 0.5)
+    return 0.5
+
+
+@under_x
+def test_a_keep_longer_than_a_request_waits_for_its_result_and_holds_nothing_up(
+    short_requests: float, tray: Any, daemon: FakeDaemon,
+    notifications: FakeNotificationServer,
+) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    daemon.keep_takes_s = 4 * short_requests  # the language model reading the conversation
+    for session_id in (42, 43):
+        daemon.publish(SessionEnded(session_id=session_id, duration_s=600, gist="Atlas beta",
+                                    space="Atlas"))
+        wait_until(lambda: len(notifications.notifications(QUESTION)) == session_id - 41,
+                   "the keep notification")
+        notifications.click(notifications.notifications(QUESTION)[-1], "keep")
+        wait_until(lambda: session_id in tray.prompter.dialogs, "the Space chooser")
+        if session_id == 42:
+            QTest.mouseClick(tray.prompter.dialogs[42].keep_button, Qt.MouseButton.LeftButton)
+            daemon.wait_for(Remember)
+    # the second chooser came (its Space list answered) while the first keep went on
+    assert not notifications.notifications("BrainCue")
+    wait_until(lambda: notifications.notifications("BrainCue"), "the keep's result")
+    assert notifications.notifications("BrainCue")[0].body == "Kept in Atlas: summary written."
+
+
 @under_x
 def test_discard_and_decide_later_are_sent_from_the_notification(
     tray: Any, daemon: FakeDaemon, notifications: FakeNotificationServer,

@@ -20,6 +20,7 @@ from clients.cli.context import Context
 from clients.cli.output import echo_json, echo_reply, local_time, plural
 from clients.cli.progress import request_with_progress
 from daemon.errors import InvalidInput
+from daemon.ipc.client import KEEP_TIMEOUT_S
 from daemon.ipc.protocol import (
     AssertionInfo,
     ClosureInfo,
@@ -40,8 +41,6 @@ from daemon.ipc.protocol import (
     SettingValue,
 )
 
-# A keep runs the language model over the whole transcript, piece by piece.
-KEEP_TIMEOUT_S = 3 * 3600.0
 REVIEW_STATUSES = ("pending", "approved", "rejected", "archived")
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")

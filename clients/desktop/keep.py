@@ -41,6 +41,7 @@ from clients.desktop.link import DaemonLink
 from clients.desktop.notify import Notifications
 from clients.desktop.voices import Offer, load_offers, with_name
 from daemon.errors import BrainCueError
+from daemon.ipc.client import KEEP_TIMEOUT_S
 from daemon.ipc.protocol import (
     ListSpaces,
     Remember,
@@ -313,5 +314,7 @@ class KeepPrompter:
         if notification is not None and self._notifications is not None:
             with contextlib.suppress(OSError, TimeoutError):  # answered in a window instead
                 self._notifications.withdraw(notification)
+        keep = request.answer == "keep"  # a keep runs the language model: minutes, at times
         self._link.submit(request, lambda reply: self._inform(remember_summary(reply)),
-                          lambda error: self._inform(f"Could not remember: {error}"))
+                          lambda error: self._inform(f"Could not remember: {error}"),
+                          timeout=KEEP_TIMEOUT_S if keep else None, apart=keep)

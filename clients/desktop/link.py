@@ -26,7 +26,7 @@ import msgspec
 
 from daemon.config import Paths
 from daemon.errors import BrainCueError
-from daemon.ipc.client import Client
+from daemon.ipc.client import DEFAULT_TIMEOUT, Client
 from daemon.ipc.protocol import (
     AnswerDone,
     AnswerEvidence,
@@ -50,6 +50,7 @@ Post = Callable[[Callable[[], None]], None]
 RETRY_S = 1.0  # between attempts to reach a daemon that is not there
 STATUS_EVERY_S = 2.0  # status is also polled: it notices a daemon that restarted in between
 POLL_S = 0.25  # how long a thread waits on a socket before looking at the stop flag
+REQUEST_TIMEOUT_S = DEFAULT_TIMEOUT  # how long a request waits, unless it says otherwise
 ASK_TIMEOUT_S = 300.0  # a long answer on a slow machine; its tokens show progress meanwhile
 
 
@@ -80,6 +81,7 @@ class DaemonLink:
         self.paths = paths
         self._post = post
         self._stopping = threading.Event()
+        self.timeout = REQUEST_TIMEOUT_S
         self._requests: queue.Queue[Callable[[Client], None] | None] = queue.Queue()
         self._threads = [threading.Thread(target=self._send, name="braincue-requests",
                                           daemon=True)]
@@ -119,10 +121,12 @@ class DaemonLink:
         on_error: Callable[[BrainCueError], None],
         *,
         timeout: float | None = None,
+        apart: bool = False,
     ) -> None:
         """Send ``request``; ``on_reply`` or ``on_error`` runs (through ``post``) when it is
         answered or has failed (``timeout``: seconds to wait, for a request known to be long;
-        the requests after it wait too)."""
+        the requests after it wait too, unless it goes ``apart``: on a connection of its own,
+        beside them)."""
 
         def send(client: Client) -> None:
             try:
@@ -132,7 +136,18 @@ class DaemonLink:
             else:
                 self._post(partial(on_reply, reply))
 
-        self._requests.put(send)
+        if not apart:
+            self._requests.put(send)
+            return
+
+        def alone() -> None:
+            try:
+                with Client(self.paths, timeout=self.timeout) as client:
+                    send(client)
+            except Exception:
+                log.exception("a request failed unexpectedly")
+
+        threading.Thread(target=alone, name="braincue-long-request", daemon=True).start()
 
     def ask(
         self,
@@ -165,7 +180,8 @@ class DaemonLink:
         down = False
         while not self._stopping.is_set():
             try:
-                with Client(self.paths) as client, client.subscribe(topics) as events:
+                with Client(self.paths, timeout=self.timeout) as client, \
+                        client.subscribe(topics) as events:
                     self._post(partial(on_status, client.request(Status())))
                     down = False
                     next_status = time.monotonic() + status_every_s
@@ -187,7 +203,7 @@ class DaemonLink:
                 self._stopping.wait(retry_s)
 
     def _send(self) -> None:
-        with Client(self.paths) as client:
+        with Client(self.paths, timeout=self.timeout) as client:
             while True:
                 send = self._requests.get()
                 if send is None or self._stopping.is_set():
@@ -204,7 +220,7 @@ class DaemonLink:
 
         def stream() -> None:
             try:
-                with Client(self.paths) as client, \
+                with Client(self.paths, timeout=self.timeout) as client, \
                         client.subscribe([answer_topic(request.id)]) as events:
                     listening.set()
                     while not (finished.is_set() or self._stopping.is_set()):
@@ -227,7 +243,7 @@ class DaemonLink:
             self._post(partial(to.on_error, failure[0]))
             return
         try:
-            with Client(self.paths) as client:
+            with Client(self.paths, timeout=self.timeout) as client:
                 reply = client.request(request, timeout=ASK_TIMEOUT_S)
         except BrainCueError as e:
             finished.set()

@@ -39,6 +39,9 @@ from daemon.ipc.runtime import RuntimeFiles, endpoint
 R = TypeVar("R", bound=Reply)
 
 DEFAULT_TIMEOUT = 5.0
+# A keep runs the language model over the whole transcript, piece by piece: its Remember
+# request waits this long for the reply.
+KEEP_TIMEOUT_S = 3 * 3600.0
 # How often a subscription with no events checks that the daemon is still there.
 LIVENESS_INTERVAL = 1.0
 
