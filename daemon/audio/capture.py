@@ -1,5 +1,6 @@
 """Capture threads: the default microphone ("me") and the loopback of the default output
-("them"), as 16 kHz mono float32 blocks of 100 ms (500 ms while nobody speaks).
+("them"), as 16 kHz mono float32 blocks of 100 ms (500 ms or, between calls, 1 s while nobody
+speaks).
 
 `soundcard` connects to the audio server when it is imported and raises a bare AssertionError
 when none runs (notes/platform.md), so it is imported only inside the capture threads and a
