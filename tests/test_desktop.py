@@ -317,13 +317,13 @@ def test_a_keep_longer_than_a_request_waits_for_its_result_and_holds_nothing_up(
     from PySide6.QtTest import QTest
 
     daemon.keep_takes_s = 4 * short_requests  # the language model reading the conversation
-    for session_id in (42, 43):
+    for asked, session_id in enumerate((42, 43), 1):
         daemon.publish(SessionEnded(session_id=session_id, duration_s=600, gist="Atlas beta",
                                     space="Atlas"))
-        wait_until(lambda: len(notifications.notifications(QUESTION)) == session_id - 41,
+        wait_until(lambda n=asked: len(notifications.notifications(QUESTION)) == n,
                    "the keep notification")
         notifications.click(notifications.notifications(QUESTION)[-1], "keep")
-        wait_until(lambda: session_id in tray.prompter.dialogs, "the Space chooser")
+        wait_until(lambda s=session_id: s in tray.prompter.dialogs, "the Space chooser")
         if session_id == 42:
             QTest.mouseClick(tray.prompter.dialogs[42].keep_button, Qt.MouseButton.LeftButton)
             daemon.wait_for(Remember)
