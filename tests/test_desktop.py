@@ -320,10 +320,15 @@ def test_a_keep_longer_than_a_request_waits_for_its_result_and_holds_nothing_up(
     for asked, session_id in enumerate((42, 43), 1):
         daemon.publish(SessionEnded(session_id=session_id, duration_s=600, gist="Atlas beta",
                                     space="Atlas"))
-        wait_until(lambda n=asked: len(notifications.notifications(QUESTION)) == n,
-                   "the keep notification")
+        def notified(n: int = asked) -> bool:
+            return len(notifications.notifications(QUESTION)) == n
+
+        def chooser_open(s: int = session_id) -> bool:
+            return s in tray.prompter.dialogs
+
+        wait_until(notified, "the keep notification")
         notifications.click(notifications.notifications(QUESTION)[-1], "keep")
-        wait_until(lambda s=session_id: s in tray.prompter.dialogs, "the Space chooser")
+        wait_until(chooser_open, "the Space chooser")
         if session_id == 42:
             QTest.mouseClick(tray.prompter.dialogs[42].keep_button, Qt.MouseButton.LeftButton)
             daemon.wait_for(Remember)
