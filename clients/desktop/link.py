@@ -108,6 +108,10 @@ class DaemonLink:
         self._threads.append(thread)
         thread.start()
 
+    def _client(self) -> Client:
+        """A connection to the daemon whose requests wait ``timeout`` unless they say."""
+        return Client(self.paths, timeout=self.timeout)
+
     def stop(self) -> None:
         self._stopping.set()
         self._requests.put(None)
@@ -142,7 +146,7 @@ class DaemonLink:
 
         def alone() -> None:
             try:
-                with Client(self.paths, timeout=self.timeout) as client:
+                with self._client() as client:
                     send(client)
             except Exception:
                 log.exception("a request failed unexpectedly")
@@ -180,8 +184,7 @@ class DaemonLink:
         down = False
         while not self._stopping.is_set():
             try:
-                with Client(self.paths, timeout=self.timeout) as client, \
-                        client.subscribe(topics) as events:
+                with self._client() as client, client.subscribe(topics) as events:
                     self._post(partial(on_status, client.request(Status())))
                     down = False
                     next_status = time.monotonic() + status_every_s
@@ -203,7 +206,7 @@ class DaemonLink:
                 self._stopping.wait(retry_s)
 
     def _send(self) -> None:
-        with Client(self.paths, timeout=self.timeout) as client:
+        with self._client() as client:
             while True:
                 send = self._requests.get()
                 if send is None or self._stopping.is_set():
@@ -220,7 +223,7 @@ class DaemonLink:
 
         def stream() -> None:
             try:
-                with Client(self.paths, timeout=self.timeout) as client, \
+                with self._client() as client, \
                         client.subscribe([answer_topic(request.id)]) as events:
                     listening.set()
                     while not (finished.is_set() or self._stopping.is_set()):
@@ -243,7 +246,7 @@ class DaemonLink:
             self._post(partial(to.on_error, failure[0]))
             return
         try:
-            with Client(self.paths, timeout=self.timeout) as client:
+            with self._client() as client:
                 reply = client.request(request, timeout=ASK_TIMEOUT_S)
         except BrainCueError as e:
             finished.set()
