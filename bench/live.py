@@ -4,6 +4,7 @@
                                    [--threads N] [--compare] [--each-off]
                                    [--set NAME=VALUE ...]
                                    [--with-keep TRANSCRIPT.json [--keep-beside]]
+                                   [--each-utterance]
 
 For each speech model: a private PulseAudio server (null sinks, as in the end-to-end test), a
 daemon subprocess capturing both sources, a session started over IPC, then about ``--minutes``
@@ -20,7 +21,10 @@ default output, 0.8 s between turns; replies of 1-2 s, sentences of 3-5 s and mo
   second from the session's start to its end: the peak of their sum as RSS (a model's weights,
   mapped from their file, count in every process mapping them), PSS (shared pages divided
   among their processes: counted once) and private, and each process's own peak RSS;
-- dropped blocks, and the word error rate of everything heard against the script.
+- dropped blocks, and the word error rate of everything heard against the script;
+- each utterance stored later than 1.5 x p50 after its end (``--each-utterance``: every one),
+  with where the daemon's time went (its debug log's stages: hangover, queue, ASR, voices,
+  store).
 
 ``--compare`` first runs each model the way the daemon once decoded (whisper's full
 30 s window, one thread: ``asr_fit_context = false``, ``asr_threads = 1``), then with the
@@ -45,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -296,6 +301,8 @@ class Result:
     threads_by_nice: str = ""
     voices: str = ""  # `voices list`'s state and the encoder telling "them" apart
     memory: tuple[str, str] = ("", "")  # MemorySampler.summary()
+    # (end -> stored, a line with the daemon's stages) of each utterance, the slowest first
+    utterances: list[tuple[float, str]] = field(default_factory=list)
 
 
 def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
@@ -313,7 +320,7 @@ def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
         (home / "config" / "config.toml").write_text(config)
         os.environ.update(BRAINCUE_HOME=str(home), BRAINCUE_CAPTURE="on",
                           XDG_RUNTIME_DIR=str(pulse.runtime_dir))
-        daemon = start_daemon(home)
+        daemon = start_daemon(home, args=["--verbose"])  # each utterance's stages logged
         client = Client(timeout=120)
 
         def capturing() -> bool:
@@ -377,14 +384,20 @@ def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
 
         latencies = []
         unmatched = 0
+        matched: list[tuple[float, Played]] = []
         for p in played:
             candidates = [(abs(started.started_at + e.end - p.ended), received)
                           for received, e in turns if e.source == p.source
                           and abs(started.started_at + e.end - p.ended) < 2.5]
             if candidates:
                 latencies.append((p.seconds, min(candidates)[1] - p.ended))
+                matched.append((latencies[-1][1], p))
             else:
                 unmatched += 1
+        logged = utterance_stages(daemon.log())
+        each = [(x, f"{p.seconds:4.1f} s {p.source:<8} {x:5.2f} s  "
+                    f"{nearest_stages(logged, p)}  {p.text[:40]!r}")
+                for x, p in sorted(matched, key=lambda m: -m[0])]
         reference = " ".join(p.text for p in played)
         heard = " ".join(e.text for _, e in sorted(turns, key=lambda t: t[1].start))
         return Result(label=label, asr_model=status.live.asr_model, played=len(played),
@@ -394,6 +407,7 @@ def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
                       wer=word_error_rate(reference, heard), stages=status.live.stages_p50_s,
                       after_asr_max=status.live.after_asr_max_s,
                       keep_state=keep_state, voices=voices_state, memory=sampler.summary(),
+                      utterances=each,
                       threads_by_nice=", ".join(f"{n} at {nice}"
                                                 for nice, n in priorities.items()))
     finally:
@@ -402,6 +416,22 @@ def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
             daemon.stop(signal.SIGTERM if background is None else signal.SIGKILL)
         pulse.close()
         shutil.rmtree(home, ignore_errors=True)
+
+
+UTTERANCE_LOG = re.compile(r"utterance (mic|loopback) ([0-9.]+)-([0-9.]+): (.*)$")
+
+
+def utterance_stages(log: str) -> list[tuple[str, float, str]]:
+    """(source, end, stages) of each utterance the daemon logged (``--verbose``)."""
+    found = (UTTERANCE_LOG.search(line) for line in log.splitlines())
+    return [(m[1], float(m[3]), m[4]) for m in found if m is not None]
+
+
+def nearest_stages(logged: list[tuple[str, float, str]], played: Played) -> str:
+    """The daemon's stages for the utterance whose end is nearest ``played``'s."""
+    near = [(abs(end - played.ended), stages) for source, end, stages in logged
+            if source == played.source and abs(end - played.ended) < 2.5]
+    return min(near)[1] if near else "(not logged)"
 
 
 def wav_seconds(path: Path) -> float:
@@ -415,8 +445,9 @@ def p50_p95(values: list[float]) -> str:
     return f"{percentile(values, 0.5):5.2f} / {percentile(values, 0.95):5.2f}"
 
 
-def report(results: list[Result]) -> None:
-    """One column per run: latency overall and per band, then the resource figures."""
+def report(results: list[Result], each_utterance: bool = False) -> None:
+    """One column per run: latency overall and per band, then the resource figures; then
+    the utterances stored later than 1.5 x p50 (``each_utterance``: all) with their stages."""
     width = max(22, *(len(r.label) + 2 for r in results))
     print(f"\n{'':<34}" + "".join(f"{r.label:>{width}}" for r in results))
 
@@ -450,6 +481,14 @@ def report(results: list[Result]) -> None:
     if any(r.keep_state for r in results):
         row("the keep at the end of the call", [r.keep_state or "-" for r in results])
         row("daemon threads by nice value", [r.threads_by_nice for r in results])
+    for r in results:
+        slow = 0.0 if each_utterance else 1.5 * percentile([x for _, x in r.latencies], 0.5)
+        if lines := [line for x, line in r.utterances if x > slow]:
+            print(f"\n{r.label}: " + ("each utterance" if each_utterance else
+                                       "turns stored later than 1.5 x p50 after their end")
+                  + " (length, source, end -> stored, the daemon's stages):")
+            for line in lines:
+                print(f"  {line}")
 
 
 def main() -> None:
@@ -472,6 +511,9 @@ def main() -> None:
     parser.add_argument("--keep-beside", action="store_true",
                         help="with --with-keep: one more run, the keep not pausing during "
                              "the call (only its priority keeps it out of the way)")
+    parser.add_argument("--each-utterance", action="store_true",
+                        help="list every utterance with the daemon's stages, not only those "
+                             "stored later than 1.5 x p50")
     args = parser.parse_args()
     lines = [f"{n.strip()} = {v.strip()}" for n, v in (s.split("=", 1) for s in args.settings)]
     if args.threads:
@@ -503,7 +545,7 @@ def main() -> None:
                                    [*lines, "keep_pauses_while_live = false"],
                                    f"{label}, keep beside", args.with_keep))
                 print(f"  ({machine()})", flush=True)
-    report(results)
+    report(results, args.each_utterance)
     print(f"\n{machine()}")
 
 

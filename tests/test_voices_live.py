@@ -20,7 +20,7 @@ from daemon.models.convert_resemblyzer import write_npz
 from daemon.models.registry import ENTRIES, PREFERENCE, lookup
 from daemon.store.store import Store
 from daemon.voices import naming, service
-from daemon.voices.diarize import DiarizeConfig
+from daemon.voices.diarize import DiarizeConfig, WindowEmbedder
 from daemon.voices.encoder import VoiceEncoder
 from daemon.voices.service import Voices
 
@@ -179,4 +179,34 @@ async def test_with_voices_switched_off_the_loopback_is_them_and_nothing_is_held
                     encoder=ToneEncoder(PITCHES))
     assert await two_loopback_speakers(store, settings, voices) == ["them", "them"]
     assert voices.heard() == [] and voices.status() == "off (voices_enabled is false)"
+    store.close()
+
+
+async def test_a_call_beginning_loads_the_voice_encoder_before_anyone_on_the_loopback_speaks(
+    autojump_clock: trio.testing.MockClock, store: Store, models: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loads: list[Path] = []
+    scripted = service.ENCODERS["campplus-zh-en"]
+
+    def load(path: Path) -> WindowEmbedder:
+        loads.append(path)
+        return scripted.load(path)
+
+    monkeypatch.setitem(service.ENCODERS, "campplus-zh-en",
+                        service.VoiceModel(load, scripted.model_id, scripted.config))
+    settings = Settings(auto_start=False)
+    voices = Voices(store, lambda: settings, models)
+    async with running(store, settings=settings, voices=voices) as rig:
+        mic, _ = dialogue(("mic", 220))
+        await rig.play(mic)  # before a call nothing is loaded
+        assert loads == []
+        started = await rig.live.start(StartOptions())
+        await rig.play(mic)  # only "me" speaks in the call
+        assert [path.name for path in loads] == [lookup("campplus-zh-en").filename]
+        mic, loop = dialogue(("loopback", 330), ("loopback", 550))
+        await rig.play(mic, loop)
+        await rig.live.stop()
+    assert len(loads) == 1  # loaded once, used by the loopback's turns
+    assert {t.speaker for t in store.turns(started.session_id)} >= {"Them 1", "Them 2"}
     store.close()

@@ -200,6 +200,7 @@ class Live:
             nursery.start_soon(self._save_receipts)
             nursery.start_soon(self._notice_sleep)
             nursery.start_soon(self._unload_speech_model_when_unused)
+            nursery.start_soon(self._load_voices_when_a_call_begins)
             if self.capture_enabled:
                 settings = self._settings()
                 devices = {"mic": settings.mic_device, "loopback": settings.loopback_device}
@@ -217,6 +218,16 @@ class Live:
             finally:
                 with trio.CancelScope(shield=True):
                     await self._shut_down()
+
+    async def _load_voices_when_a_call_begins(self) -> None:
+        """Load the voice encoder (once: it stays loaded) as the first call begins, off the
+        event loop, rather than in the first "them" turn's way."""
+        voices = self.voices
+        if voices is None:
+            return
+        await self.wait_for_session()
+        if voices.switched_on:
+            await trio.to_thread.run_sync(voices.encoder)  # a failed load is logged there
 
     def _read_frames(self, source: Source) -> int:
         """From a capture thread: how much of ``source`` to read next — more at a time the

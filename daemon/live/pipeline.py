@@ -341,6 +341,10 @@ class Pipeline:
             return
         if "stored" in heard.timing.marks:
             self.stages.add(heard.timing)
+            if log.isEnabledFor(logging.DEBUG):  # what the live figures' slowest turns spent
+                spent = heard.timing.durations()
+                log.debug("utterance %s %.3f-%.3f: %s", heard.source, heard.start, heard.end,
+                          " ".join(f"{stage}={s:.3f}" for stage, s in spent.items()))
 
     def _untranscribed(self, heard: Heard, why: str) -> None:
         if self._hooks.on_untranscribed is not None:
