@@ -5,6 +5,7 @@ A missing model fails these tests with the install command in the message; it ne
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -121,6 +122,28 @@ def test_a_fitted_encoder_context_hears_what_the_full_window_hears(
         finally:
             transcriber.close()
         assert word_error_rate(reference, heard) <= 0.10, (fit, heard)
+
+
+def test_each_utterance_is_decoded_once_not_again_at_higher_temperatures(
+    installed_model: ModelPath, test_data: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # read speech on which whisper's default (five samples at each of five higher temperatures
+    # when the first decoding is unsure) decodes again: a bounded time per utterance
+    import _pywhispercpp as pw  # type: ignore[import-not-found]
+
+    transcriber = WhisperTranscriber(installed_model("whisper-tiny.en"), threads=2)
+    try:
+        for clip in sorted((test_data / "people").glob("*.ogg")):
+            assert transcriber.transcribe_sync(load_audio(clip)), clip.name
+        with caplog.at_level(logging.DEBUG, logger="braincue.whisper"):
+            pw.whisper_print_timings(transcriber._load()._ctx)  # counts since it was loaded
+    finally:
+        transcriber.close()
+    [fallbacks] = [m for r in caplog.records if (m := FALLBACKS.search(r.getMessage()))]
+    assert (int(fallbacks[1]), int(fallbacks[2])) == (0, 0), fallbacks[0]
+
+
+FALLBACKS = re.compile(r"fallbacks =\s*(\d+) p /\s*(\d+) h")
 
 
 # -- embeddings --------------------------------------------------------------------------------

@@ -220,6 +220,28 @@ async def test_the_speech_model_is_unloaded_when_unused_and_loaded_again_for_the
     assert [t.text for t in store.turns(started.session_id)] == [WORDS[220], WORDS[440]]
 
 
+async def test_each_call_that_begins_loads_the_speech_model_before_anyone_speaks(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    settings = Settings(auto_start=False, idle_unload_min=0.5)
+    async with running(store, settings=settings, preload=True) as rig:
+        await rig.play(silence(5.0))
+        assert rig.live.speech_model_loaded() is None  # no call: nothing loaded
+        await rig.live.start(StartOptions())
+        await rig.play(silence(5.0))
+        assert rig.live.speech_model_loaded() == "scripted" and rig.transcriber.calls == []
+        await rig.play(silence(40.0))  # a quiet call: unloaded when unused, as any time
+        assert rig.transcriber.unloads == 1 and rig.live.speech_model_loaded() is None
+        await rig.live.stop()
+        second = await rig.live.start(StartOptions())
+        await rig.play(silence(2.0))
+        assert rig.live.speech_model_loaded() == "scripted"  # loaded again for the next call
+        await rig.play(mic=np.concatenate([tone(1.5, 220), silence(1.0)]))
+        await rig.live.stop()
+    assert [t.text for t in store.turns(second.session_id)] == [WORDS[220]]
+    assert rig.transcriber.unloads == 1
+
+
 async def test_the_speech_model_stays_while_someone_speaks_or_waits_for_it(
     autojump_clock: trio.testing.MockClock, store: Store
 ) -> None:

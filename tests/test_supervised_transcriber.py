@@ -94,6 +94,26 @@ async def test_the_process_transcribes_as_the_model_in_the_daemon_does(
     assert deaths == [] and transcriber.deaths == 0
 
 
+async def test_a_model_loaded_before_the_first_utterance_serves_it_in_the_same_process(
+        model: Path, jfk: np.ndarray, tmp_path: Path,
+        supervised: tuple[SupervisedTranscriber, list[str]]) -> None:
+    transcriber, deaths = supervised
+    await transcriber.load()
+    pid = transcriber.pid
+    assert transcriber.loaded and pid is not None
+    assert "ask not what your country" in text(await transcriber.transcribe(jfk)).lower()
+    assert transcriber.pid == pid and deaths == []
+    garbage = tmp_path / "garbage.bin"  # loading is what the process does when asked to load
+    garbage.write_bytes(b"\x07" * 100_000)
+    damaged = SupervisedTranscriber(garbage, 1, "en", True)
+    try:
+        with pytest.raises(EngineError, match=r"cannot load speech model garbage\.bin: .*magic"):
+            await damaged.load()
+        assert not damaged.loaded and damaged.deaths == 0
+    finally:
+        damaged.close()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV], ids=["SIGKILL", "SIGSEGV"])
 async def test_an_utterance_whose_process_died_is_transcribed_by_a_new_one(
         sig: signal.Signals, jfk: np.ndarray,

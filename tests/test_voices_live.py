@@ -197,7 +197,7 @@ async def test_a_call_beginning_loads_the_voice_encoder_before_anyone_on_the_loo
                         service.VoiceModel(load, scripted.model_id, scripted.config))
     settings = Settings(auto_start=False)
     voices = Voices(store, lambda: settings, models)
-    async with running(store, settings=settings, voices=voices) as rig:
+    async with running(store, settings=settings, voices=voices, preload=True) as rig:
         mic, _ = dialogue(("mic", 220))
         await rig.play(mic)  # before a call nothing is loaded
         assert loads == []

@@ -1,6 +1,7 @@
 """What the daemon and its speech-model process say to each other over a pipe (framed by
 :mod:`daemon.process.frames`): the daemon sends one ``Transcribe`` at a time, the process
-answers ``Transcribed`` or ``Failed``. The audio travels as the bytes of its float32 samples
+answers ``Transcribed`` or ``Failed``; ``Load`` (answered ``Loaded``) loads the model before the
+first utterance. The audio travels as the bytes of its float32 samples
 (little endian): 30 s of speech is 1.9 MB.
 """
 
@@ -31,5 +32,13 @@ class Transcribed(msgspec.Struct, tag=True):
     segments: list[Segment]
 
 
-ToSpeech = Transcribe
-FromSpeech = Transcribed | Failed
+class Load(msgspec.Struct, tag=True):
+    pass
+
+
+class Loaded(msgspec.Struct, tag=True):
+    pass
+
+
+ToSpeech = Transcribe | Load
+FromSpeech = Transcribed | Loaded | Failed

@@ -4,8 +4,8 @@
 
 Requests arrive on stdin and replies leave on stdout as frames (:mod:`daemon.asr.frames`,
 served by :func:`daemon.process.frames.run_child`), one utterance at a time. The model loads on
-the first one and stays loaded. The process ends when stdin closes. A native crash or an
-out-of-memory kill ends only this process: the daemon sees its pipe close.
+the first one (or when asked to) and stays loaded. The process ends when stdin closes. A native
+crash or an out-of-memory kill ends only this process: the daemon sees its pipe close.
 """
 
 from __future__ import annotations
@@ -25,12 +25,15 @@ from daemon.process.frames import Failed, FrameReader, Serve, encode, run_child
 def serve(args: argparse.Namespace) -> Serve:
     made: list[WhisperTranscriber] = []  # made on the first request: its error is a reply
 
-    async def answer(request: frames.Transcribe) -> frames.FromSpeech:
+    async def answer(request: frames.ToSpeech) -> frames.FromSpeech:
         try:
             if not made:
                 made.append(WhisperTranscriber(Path(args.model), threads=args.threads,
                                                language=args.language,
                                                fit_context=not args.full_window))
+            if isinstance(request, frames.Load):
+                await made[0].load()
+                return frames.Loaded()
             return frames.Transcribed(await made[0].transcribe(request.samples()))
         except BrainCueError as e:
             return Failed(e.message, e.fix)
@@ -39,7 +42,7 @@ def serve(args: argparse.Namespace) -> Serve:
 
     async def run(requests: FrameReader, out: trio.abc.SendStream) -> None:
         while (request := await requests.next()) is not None:
-            assert isinstance(request, frames.Transcribe)
+            assert isinstance(request, frames.Transcribe | frames.Load)
             await out.send_all(encode(await answer(request)))
 
     return run

@@ -39,6 +39,11 @@ class SupervisedTranscriber(Supervisor):
              "--language", language, *([] if fit_context else ["--full-window"])],
             frames.FromSpeech, on_death=on_death)
 
+    async def load(self) -> None:
+        reply = await self.ask_twice(frames.Load())
+        if not isinstance(reply, frames.Loaded):
+            raise EngineError(f"the speech model's process answered with {reply!r}")
+
     async def transcribe(self, audio: np.ndarray) -> list[Segment]:
         reply = await self.ask_twice(frames.Transcribe.of(as_mono_float32(audio)))
         if not isinstance(reply, frames.Transcribed):

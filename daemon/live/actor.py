@@ -48,7 +48,7 @@ from daemon.audio.files import load_audio_channels
 from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.vad import Utterance, VadConfig, is_phantom
 from daemon.config import Settings
-from daemon.errors import InvalidInput, ModelError, StoreError
+from daemon.errors import BrainCueError, InvalidInput, ModelError, StoreError
 from daemon.live.gaps import Alert, GapTracker, cause_of
 from daemon.live.pipeline import UTTERANCE_QUEUE, Heard, Hooks, Pipeline, Timing, segment_tracks
 from daemon.live.records import (
@@ -146,12 +146,15 @@ class Live:
         block_backlog: int = BLOCK_BACKLOG,
         queue_capacity: int = UTTERANCE_QUEUE,
         voices: Voices | None = None,
+        preload: bool | None = None,
     ) -> None:
         self.store = store
         self._settings = settings
         self.models_dir = models_dir
         self._publish = publish
         self.capture_enabled = capture
+        # load the models a call's turns need as it begins (default: when capturing)
+        self.preload = capture if preload is None else preload
         self.clock = clock
         self._call = call
         self._transcriber = transcriber
@@ -200,7 +203,7 @@ class Live:
             nursery.start_soon(self._save_receipts)
             nursery.start_soon(self._notice_sleep)
             nursery.start_soon(self._unload_speech_model_when_unused)
-            nursery.start_soon(self._load_voices_when_a_call_begins)
+            nursery.start_soon(self._load_models_when_a_call_begins)
             if self.capture_enabled:
                 settings = self._settings()
                 devices = {"mic": settings.mic_device, "loopback": settings.loopback_device}
@@ -219,15 +222,24 @@ class Live:
                 with trio.CancelScope(shield=True):
                     await self._shut_down()
 
-    async def _load_voices_when_a_call_begins(self) -> None:
-        """Load the voice encoder (once: it stays loaded) as the first call begins, off the
-        event loop, rather than in the first "them" turn's way."""
-        voices = self.voices
-        if voices is None:
-            return
-        await self.wait_for_session()
-        if voices.switched_on:
-            await trio.to_thread.run_sync(voices.encoder)  # a failed load is logged there
+    async def _load_models_when_a_call_begins(self) -> None:
+        """As each call begins, load what its turns need and is not loaded — the speech model
+        (unloaded when unused for a while) and the voice encoder (loaded once) — rather than
+        in its first turns' way. A model that does not load is said where a turn needs it."""
+        while self.preload:
+            await self.wait_for_session()
+            session = self.session
+            transcriber = self._speech_model()
+            if transcriber is not None and not transcriber.loaded:
+                try:
+                    await transcriber.load()
+                except BrainCueError as e:
+                    log.warning("the speech model did not load as the call began: %s", e)
+            voices = self.voices
+            if voices is not None and voices.switched_on:
+                await trio.to_thread.run_sync(voices.encoder)  # a failed load is logged there
+            while self.session is session:
+                await self._session_changed.park()
 
     def _read_frames(self, source: Source) -> int:
         """From a capture thread: how much of ``source`` to read next — more at a time the
