@@ -11,6 +11,7 @@ from daemon.asr.engine import (
     FULL_CONTEXT,
     Segment,
     WhisperTranscriber,
+    Word,
     audio_context,
     is_silent,
     looks_looped,
@@ -115,6 +116,16 @@ def test_a_looping_decoder_is_recognised() -> None:
     assert not looks_looped(coarse, 11.9)
     assert within(coarse, 11.9) == [Segment(0.0, 11.9, coarse[0].text)]
     assert within(fine, 11.4) == fine
+    # a short utterance's one segment ends where the context does, its words inside the audio
+    short = Segment(0.0, 7.0, "Sounds good.", (Word(0.19, 0.5, "Sounds"),
+                                               Word(1.13, 1.78, "good.")))
+    assert not looks_looped([short], 1.79)
+    said = "We have been told and agreed on it."
+    invented = Segment(13.9, 21.0, said, tuple(Word(13.9 + i * 0.03, 13.93 + i * 0.03, w)
+                                               for i, w in enumerate(said.split(" "))))
+    assert looks_looped([*fine, invented], 14.1)  # seven words in the audio's last 0.2 s
+    assert looks_looped([*fine, Segment(11.2, 21.1, "You, it's you, it's you",
+                                        (Word(11.2, 11.4, "You,"),) * 5)], 11.4)
 
 
 def test_threads_are_the_cores_left_free() -> None:

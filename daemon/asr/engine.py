@@ -108,6 +108,21 @@ def _words(text: str) -> list[str]:
 # past the audio (11.9 s said as 0-15 s) with the words right; an invented tail runs further
 # (11.4 s of read speech ran on to 21.1 s with "You, it's you, it's you").
 OVERRUN_S = 5.0
+# ... but a short utterance's one segment may end at the context's end (1.8 s said as 0-7 s),
+# its words timed inside the audio: words that fit there at a rate people speak (2-4 words a
+# second in conversation) were heard; crammed into its last moment, invented
+MAX_WORDS_PER_S = 6.0
+
+
+def runs_on(segment: Segment, duration: float) -> bool:
+    """Whether ``segment`` runs on well past the audio's end with words not heard in it."""
+    if segment.end <= duration + OVERRUN_S:
+        return False
+    if not segment.words:
+        return True
+    first = max(segment.start, min(w.start for w in segment.words))
+    span = min(duration, max(w.end for w in segment.words)) - first
+    return len(segment.words) > MAX_WORDS_PER_S * max(0.0, span) + 1
 
 
 def looks_looped(segments: list[Segment], duration: float) -> bool:
@@ -116,7 +131,7 @@ def looks_looped(segments: list[Segment], duration: float) -> bool:
     earlier one, one that starts after the audio, or one that runs on well past it."""
     seen: list[list[str]] = []
     for segment in segments:
-        if segment.start >= duration or segment.end > duration + OVERRUN_S:
+        if segment.start >= duration or runs_on(segment, duration):
             return True
         words = _words(segment.text)
         head = words[:4]
