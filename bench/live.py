@@ -48,6 +48,7 @@ way.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import shutil
@@ -398,6 +399,10 @@ def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
         each = [(x, f"{p.seconds:4.1f} s {p.source:<8} {x:5.2f} s  "
                     f"{nearest_stages(logged, p)}  {p.text[:40]!r}")
                 for x, p in sorted(matched, key=lambda m: -m[0])]
+        # the pieces a long utterance was cut into before its end (no end played there)
+        each += [(math.inf, f"       {source:<8} a piece  {stages}")
+                 for source, end, stages in logged
+                 if not any(p.source == source and abs(end - p.ended) < 2.5 for p in played)]
         reference = " ".join(p.text for p in played)
         heard = " ".join(e.text for _, e in sorted(turns, key=lambda t: t[1].start))
         return Result(label=label, asr_model=status.live.asr_model, played=len(played),
