@@ -7,7 +7,7 @@ The scripted transcriber "recognises" a tone by its pitch, so what each utteranc
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -17,8 +17,10 @@ import pytest
 import soundfile
 import trio
 import trio.testing
+from storekit import CountingEmbedder
 
 from daemon.asr.engine import ScriptedTranscriber, Segment
+from daemon.asr.threads import ThreadChooser
 from daemon.audio.capture import BLOCK, IDLE_BLOCK, QUIET_BLOCK, Block, Source
 from daemon.audio.format import SAMPLE_RATE
 from daemon.config import Settings
@@ -34,6 +36,8 @@ from daemon.live.records import (
     LiveEvent,
     StartOptions,
 )
+from daemon.llm.embed import EmbedProgress
+from daemon.sensitive import judge
 from daemon.store.records import Turn
 from daemon.store.store import Store
 
@@ -80,7 +84,7 @@ class SlowTranscriber(ScriptedTranscriber):
         super().__init__(recognise)
         self.seconds = seconds
 
-    async def transcribe(self, audio: np.ndarray) -> list[Segment]:
+    async def transcribe(self, audio: np.ndarray, threads: int = 0) -> list[Segment]:
         await trio.sleep(self.seconds)
         return self.transcribe_sync(audio)
 
@@ -221,15 +225,18 @@ async def test_the_speech_model_is_unloaded_when_unused_and_loaded_again_for_the
 
 
 async def test_each_call_that_begins_loads_the_speech_model_before_anyone_speaks(
-    autojump_clock: trio.testing.MockClock, store: Store
+    autojump_clock: trio.testing.MockClock, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = Settings(auto_start=False, idle_unload_min=0.5)
+    gate_prepared: list[bool] = []
+    monkeypatch.setattr(judge, "prepare", lambda: gate_prepared.append(True))
     async with running(store, settings=settings, preload=True) as rig:
         await rig.play(silence(5.0))
-        assert rig.live.speech_model_loaded() is None  # no call: nothing loaded
+        assert rig.live.speech_model_loaded() is None and not gate_prepared  # no call yet
         await rig.live.start(StartOptions())
         await rig.play(silence(5.0))
         assert rig.live.speech_model_loaded() == "scripted" and rig.transcriber.calls == []
+        assert gate_prepared  # the secret gate's word vectors read too
         await rig.play(silence(40.0))  # a quiet call: unloaded when unused, as any time
         assert rig.transcriber.unloads == 1 and rig.live.speech_model_loaded() is None
         await rig.live.stop()
@@ -240,6 +247,58 @@ async def test_each_call_that_begins_loads_the_speech_model_before_anyone_speaks
         await rig.live.stop()
     assert [t.text for t in store.turns(second.session_id)] == [WORDS[220]]
     assert rig.transcriber.unloads == 1
+
+
+async def test_a_turn_is_shown_once_stored_and_made_searchable_by_meaning_after(
+    autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    shown: list[Any] = []  # the rig's events, once it runs
+    embedded: list[tuple[str, set[str]]] = []  # each text embedded, and the turns shown then
+
+    class Noting(CountingEmbedder):
+        def embed_sync(self, texts: Sequence[str], progress: EmbedProgress | None = None
+                       ) -> np.ndarray:
+            said = {e.text for e in shown if isinstance(e, Turn)}
+            embedded.extend((text, said) for text in texts)
+            return super().embed_sync(texts, progress)
+
+    store = Store(tmp_path / "data", Noting())
+    async with running(store) as rig:
+        shown = rig.events
+        started = await rig.live.start(StartOptions())
+        mic, loop = dialogue(("mic", 220), ("loopback", 440), ("mic", 330))
+        await rig.play(mic, loop)
+        await rig.live.stop()
+    turns = store.turns(started.session_id)
+    assert [t.text for t in turns] == [WORDS[220], WORDS[440], WORDS[330]]
+    for turn in turns:  # embedded (its view, its chunk), never before it was shown
+        views = [said for text, said in embedded if turn.text in text]
+        assert views and all(turn.text in said for said in views), turn.text
+    # and every one searchable by meaning once the call ended
+    assert store.db.read(lambda conn: conn.execute(
+        "SELECT count(*) FROM embeddings WHERE owner_kind = 'turn'").get) == 3
+    store.close()
+
+
+async def test_whisper_gets_the_cores_that_the_load_since_speech_began_leaves_free(
+    autojump_clock: trio.testing.MockClock, store: Store
+) -> None:
+    busy_until = 0.0  # both cores busy until then (the clock's seconds), idle after
+
+    def ticks() -> tuple[int, int]:  # /proc/stat's (busy, total) of two cores at 100 Hz
+        now = trio.current_time()
+        return round(200 * min(now, busy_until)), round(200 * now)
+
+    chooser = ThreadChooser(cores=2, ticks=ticks, clock=trio.current_time)
+    async with running(store, chooser=chooser) as rig:
+        await rig.live.start(StartOptions())
+        # work that waits for a pause (reading ahead) fills both cores until someone speaks
+        busy_until = trio.current_time() + 5.0
+        await rig.play(mic=np.concatenate([silence(5.0), tone(2.0, 220), silence(1.0)]))
+        busy_until = trio.current_time() + 60.0  # other work that goes on while they speak
+        await rig.play(mic=np.concatenate([tone(2.0, 330), silence(1.0)]))
+        await rig.live.stop()
+    assert rig.transcriber.threads == [2, 1]
 
 
 async def test_the_speech_model_stays_while_someone_speaks_or_waits_for_it(
@@ -634,10 +693,10 @@ async def test_turns_the_store_refuses_are_held_and_saved_in_order_once_it_can(
     append = store.append_turns
     disk_full = False
 
-    def append_unless_full(session_id: int, turns: Any) -> Any:
+    def append_unless_full(session_id: int, turns: Any, **kwargs: Any) -> Any:
         if disk_full:  # what the store raises for SQLITE_FULL
             raise StoreError("the disk is full", fix="free some disk space and try again")
-        return append(session_id, turns)
+        return append(session_id, turns, **kwargs)
 
     monkeypatch.setattr(store, "append_turns", append_unless_full)
     async with running(store) as rig:
@@ -671,10 +730,10 @@ async def test_turns_held_at_a_stop_are_saved_by_it(
     append = store.append_turns
     refusals = iter([True])
 
-    def flaky_append(session_id: int, turns: Any) -> Any:
+    def flaky_append(session_id: int, turns: Any, **kwargs: Any) -> Any:
         if next(refusals, False):
             raise StoreError("the disk is full")
-        return append(session_id, turns)
+        return append(session_id, turns, **kwargs)
 
     monkeypatch.setattr(store, "append_turns", flaky_append)
     async with running(store) as rig:

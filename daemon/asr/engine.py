@@ -70,7 +70,9 @@ class Transcriber(Protocol):
     async def load(self) -> None:
         """Load the model now (a call begins), not with the first utterance."""
 
-    async def transcribe(self, audio: np.ndarray) -> list[Segment]: ...
+    async def transcribe(self, audio: np.ndarray, threads: int = 0) -> list[Segment]:
+        """The segments heard in ``audio``, on ``threads`` threads (0: as the transcriber
+        chooses; a count set for it wins)."""
 
     def unload(self) -> None: ...
 
@@ -316,13 +318,13 @@ class WhisperTranscriber:
             self._model = model
         return self._model
 
-    def _transcribe(self, audio: np.ndarray) -> list[Segment]:
+    def _transcribe(self, audio: np.ndarray, threads: int = 0) -> list[Segment]:
         if is_silent(audio):
             return []
         if self.leveled:
             audio = level(audio)
         context = audio_context(len(audio)) if self.fit_context else 0
-        threads = self.threads or self._chooser.choose()
+        threads = self.threads or threads or self._chooser.choose()
         try:
             segments = self._decode(audio, threads, context)
             duration = len(audio) / SAMPLE_RATE
@@ -350,9 +352,9 @@ class WhisperTranscriber:
 
         await self._worker.call(load)
 
-    async def transcribe(self, audio: np.ndarray) -> list[Segment]:
+    async def transcribe(self, audio: np.ndarray, threads: int = 0) -> list[Segment]:
         audio = as_mono_float32(audio)
-        return await self._worker.call(lambda: self._transcribe(audio))
+        return await self._worker.call(lambda: self._transcribe(audio, threads))
 
     def transcribe_sync(self, audio: np.ndarray) -> list[Segment]:
         audio = as_mono_float32(audio)
@@ -393,6 +395,7 @@ class ScriptedTranscriber:
         self._script = script
         self._next = 0
         self.calls: list[np.ndarray] = []
+        self.threads: list[int] = []  # the thread count each transcribe was given
         self.loaded = False  # as a real model: loaded by a call, freed by unload
         self.unloads = 0
 
@@ -412,8 +415,9 @@ class ScriptedTranscriber:
         await trio.lowlevel.checkpoint()
         self.loaded = True
 
-    async def transcribe(self, audio: np.ndarray) -> list[Segment]:
+    async def transcribe(self, audio: np.ndarray, threads: int = 0) -> list[Segment]:
         await trio.lowlevel.checkpoint()
+        self.threads.append(threads)
         return self.transcribe_sync(audio)
 
     def unload(self) -> None:

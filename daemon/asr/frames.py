@@ -18,10 +18,11 @@ SAMPLE = np.dtype("<f4")
 
 class Transcribe(msgspec.Struct, tag=True):
     audio: bytes  # 16 kHz mono float32 samples, little endian
+    threads: int = 0  # 0: the process chooses
 
     @classmethod
-    def of(cls, audio: np.ndarray) -> Transcribe:
-        return cls(np.ascontiguousarray(audio, dtype=SAMPLE).tobytes())
+    def of(cls, audio: np.ndarray, threads: int = 0) -> Transcribe:
+        return cls(np.ascontiguousarray(audio, dtype=SAMPLE).tobytes(), threads)
 
     def samples(self) -> np.ndarray:
         """The audio as float32 samples (read-only, without a copy)."""

@@ -34,7 +34,8 @@ def serve(args: argparse.Namespace) -> Serve:
             if isinstance(request, frames.Load):
                 await made[0].load()
                 return frames.Loaded()
-            return frames.Transcribed(await made[0].transcribe(request.samples()))
+            return frames.Transcribed(await made[0].transcribe(request.samples(),
+                                                               request.threads))
         except BrainCueError as e:
             return Failed(e.message, e.fix)
         except ValueError as e:  # audio it cannot take

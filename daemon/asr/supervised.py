@@ -44,8 +44,8 @@ class SupervisedTranscriber(Supervisor):
         if not isinstance(reply, frames.Loaded):
             raise EngineError(f"the speech model's process answered with {reply!r}")
 
-    async def transcribe(self, audio: np.ndarray) -> list[Segment]:
-        reply = await self.ask_twice(frames.Transcribe.of(as_mono_float32(audio)))
+    async def transcribe(self, audio: np.ndarray, threads: int = 0) -> list[Segment]:
+        reply = await self.ask_twice(frames.Transcribe.of(as_mono_float32(audio), threads))
         if not isinstance(reply, frames.Transcribed):
             raise EngineError(f"the speech model's process answered with {reply!r}")
         return reply.segments

@@ -34,6 +34,7 @@ import trio
 from daemon.asr.engine import Segment, Transcriber, WhisperTranscriber
 from daemon.asr.level import is_quiet, level_warning
 from daemon.asr.supervised import SupervisedTranscriber
+from daemon.asr.threads import ThreadChooser
 from daemon.audio.capture import (
     BLOCK,
     IDLE_BLOCK,
@@ -77,6 +78,7 @@ from daemon.live.rules import (
 from daemon.memory import open_items
 from daemon.models.registry import speech_model
 from daemon.process.supervisor import ModelProcess, unload_check_interval
+from daemon.sensitive import judge
 from daemon.store.receipts import Receipt, save_receipt
 from daemon.store.records import NewTurn, Session, Space, Turn
 from daemon.store.store import Store
@@ -126,9 +128,9 @@ class Live:
     """Capture, transcription and the session lifecycle of one daemon.
 
     ``settings`` is read on every decision, so settings changed while the daemon runs apply.
-    ``call`` runs a blocking store function (a thread by default); ``clock`` is the wall clock
-    (tests give trio's, with a mock clock). ``transcriber``, when given, is used instead of the
-    configured speech model.
+    ``call`` runs a blocking function, the store's or a model's (a thread by default);
+    ``clock`` is the wall clock (tests give trio's, with a mock clock). ``transcriber``, when
+    given, is used instead of the configured speech model.
     """
 
     def __init__(
@@ -147,6 +149,7 @@ class Live:
         queue_capacity: int = UTTERANCE_QUEUE,
         voices: Voices | None = None,
         preload: bool | None = None,
+        chooser: ThreadChooser | None = None,
     ) -> None:
         self.store = store
         self._settings = settings
@@ -155,6 +158,7 @@ class Live:
         self.capture_enabled = capture
         # load the models a call's turns need as it begins (default: when capturing)
         self.preload = capture if preload is None else preload
+        self._chooser = chooser  # whisper's thread count (None: measured on this machine)
         self.clock = clock
         self._call = call
         self._transcriber = transcriber
@@ -179,6 +183,8 @@ class Live:
         self.phantoms = 0  # transcriptions dropped as whisper's inventions
         self.turns = 0  # stored live
         self._unsaved: dict[int, list[NewTurn]] = {}  # by session: turns the store refused
+        self._unindexed: dict[int, list[int]] = {}  # by session: turns shown, not yet embedded
+        self._to_index = trio.lowlevel.ParkingLot()
         self.voices = voices  # tells "them" apart (None: every loopback turn is "them")
         self._quiet_told: dict[Source, float] = {}  # when each source was last said quiet
         self.receipt: GapTracker | None = None  # what the live session heard and missed
@@ -196,7 +202,8 @@ class Live:
         channel = BlockChannel(self.block_backlog, on_drop=self._dropped)
         hooks = Hooks(self._speech_model, self._on_text, self.clock, wants_text=self._wants_text,
                       on_block=self._heard_block, on_untranscribed=self._untranscribed)
-        self.pipeline = Pipeline(channel, hooks, vad=self.vad, queue_capacity=self.queue_capacity)
+        self.pipeline = Pipeline(channel, hooks, vad=self.vad, queue_capacity=self.queue_capacity,
+                                 chooser=self._chooser)
         async with trio.open_nursery() as nursery:
             await nursery.start(self.pipeline.run)
             nursery.start_soon(self._end_when_silent)
@@ -204,6 +211,7 @@ class Live:
             nursery.start_soon(self._notice_sleep)
             nursery.start_soon(self._unload_speech_model_when_unused)
             nursery.start_soon(self._load_models_when_a_call_begins)
+            nursery.start_soon(self._index_turns_shown)
             if self.capture_enabled:
                 settings = self._settings()
                 devices = {"mic": settings.mic_device, "loopback": settings.loopback_device}
@@ -224,8 +232,9 @@ class Live:
 
     async def _load_models_when_a_call_begins(self) -> None:
         """As each call begins, load what its turns need and is not loaded — the speech model
-        (unloaded when unused for a while) and the voice encoder (loaded once) — rather than
-        in its first turns' way. A model that does not load is said where a turn needs it."""
+        (unloaded when unused for a while), the voice encoder and the secret gate's word
+        vectors (read once) — rather than in its first turns' way. A model that does not load
+        is said where a turn needs it."""
         while self.preload:
             await self.wait_for_session()
             session = self.session
@@ -238,6 +247,7 @@ class Live:
             voices = self.voices
             if voices is not None and voices.switched_on:
                 await trio.to_thread.run_sync(voices.encoder)  # a failed load is logged there
+            await trio.to_thread.run_sync(judge.prepare)  # (logged there too)
             while self.session is session:
                 await self._session_changed.park()
 
@@ -465,7 +475,7 @@ class Live:
                 or (self.pipeline is not None and self.pipeline.busy())
                 or trio.current_time() - self._speech_used_at < self._settings().idle_unload_s):
             return False
-        await trio.to_thread.run_sync(made.unload)
+        await self._call(made.unload)
         self.speech_unloaded_at = self.clock()
         log.info("speech model %s unloaded after %g min unused", made.model_id,
                  self._settings().idle_unload_min)
@@ -590,8 +600,9 @@ class Live:
         turns = [*held, *new]
         if not turns:
             return
-        try:
-            stored = await self._db(lambda: self.store.append_turns(session.id, turns))
+        try:  # shown once committed; searchable by meaning a moment later
+            stored = await self._db(lambda: self.store.append_turns(session.id, turns,
+                                                                    index=False))
         except StoreError as e:
             self._unsaved[session.id] = turns
             log.error("session %d: %d turn(s) held in memory, not saved: %s", session.id,
@@ -605,6 +616,21 @@ class Live:
         self.turns += len(stored)
         for turn in stored:
             self._publish(turn)
+        self._unindexed.setdefault(session.id, []).extend(t.id for t in stored)
+        self._to_index.unpark_all()
+
+    async def _index_turns_shown(self) -> None:
+        """Embed the turns stored live after they are shown, off the speech path (the next
+        utterance is not held for them); those a stop leaves are embedded at the next start."""
+        while True:
+            while not self._unindexed:
+                await self._to_index.park()
+            await self._index_pending()
+
+    async def _index_pending(self) -> None:
+        while self._unindexed:
+            session_id, ids = self._unindexed.popitem()
+            await self._db(partial(self.store.index_turns, session_id, ids))
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -724,6 +750,7 @@ class Live:
     async def _end(self, session: Session, ended_at: float) -> Ended:
         ended_at = max(ended_at, session.started_at)
         await self._save(session, [])
+        await self._index_pending()  # a search right after the end finds every turn
         receipt = self._final_receipt(ended_at)
         if receipt is not None:
             try:

@@ -25,6 +25,7 @@ import numpy as np
 import trio
 
 from daemon.asr.engine import Segment, Transcriber
+from daemon.asr.threads import ThreadChooser
 from daemon.audio.capture import Block, BlockChannel, Source
 from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.vad import Segmenter, Utterance, VadConfig
@@ -223,6 +224,7 @@ class Pipeline:
         *,
         vad: VadConfig | None = None,
         queue_capacity: int = UTTERANCE_QUEUE,
+        chooser: ThreadChooser | None = None,
     ) -> None:
         self.channel = channel
         self._hooks = hooks
@@ -243,6 +245,10 @@ class Pipeline:
         self.asr_busy_s = 0.0  # time spent transcribing ...
         self.asr_audio_s = 0.0  # ... this much audio
         self.stages = StageFigures()  # where the time between speech and turn goes
+        # whisper's threads: the cores the load since someone began speaking leaves free
+        # (work that waits for a pause, the read-ahead, stops as speech starts and must not
+        # count); a count set in the settings wins (see daemon.asr.threads)
+        self._chooser = chooser or ThreadChooser()
 
     # -- figures -------------------------------------------------------------------------------
 
@@ -282,8 +288,11 @@ class Pipeline:
         async for block in self.channel.receive:
             self._block_seen[block.source] = self._clock()
             segmenter = self.segmenters[block.source]
+            quiet = not self.busy()
             for heard in segmenter.feed(block):
                 await self._enqueue(heard)
+            if quiet and segmenter.in_speech:  # someone began to speak: measure from here
+                self._chooser.finished()
             if self._hooks.on_block is not None:
                 self._hooks.on_block(block, segmenter.in_speech)
             self._progress.unpark_all()
@@ -316,7 +325,10 @@ class Pipeline:
         began = self._clock()
         heard.timing.mark("queued", began)
         try:
-            segments = await transcriber.transcribe(heard.audio)
+            try:
+                segments = await transcriber.transcribe(heard.audio, self._chooser.choose())
+            finally:
+                self._chooser.finished()
         except Exception as e:  # one bad utterance must not stop the worker
             why = "transcription failed"
             if isinstance(e, EngineError):  # said plainly: a model's process that died twice

@@ -47,8 +47,8 @@ from daemon.sensitive.vectors import VectorsUnavailable, WordVectors, read
 Matrix = npt.NDArray[np.float32]
 
 __all__ = ["CLASSES", "KIND", "LEXICON", "MODEL", "WEIGHTS_FILE", "Candidate", "Lexicon", "Model",
-           "WeightsUnavailable", "candidates", "features", "judged", "load_model", "score",
-           "use_vectors", "words"]
+           "WeightsUnavailable", "candidates", "features", "judged", "load_model", "prepare",
+           "score", "use_vectors", "words"]
 
 KIND = "password"
 log = logging.getLogger(__name__)
@@ -508,6 +508,12 @@ def _lexicon() -> Lexicon:
                     log.warning("sensitive-data judge without word vectors (the word lists "
                                 "alone): %s", e)
     return LEXICON
+
+
+def prepare() -> None:
+    """Read the word vectors now, if they are still to be read: the first turn judged would
+    wait for them (about 3 s of a core, in the transaction that stores it)."""
+    _lexicon()
 
 
 def _classes(word: str) -> tuple[str, ...]:

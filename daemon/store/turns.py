@@ -32,10 +32,11 @@ class Turns(Sessions):
     """The turns, chunks and archives of the sessions."""
 
     def append_turns(
-        self, session_id: int, turns: Sequence[NewTurn], *, progress: EmbedProgress | None = None
+        self, session_id: int, turns: Sequence[NewTurn], *, progress: EmbedProgress | None = None,
+        index: bool = True,
     ) -> list[Turn]:
         """Add turns to a live session and make them searchable (``progress`` counts what is
-        embedded).
+        embedded; ``index`` false: by meaning only once :meth:`index_turns` is called).
 
         The turns, the chunks they change (the newest chunk grows; chunks that fill up close
         and never change again) and their FTS entries commit in one transaction before
@@ -49,9 +50,20 @@ class Turns(Sessions):
         stored, touched = self._write(
             lambda conn, _: writes.append_turns(conn, session_id, turns, self.chunk_limit)
         )
-        self.index.refresh_chunks(touched, swallow=True, progress=progress)
-        self.index.embed_turns([t.id for t in stored], swallow=True, progress=progress)
+        if index:
+            self.index.refresh_chunks(touched, swallow=True, progress=progress)
+            self.index.embed_turns([t.id for t in stored], swallow=True, progress=progress)
         return stored
+
+    def index_turns(self, session_id: int, turn_ids: Sequence[int]) -> None:
+        """Embed turns appended with ``index`` false, and the chunks they grew or closed."""
+        if not turn_ids:
+            return
+        touched = self.db.read(lambda conn: [r[0] for r in sql.rows(
+            conn, "SELECT id FROM chunks WHERE session_id = ? AND kind = 'transcript'"
+            " AND last_turn >= ?", (session_id, min(turn_ids)))])
+        self.index.refresh_chunks(touched, swallow=True)
+        self.index.embed_turns(turn_ids, swallow=True)
 
     def turns(self, session_id: int) -> list[Turn]:
         """A session's turns in order."""
