@@ -25,7 +25,7 @@ from daemon.asr.level import (
     level_warning,
     speech_level_db,
 )
-from daemon.asr.threads import ThreadChooser, read_busy_ticks, threads_for
+from daemon.asr.threads import ThreadChooser, read_busy_ticks, read_own_ticks, threads_for
 from daemon.audio.format import SAMPLE_RATE
 
 
@@ -152,6 +152,22 @@ def test_the_chooser_measures_the_gap_between_calls() -> None:
     # a gap too short to tell: the last estimate stands
     now[0], ticks[0] = 2.1, (105, 420)
     assert chooser.choose() == 1
+
+
+def test_the_choosers_own_work_is_not_a_competitor(tmp_path: Path) -> None:
+    now, ticks, own = [0.0], [(0, 0)], [0]
+    chooser = ThreadChooser(cores=2, ticks=lambda: ticks[0], clock=lambda: now[0],
+                            own=lambda: own[0])
+    # most of a core busy, all of it the process choosing (telling voices apart, storing)
+    now[0], ticks[0], own[0] = 2.0, (160, 400), 150
+    assert chooser.choose() == 2
+    chooser.finished()
+    # the same load from another program
+    now[0], ticks[0] = 4.0, (320, 800)
+    assert chooser.choose() == 1
+    stat = tmp_path / "stat"  # proc(5): the name in parentheses may hold spaces
+    stat.write_text("4242 (braincue (x) y) S 1 2 3 4 5 6 7 8 9 10 123 45 0 0 20 0 9\n")
+    assert read_own_ticks(stat) == 168
 
 
 def test_busy_ticks_count_niced_work_and_not_waiting(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 import trio
 
 from daemon.asr.engine import Segment, Transcriber
-from daemon.asr.threads import ThreadChooser
+from daemon.asr.threads import ThreadChooser, read_own_ticks
 from daemon.audio.capture import Block, BlockChannel, Source
 from daemon.audio.format import SAMPLE_RATE
 from daemon.audio.vad import Segmenter, Utterance, VadConfig
@@ -48,6 +48,8 @@ class Timing:
 
     ended: float  # the end of its audio
     marks: dict[str, float] = field(default_factory=dict)
+    threads: int = 0  # whisper's threads for it, and the load they were chosen from (cores)
+    load: float = 0.0
 
     def mark(self, stage: str, at: float) -> None:
         self.marks[stage] = at
@@ -247,8 +249,9 @@ class Pipeline:
         self.stages = StageFigures()  # where the time between speech and turn goes
         # whisper's threads: the cores the load since someone began speaking leaves free
         # (work that waits for a pause, the read-ahead, stops as speech starts and must not
-        # count); a count set in the settings wins (see daemon.asr.threads)
-        self._chooser = chooser or ThreadChooser()
+        # count, nor the daemon's own, which runs before or after whisper); a count set in
+        # the settings wins (see daemon.asr.threads)
+        self._chooser = chooser or ThreadChooser(own=read_own_ticks)
 
     # -- figures -------------------------------------------------------------------------------
 
@@ -326,7 +329,9 @@ class Pipeline:
         heard.timing.mark("queued", began)
         try:
             try:
-                segments = await transcriber.transcribe(heard.audio, self._chooser.choose())
+                heard.timing.threads = self._chooser.choose()
+                heard.timing.load = self._chooser.busy_elsewhere
+                segments = await transcriber.transcribe(heard.audio, heard.timing.threads)
             finally:
                 self._chooser.finished()
         except Exception as e:  # one bad utterance must not stop the worker
@@ -355,8 +360,10 @@ class Pipeline:
             self.stages.add(heard.timing)
             if log.isEnabledFor(logging.DEBUG):  # what the live figures' slowest turns spent
                 spent = heard.timing.durations()
-                log.debug("utterance %s %.3f-%.3f: %s", heard.source, heard.start, heard.end,
-                          " ".join(f"{stage}={s:.3f}" for stage, s in spent.items()))
+                log.debug("utterance %s %.3f-%.3f: %s threads=%d (load %.2f)", heard.source,
+                          heard.start, heard.end,
+                          " ".join(f"{stage}={s:.3f}" for stage, s in spent.items()),
+                          heard.timing.threads, heard.timing.load)
 
     def _untranscribed(self, heard: Heard, why: str) -> None:
         if self._hooks.on_untranscribed is not None:
