@@ -131,6 +131,8 @@ def test_a_looping_decoder_is_recognised() -> None:
 def test_threads_are_the_cores_left_free() -> None:
     assert threads_for(2, busy_elsewhere=0.0) == 2
     assert threads_for(2, busy_elsewhere=0.2) == 2  # capture and the event loop
+    assert threads_for(2, busy_elsewhere=0.45) == 2  # the audio server, the call's app
+    assert threads_for(2, busy_elsewhere=0.6) == 1
     assert threads_for(2, busy_elsewhere=1.0) == 1
     assert threads_for(2, busy_elsewhere=2.0) == 1  # never none
     assert threads_for(8, busy_elsewhere=2.5) == 5
