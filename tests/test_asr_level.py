@@ -135,7 +135,8 @@ def test_threads_are_the_cores_left_free() -> None:
     assert threads_for(2, busy_elsewhere=0.6) == 1
     assert threads_for(2, busy_elsewhere=1.0) == 1
     assert threads_for(2, busy_elsewhere=2.0) == 1  # never none
-    assert threads_for(8, busy_elsewhere=2.5) == 5
+    assert threads_for(8, busy_elsewhere=2.5) == 6  # two cores and a half: two taken
+    assert threads_for(8, busy_elsewhere=2.6) == 5
     assert threads_for(8, busy_elsewhere=0.0, cap=4) == 4
 
 
