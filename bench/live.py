@@ -81,6 +81,7 @@ from daemon.ipc.testing import DaemonProcess, short_home, start_daemon
 from daemon.resident import Resident, children, resident
 
 PAUSE_S = 0.8
+MATCH_S = 2.5  # a turn or a logged utterance ending this near a playback's end is its
 SCRIPT = [
     ("me", "Good morning, thanks for joining the call about the budget."),
     ("them", "Happy to help. We finished the new website yesterday."),
@@ -389,7 +390,7 @@ def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
         for p in played:
             candidates = [(abs(started.started_at + e.end - p.ended), received)
                           for received, e in turns if e.source == p.source
-                          and abs(started.started_at + e.end - p.ended) < 2.5]
+                          and abs(started.started_at + e.end - p.ended) < MATCH_S]
             if candidates:
                 latencies.append((p.seconds, min(candidates)[1] - p.ended))
                 matched.append((latencies[-1][1], p))
@@ -402,7 +403,8 @@ def run(model: str, voices: list[Path], minutes: float, config_lines: list[str],
         # the pieces a long utterance was cut into before its end (no end played there)
         each += [(math.inf, f"       {source:<8} a piece  {stages}")
                  for source, end, stages in logged
-                 if not any(p.source == source and abs(end - p.ended) < 2.5 for p in played)]
+                 if not any(p.source == source and abs(end - p.ended) < MATCH_S
+                            for p in played)]
         reference = " ".join(p.text for p in played)
         heard = " ".join(e.text for _, e in sorted(turns, key=lambda t: t[1].start))
         return Result(label=label, asr_model=status.live.asr_model, played=len(played),
@@ -435,7 +437,7 @@ def utterance_stages(log: str) -> list[tuple[str, float, str]]:
 def nearest_stages(logged: list[tuple[str, float, str]], played: Played) -> str:
     """The daemon's stages for the utterance whose end is nearest ``played``'s."""
     near = [(abs(end - played.ended), stages) for source, end, stages in logged
-            if source == played.source and abs(end - played.ended) < 2.5]
+            if source == played.source and abs(end - played.ended) < MATCH_S]
     return min(near)[1] if near else "(not logged)"
 
 

@@ -347,10 +347,7 @@ class WhisperTranscriber:
                               for i, s in enumerate(raw))
 
     async def load(self) -> None:
-        def load() -> None:
-            self._load()
-
-        await self._worker.call(load)
+        await self._worker.call(self._load)
 
     async def transcribe(self, audio: np.ndarray, threads: int = 0) -> list[Segment]:
         audio = as_mono_float32(audio)

@@ -185,6 +185,7 @@ class Live:
         self._unsaved: dict[int, list[NewTurn]] = {}  # by session: turns the store refused
         self._unindexed: dict[int, list[int]] = {}  # by session: turns shown, not yet embedded
         self._to_index = trio.lowlevel.ParkingLot()
+        self._indexing = trio.Lock()  # held while a batch is embedded: the end waits for it
         self.voices = voices  # tells "them" apart (None: every loopback turn is "them")
         self._quiet_told: dict[Source, float] = {}  # when each source was last said quiet
         self.receipt: GapTracker | None = None  # what the live session heard and missed
@@ -628,9 +629,10 @@ class Live:
             await self._index_pending()
 
     async def _index_pending(self) -> None:
-        while self._unindexed:
-            session_id, ids = self._unindexed.popitem()
-            await self._db(partial(self.store.index_turns, session_id, ids))
+        async with self._indexing:
+            while self._unindexed:
+                session_id, ids = self._unindexed.popitem()
+                await self._db(partial(self.store.index_turns, session_id, ids))
 
     # -- sessions ------------------------------------------------------------------------------
 
